@@ -1,0 +1,49 @@
+"""mqusers: Locust users that load STOMP message brokers and measure them.
+
+Import Locust before anything that patches or uses sockets; this package imports it first.
+"""
+
+from __future__ import annotations
+
+import locust  # noqa: F401  (gevent's monkey-patching must come before any socket or ssl import)
+
+from mqusers.client import BrokerError, ClientConfig, MqError, Publisher, StompClient
+from mqusers.dialects import Dialect, dialect_for
+from mqusers.measure.book import Book, Tally
+from mqusers.options import BrokerAddress, OptionError, Settings, parse_broker_url, parse_size, read_settings
+from mqusers.receiver import Receiver, Replier
+from mqusers.users import (
+    StompConsumerUser,
+    StompProducerUser,
+    StompRequesterUser,
+    StompResponderUser,
+    StompUser,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Book",
+    "BrokerAddress",
+    "BrokerError",
+    "ClientConfig",
+    "Dialect",
+    "MqError",
+    "OptionError",
+    "Publisher",
+    "Receiver",
+    "Replier",
+    "Settings",
+    "StompClient",
+    "StompConsumerUser",
+    "StompProducerUser",
+    "StompRequesterUser",
+    "StompResponderUser",
+    "StompUser",
+    "Tally",
+    "__version__",
+    "dialect_for",
+    "parse_broker_url",
+    "parse_size",
+    "read_settings",
+]

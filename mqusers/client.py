@@ -1,0 +1,317 @@
+"""A STOMP client that fires Locust request events, in the shape of ``locust.contrib.mqtt``.
+
+Every operation fires ``request_type="STOMP"`` with a name of the form ``"<operation> <target>"``:
+``connect``, ``subscribe``, ``send`` (frame handed to the socket), ``receipt`` (send to the
+broker's RECEIPT: a synchronous send), ``receive`` (send-to-receive latency from the message's
+send-time header), ``request`` (request/reply round trip) and ``error`` (an ERROR frame no pending
+operation claimed). ``response_length`` is the body size. The client holds no User logic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import stomp
+from gevent.event import AsyncResult, Event
+from stomp import exception as stomp_exception
+
+from mqusers.dialects import ACTIVEMQ, Dialect, dialect_for
+from mqusers.options import BrokerAddress
+from mqusers.transport import LeanConnection
+from mqusers.wire import Headers, SendFrames, encode_frame
+
+REQUEST_TYPE = "STOMP"
+MessageHandler = Callable[[Headers, bytes], None]
+
+# The client reports connection failures itself, in one line; stomp.py would add a warning per attempt.
+logging.getLogger("stomp.py").setLevel(logging.ERROR)
+
+
+class MqError(Exception):
+    """A messaging failure whose message is one readable line."""
+
+
+class BrokerError(MqError):
+    """The broker sent an ERROR frame; the message is its ``message`` header."""
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    address: BrokerAddress
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    vhost: str = "/"
+    heartbeats: tuple[int, int] = (0, 0)
+    timeout: float = 10.0
+    dialect: str = "auto"
+    #: Stable identity for durable subscriptions (CONNECT ``client-id``), else None.
+    client_id: str | None = None
+
+
+class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
+    """The frames left to stomp.py's dispatch: connection state only."""
+
+    def __init__(self, client: StompClient):
+        self._client = client
+
+    def on_connected(self, frame: Any) -> None:
+        self._client._on_connected(frame.headers)
+
+    def on_disconnected(self) -> None:
+        self._client._on_disconnected()
+
+
+@dataclass
+class Publisher:
+    """Pre-encoded frames and event names for one producer and one destination."""
+
+    destination: str
+    frames: SendFrames
+    send_name: str = ""
+    receipt_name: str = ""
+    request_name: str = ""
+
+    def __post_init__(self) -> None:
+        self.send_name = f"send {self.destination}"
+        self.receipt_name = f"receipt {self.destination}"
+        self.request_name = f"request {self.destination}"
+
+
+class StompClient:
+    """One STOMP connection. ``fire`` is ``environment.events.request.fire``."""
+
+    def __init__(self, config: ClientConfig, fire: Callable[..., Any]):
+        self.config = config
+        self.fire = fire
+        self.dialect: Dialect = ACTIVEMQ
+        self.server = ""
+        self._connection: LeanConnection | None = None
+        self._transport: Any = None
+        self._connected = Event()
+        self._refusal: str | None = None
+        self._handlers: dict[bytes, MessageHandler] = {}
+        self._waiters: dict[bytes, AsyncResult] = {}
+        self._ids = itertools.count(1)
+        self._context: dict[str, Any] = {}
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set() and self._transport is not None and self._transport.is_connected()
+
+    def connect(self) -> None:
+        """Connect and wait for CONNECTED; raise :class:`MqError` with one line on failure."""
+        name = f"connect {self.config.address}"
+        start = time.perf_counter()
+        try:
+            self._open()
+        except MqError as error:
+            self._fire(name, start, 0, error)
+            raise
+        self._fire(name, start, 0, None)
+
+    def _open(self) -> None:
+        config, headers = self.config, {}
+        if config.client_id:
+            # ActiveMQ and Artemis key durable subscriptions on it; RabbitMQ ignores it.
+            headers["client-id"] = config.client_id
+        connection = LeanConnection(
+            list(config.address.hosts),
+            on_frame=self._take_frame,
+            heartbeats=config.heartbeats,
+            vhost=config.vhost,
+            connect_timeout=config.timeout,
+            use_ssl=config.address.ssl,
+        )
+        connection.set_listener("mqusers", _Listener(self))
+        self._connected.clear()
+        self._refusal = None
+        try:
+            connection.connect(config.user, config.password, wait=False, headers=headers)
+        except stomp_exception.ConnectFailedException:
+            raise MqError(f"cannot reach the broker at {config.address}") from None
+        self._connection, self._transport = connection, connection.transport
+        if not self._connected.wait(config.timeout) or self._refusal is not None:
+            reason = self._refusal or f"no CONNECTED frame within {config.timeout:g}s"
+            self._close_quietly()
+            raise MqError(f"broker at {config.address} refused the connection: {reason}")
+
+    def disconnect(self) -> None:
+        if self._connection is not None and self.connected:
+            try:
+                self._connection.disconnect(receipt=f"mq-bye-{next(self._ids)}")
+            except stomp_exception.StompException:
+                pass
+        self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        connection, self._connection, self._transport = self._connection, None, None
+        self._connected.clear()
+        if connection is not None:
+            connection.transport.stop()
+            connection.transport.disconnect_socket()
+
+    # -- sending -----------------------------------------------------------------------------
+
+    def publish(self, publisher: Publisher, seq: int, *, sync: bool = False) -> bool:
+        """Send message ``seq``; with ``sync`` wait for its RECEIPT. True when it went out."""
+        frames = publisher.frames
+        start = time.perf_counter()
+        if sync:
+            receipt = b"mq-%d" % next(self._ids)
+            waiter = self._waiters[receipt] = AsyncResult()
+            data = frames.frame_with(seq, time.time_ns(), b"receipt:%s\n" % receipt)
+        else:
+            data = frames.frame(seq, time.time_ns())
+        if not self._write(publisher.send_name, start, frames.body_size, data):
+            return False
+        if sync:
+            self._await(waiter, receipt, publisher.receipt_name, start, frames.body_size, "RECEIPT")
+        return True
+
+    def request(self, publisher: Publisher, seq: int, reply_to: str) -> bool:
+        """Send a request with ``reply-to`` and wait for the reply carrying its correlation id."""
+        correlation = b"%s-%d" % (publisher.frames.producer_id, seq)
+        waiter = self._waiters[correlation] = AsyncResult()
+        start = time.perf_counter()
+        extra = b"reply-to:%s\ncorrelation-id:%s\n" % (reply_to.encode(), correlation)
+        data = publisher.frames.frame_with(seq, time.time_ns(), extra)
+        if not self._write(publisher.send_name, start, publisher.frames.body_size, data):
+            self._waiters.pop(correlation, None)
+            return False
+        return self._await(waiter, correlation, publisher.request_name, start, publisher.frames.body_size, "reply")
+
+    def send_raw(self, data: bytes) -> None:
+        """Write a pre-encoded frame (ACKs, replies); raise :class:`MqError` when not connected."""
+        if self._transport is None:
+            raise MqError("not connected")
+        try:
+            self._transport.send(data)
+        except (OSError, stomp_exception.StompException) as error:
+            raise MqError(f"connection lost: {error or type(error).__name__}") from None
+
+    def _write(self, name: str, start: float, size: int, data: bytes) -> bool:
+        try:
+            self.send_raw(data)
+        except MqError as error:
+            self._fire(name, start, size, error)
+            return False
+        self.fire(
+            request_type=REQUEST_TYPE,
+            name=name,
+            response_time=(time.perf_counter() - start) * 1000.0,
+            response_length=size,
+            exception=None,
+            context=self._context,
+        )
+        return True
+
+    def _await(self, waiter: AsyncResult, key: bytes, name: str, start: float, size: int, what: str) -> bool:
+        try:
+            answered = waiter.get(timeout=self.config.timeout)
+        except BrokerError as error:
+            self._fire(name, start, size, error)
+            return False
+        except Exception:  # gevent.Timeout and friends: the wait itself failed
+            self._fire(name, start, size, MqError(f"no {what} within {self.config.timeout:g}s"))
+            return False
+        finally:
+            self._waiters.pop(key, None)
+        self._fire(name, start, size, None, end=answered)
+        return True
+
+    # -- subscriptions -----------------------------------------------------------------------
+
+    def subscribe(self, destination: str, handler: MessageHandler, *, ack: str, headers: dict[str, str]) -> str:
+        """SUBSCRIBE and wait for the broker's RECEIPT; return the subscription id."""
+        sub_id = headers.pop("id", None) or f"mq-sub-{next(self._ids)}"
+        self._handlers[sub_id.encode()] = handler
+        self.frame_with_receipt(
+            f"subscribe {destination}", "SUBSCRIBE", {"destination": destination, "id": sub_id, "ack": ack, **headers}
+        )
+        return sub_id
+
+    def route(self, subscription: str, handler: MessageHandler) -> None:
+        """Deliver MESSAGE frames of ``subscription`` (e.g. a RabbitMQ temp queue) to ``handler``."""
+        self._handlers[subscription.encode()] = handler
+
+    def unsubscribe(self, destination: str, sub_id: str, headers: dict[str, str]) -> None:
+        self.frame_with_receipt(f"unsubscribe {destination}", "UNSUBSCRIBE", {"id": sub_id, **headers})
+        self._handlers.pop(sub_id.encode(), None)
+
+    def frame_with_receipt(self, name: str, command: str, headers: dict[str, str]) -> None:
+        """Send a control frame, wait for its RECEIPT, fire ``name``; raise :class:`MqError` on failure."""
+        receipt = b"mq-%d" % next(self._ids)
+        waiter = self._waiters[receipt] = AsyncResult()
+        start = time.perf_counter()
+        try:
+            self.send_raw(encode_frame(command, {**headers, "receipt": receipt.decode()}))
+        except MqError as error:
+            self._fire(name, start, 0, error)
+            raise
+        if not self._await(waiter, receipt, name, start, 0, "RECEIPT"):
+            raise MqError(f"{name} failed")
+
+    # -- the reader greenlet -----------------------------------------------------------------
+
+    def _take_frame(self, command: bytes, headers: Headers, body: bytes) -> bool:
+        if command == b"MESSAGE":
+            handler = self._handlers.get(headers.get(b"subscription", b""))
+            if handler is not None:
+                handler(headers, body)
+            else:
+                self._fire("receive (unsubscribed)", time.perf_counter(), len(body), MqError("message for no subscription"))
+            return True
+        if command == b"RECEIPT":
+            waiter = self._waiters.get(headers.get(b"receipt-id", b""))
+            if waiter is not None:
+                waiter.set(time.perf_counter())
+                return True
+            return False
+        if command == b"ERROR":
+            self._on_error(headers, body)
+        return False
+
+    def reply_arrived(self, headers: Headers, body: bytes) -> None:
+        """For reply subscriptions: wake the request waiting on this correlation id."""
+        waiter = self._waiters.get(headers.get(b"correlation-id", b""))
+        if waiter is not None:
+            waiter.set(time.perf_counter())
+
+    def _on_error(self, headers: Headers, body: bytes) -> None:
+        message = headers.get(b"message", b"").decode("utf-8", "replace") or body[:200].decode("utf-8", "replace")
+        error = BrokerError(f"broker ERROR: {message.strip()}")
+        if not self._connected.is_set():
+            self._refusal = message.strip() or "ERROR frame"
+            self._connected.set()
+            return
+        waiter = self._waiters.get(headers.get(b"receipt-id", b""))
+        if waiter is not None:
+            waiter.set_exception(error)
+            return
+        self._fire(f"error {self.config.address}", time.perf_counter(), 0, error)
+
+    def _on_connected(self, headers: dict[str, str]) -> None:
+        self.server = headers.get("server", "")
+        self.dialect = dialect_for(self.config.dialect, self.server)
+        self._connected.set()
+
+    def _on_disconnected(self) -> None:
+        self._connected.clear()
+        for waiter in list(self._waiters.values()):
+            if not waiter.ready():
+                waiter.set_exception(BrokerError("connection lost"))
+
+    def _fire(self, name: str, start: float, size: int, error: Exception | None, end: float | None = None) -> None:
+        self.fire(
+            request_type=REQUEST_TYPE,
+            name=name,
+            response_time=((end or time.perf_counter()) - start) * 1000.0,
+            response_length=size,
+            exception=error,
+            context=self._context,
+        )

@@ -1,0 +1,82 @@
+"""Every broker difference mqusers knows about, in one table.
+
+STOMP leaves durable subscriptions, prefetch, and temporary destinations to each broker, so the
+headers that ask for them differ. Nothing outside this module names a broker-specific header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    #: SUBSCRIBE header that bounds unacknowledged messages pushed to one consumer.
+    prefetch_header: str
+    #: True when the prefetch header counts bytes (Artemis' credit window) rather than messages.
+    prefetch_in_bytes: bool
+    #: CONNECT header that names a durable subscriber's client, or "" when not needed.
+    client_id_header: str
+    #: SUBSCRIBE headers for a durable topic subscription named ``{name}``.
+    durable_subscribe: tuple[tuple[str, str], ...]
+    #: UNSUBSCRIBE headers that remove the durable subscription for good.
+    durable_unsubscribe: tuple[tuple[str, str], ...]
+    #: Whether ``/temp-queue/x`` replies need a SUBSCRIBE (ActiveMQ) or arrive unasked (RabbitMQ);
+    #: ``None`` when the broker has no such destinations over STOMP.
+    temp_queue_needs_subscribe: bool | None
+
+    def prefetch_headers(self, prefetch: int, message_size: int) -> dict[str, str]:
+        if prefetch <= 0:
+            return {}
+        amount = prefetch * max(message_size, 1) if self.prefetch_in_bytes else prefetch
+        return {self.prefetch_header: str(amount)}
+
+    def durable_headers(self, name: str) -> dict[str, str]:
+        return {key: value.format(name=name) for key, value in self.durable_subscribe}
+
+    def durable_unsubscribe_headers(self, name: str) -> dict[str, str]:
+        return {key: value.format(name=name) for key, value in self.durable_unsubscribe}
+
+
+ACTIVEMQ = Dialect(
+    name="activemq",
+    prefetch_header="activemq.prefetchSize",
+    prefetch_in_bytes=False,
+    client_id_header="client-id",
+    durable_subscribe=(("activemq.subscriptionName", "{name}"),),
+    durable_unsubscribe=(("activemq.subscriptionName", "{name}"),),
+    temp_queue_needs_subscribe=True,
+)
+RABBITMQ = Dialect(
+    name="rabbitmq",
+    prefetch_header="prefetch-count",
+    prefetch_in_bytes=False,
+    client_id_header="",
+    # RabbitMQ keys the durable queue on the subscription id, which mqusers makes stable.
+    durable_subscribe=(("durable", "true"), ("auto-delete", "false")),
+    durable_unsubscribe=(("durable", "true"),),
+    temp_queue_needs_subscribe=False,
+)
+ARTEMIS = Dialect(
+    name="artemis",
+    prefetch_header="consumer-window-size",
+    prefetch_in_bytes=True,
+    client_id_header="client-id",
+    durable_subscribe=(("durable-subscription-name", "{name}"),),
+    durable_unsubscribe=(("durable-subscription-name", "{name}"),),
+    temp_queue_needs_subscribe=None,
+)
+DIALECTS = {dialect.name: dialect for dialect in (ACTIVEMQ, RABBITMQ, ARTEMIS)}
+
+
+def dialect_for(choice: str, server_header: str) -> Dialect:
+    """The configured dialect, or (``auto``) the one the CONNECTED ``server`` header names."""
+    if choice != "auto":
+        return DIALECTS[choice]
+    server = server_header.lower()
+    if "artemis" in server:
+        return ARTEMIS
+    if "rabbitmq" in server:
+        return RABBITMQ
+    return ACTIVEMQ

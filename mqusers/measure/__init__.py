@@ -1,0 +1,1 @@
+"""Measurement: latency histograms and per-destination tallies. Pure data, no I/O."""

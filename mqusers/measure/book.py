@@ -1,0 +1,102 @@
+"""Exact per-operation tallies with microsecond HdrHistograms, mergeable across Locust workers.
+
+The book listens to ``events.request`` and keeps, per event name (``"receive /topic/x"``...), the
+count, failures, bytes and a histogram of successful response times in microseconds (3
+significant digits, 1 µs to 1 h). Workers ship :meth:`Book.drain` output with their reports; the
+master :meth:`Book.merge`\\ s it, so percentiles come from the merged histogram, never from an
+average of per-worker percentiles. Negative latencies (unsynchronised clocks) are counted, not
+clipped into the histogram.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000
+SIGNIFICANT_DIGITS = 3
+PERCENTILES = (50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99)
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+
+
+@dataclass
+class Tally:
+    count: int = 0
+    failures: int = 0
+    bytes: int = 0
+    negative: int = 0
+    histogram: HdrHistogram = field(default_factory=new_histogram)
+
+    def add(self, other: Tally) -> None:
+        self.count += other.count
+        self.failures += other.failures
+        self.bytes += other.bytes
+        self.negative += other.negative
+        self.histogram.add(other.histogram)
+
+    def latency_ms(self) -> dict[str, float]:
+        """mean, p50 ... p99.99 and max of the successful samples, in milliseconds."""
+        hist = self.histogram
+        if hist.get_total_count() == 0:
+            return {}
+        figures = {"mean": hist.get_mean_value() / 1000.0}
+        for percentile in PERCENTILES:
+            figures[_percentile_key(percentile)] = hist.get_value_at_percentile(percentile) / 1000.0
+        figures["max"] = hist.get_max_value() / 1000.0
+        return figures
+
+
+def _percentile_key(percentile: float) -> str:
+    return "p" + f"{percentile:g}".replace(".", "")
+
+
+class Book:
+    """Tallies keyed by event name, for ``request_type == "STOMP"`` events."""
+
+    def __init__(self, request_type: str = "STOMP"):
+        self.request_type = request_type
+        self.tallies: dict[str, Tally] = {}
+
+    def on_request(
+        self, request_type: str, name: str, response_time: float, response_length: int, exception: Any, **_: Any
+    ) -> None:
+        if request_type != self.request_type:
+            return
+        tally = self.tallies.get(name)
+        if tally is None:
+            tally = self.tallies[name] = Tally()
+        tally.count += 1
+        tally.bytes += response_length
+        if exception is not None:
+            tally.failures += 1
+        elif response_time < 0:
+            tally.negative += 1
+        else:
+            micros = int(response_time * 1000.0)
+            tally.histogram.record_value(LOWEST_US if micros < LOWEST_US else min(micros, HIGHEST_US))
+
+    def clear(self) -> None:
+        self.tallies = {}
+
+    def drain(self) -> dict[str, list[Any]]:
+        """Everything since the last drain, encoded for a worker report; then start afresh."""
+        tallies, self.tallies = self.tallies, {}
+        return {
+            name: [t.count, t.failures, t.bytes, t.negative, t.histogram.encode().decode("ascii")]
+            for name, t in tallies.items()
+        }
+
+    def merge(self, drained: dict[str, list[Any]]) -> None:
+        for name, (count, failures, size, negative, encoded) in drained.items():
+            other = Tally(count, failures, size, negative, HdrHistogram.decode(encoded.encode("ascii")))
+            tally = self.tallies.get(name)
+            if tally is None:
+                self.tallies[name] = other
+            else:
+                tally.add(other)

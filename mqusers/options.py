@@ -1,0 +1,227 @@
+"""The one mqusers argument group: registration, validation, and a frozen settings object.
+
+Options reach Locust's own parser, so each works on the command line, in ``locust.conf``, as a
+``LOCUST_MQ_*`` env var and in the web UI's custom parameters. Values stay strings in the parser
+because the web UI re-types edits by the default's type; :func:`read_settings` validates them once
+per test and hands plain values on. An empty value means "what the scenario (User class) says".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+ACK_MODES = ("auto", "client", "client-individual")
+BROKERS = ("auto", "activemq", "rabbitmq", "artemis")
+REPLY_MODES = ("temp", "queue")
+SCHEMES = {"stomp": False, "stomp+ssl": True, "stomp+tls": True}
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)(i?)[bB]?\s*$")
+# Destinations are embedded in pre-encoded frames, so they must not need STOMP header escaping.
+_DESTINATION_RE = re.compile(r"^/(queue|topic|temp-queue|temp-topic|exchange|amq/queue)/[^\s:\\]+$")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+class OptionError(ValueError):
+    """A bad option value; the message is one line naming the option and the accepted form."""
+
+
+@dataclass(frozen=True)
+class BrokerAddress:
+    """Where to connect: one or more (host, port) pairs, tried in order (failover)."""
+
+    hosts: tuple[tuple[str, int], ...]
+    ssl: bool = False
+
+    def __str__(self) -> str:
+        scheme = "stomp+ssl" if self.ssl else "stomp"
+        return ",".join(f"{scheme}://{host}:{port}" for host, port in self.hosts)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated option values. ``None`` means the User class decides."""
+
+    broker: BrokerAddress | None = None
+    destination: str | None = None
+    size: int | None = None
+    persistent: bool | None = None
+    durable: bool | None = None
+    ack: str | None = None
+    prefetch: int | None = None
+    receipts: bool | None = None
+    rate: float | None = None
+    max_messages: int | None = None
+    consumers: int | None = None
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    heartbeats: tuple[int, int] = (0, 0)
+    vhost: str = "/"
+    dialect: str = "auto"
+    reply_to: str | None = None
+    timeout: float = 10.0
+    run_id: str = ""
+
+
+def parse_size(text: str, option: str = "--mq-size") -> int:
+    """``100``, ``646``, ``1KB``, ``10KB``, ``20KB``, ``1MiB`` -> bytes (K and KiB both mean 1024)."""
+    match = _SIZE_RE.match(text)
+    if not match:
+        raise OptionError(f"{option}: {text!r} is not a size; use bytes or a unit, e.g. 100, 646, 1KB, 20KB, 1MiB")
+    number, unit = float(match.group(1)), match.group(2).upper()
+    size = int(number * {"": 1, "K": 1024, "M": 1024 * 1024}[unit])
+    if not 1 <= size <= 64 * 1024 * 1024:
+        raise OptionError(f"{option}: {text!r} is out of range; use 1 byte to 64MiB")
+    return size
+
+
+def parse_bool(text: str, option: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise OptionError(f"{option}: {text!r} is not a boolean; use true or false")
+
+
+def parse_number(text: str, option: str, *, integer: bool, minimum: float = 0) -> float:
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise OptionError(f"{option}: {text!r} is not {kind}; use e.g. {'10' if integer else '2.5'}") from None
+    if value < minimum or value != value or value in (float("inf"), float("-inf")):
+        raise OptionError(f"{option}: {text!r} must be at least {minimum:g}")
+    return value
+
+
+def parse_destination(text: str, option: str = "--mq-destination") -> str:
+    if not _DESTINATION_RE.match(text):
+        raise OptionError(
+            f"{option}: {text!r} is not a STOMP destination; use /queue/NAME or /topic/NAME "
+            "(also /exchange/..., /amq/queue/...), no spaces, ':' or '\\'"
+        )
+    return text
+
+
+def parse_broker_url(text: str) -> BrokerAddress:
+    """``stomp://h:61613``, ``stomp+ssl://h:61614``, or a comma-separated failover list of them."""
+    hosts: list[tuple[str, int]] = []
+    schemes: set[bool] = set()
+    form = "use stomp://HOST:PORT or stomp+ssl://HOST:PORT, comma-separated for failover"
+    for part in (p.strip() for p in text.split(",")):
+        url = urlsplit(part if "://" in part else f"{'stomp+ssl' if True in schemes else 'stomp'}://{part}")
+        if url.scheme not in SCHEMES:
+            raise OptionError(f"--host: {part!r} has scheme {url.scheme!r}; {form}")
+        if url.username or url.password:
+            raise OptionError("--host: credentials do not belong in the URL; set LOCUST_MQ_USER and LOCUST_MQ_PASSWORD")
+        if url.path not in ("", "/") or url.query or not url.hostname:
+            raise OptionError(f"--host: {part!r} is not a broker address; {form}")
+        try:
+            port = url.port
+        except ValueError:
+            raise OptionError(f"--host: {part!r} has a bad port; use 1-65535") from None
+        if port is None:
+            raise OptionError(f"--host: {part!r} has no port; {form}")
+        schemes.add(SCHEMES[url.scheme])
+        hosts.append((url.hostname, port))
+    if len(schemes) != 1:
+        raise OptionError(f"--host: mixes stomp and stomp+ssl; {form}")
+    return BrokerAddress(tuple(hosts), ssl=schemes.pop())
+
+
+def _choice(text: str, option: str, choices: tuple[str, ...]) -> str:
+    if text not in choices:
+        raise OptionError(f"{option}: {text!r} is not one of {', '.join(choices)}")
+    return text
+
+
+def _heartbeats(text: str) -> tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise OptionError(f"--mq-heartbeats: {text!r} is not SEND_MS,RECEIVE_MS; use e.g. 0,0 or 10000,10000")
+    send, receive = (int(parse_number(p.strip(), "--mq-heartbeats", integer=True)) for p in parts)
+    return send, receive
+
+
+def _password(options: Any) -> str | None:
+    path = (getattr(options, "mq_password_file", "") or "").strip()
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().strip()
+        except OSError as error:
+            raise OptionError(f"--mq-password-file: cannot read {path!r}: {error.strerror}") from None
+    return getattr(options, "mq_password", "") or None
+
+
+def read_settings(options: Any, host: str | None) -> Settings:
+    """Validate every mqusers option once; raise :class:`OptionError` with one clear line."""
+
+    def text(name: str) -> str:
+        return str(getattr(options, name, "") or "").strip()
+
+    def optional(name: str, parse: Any) -> Any:
+        value = text(name)
+        return parse(value) if value else None
+
+    return Settings(
+        broker=parse_broker_url(host) if host else None,
+        destination=optional("mq_destination", parse_destination),
+        size=optional("mq_size", parse_size),
+        persistent=optional("mq_persistent", lambda v: parse_bool(v, "--mq-persistent")),
+        durable=optional("mq_durable", lambda v: parse_bool(v, "--mq-durable")),
+        ack=optional("mq_ack", lambda v: _choice(v, "--mq-ack", ACK_MODES)),
+        prefetch=optional("mq_prefetch", lambda v: int(parse_number(v, "--mq-prefetch", integer=True))),
+        receipts=optional("mq_receipts", lambda v: parse_bool(v, "--mq-receipts")),
+        rate=optional("mq_rate", lambda v: parse_number(v, "--mq-rate", integer=False)),
+        max_messages=optional("mq_messages", lambda v: int(parse_number(v, "--mq-messages", integer=True))),
+        consumers=optional("mq_consumers", lambda v: int(parse_number(v, "--mq-consumers", integer=True))),
+        user=text("mq_user") or None,
+        password=_password(options),
+        heartbeats=_heartbeats(text("mq_heartbeats") or "0,0"),
+        vhost=text("mq_vhost") or "/",
+        dialect=_choice(text("mq_broker") or "auto", "--mq-broker", BROKERS),
+        reply_to=optional("mq_reply_to", lambda v: _choice(v, "--mq-reply-to", REPLY_MODES)),
+        timeout=parse_number(text("mq_timeout") or "10", "--mq-timeout", integer=False, minimum=0.001),
+        run_id=text("mq_run_id"),
+    )
+
+
+def add_arguments(parser: Any) -> None:
+    """Register the mqusers argument group on Locust's parser."""
+    group = parser.add_argument_group("mqusers", "STOMP messaging parameters (empty = the scenario's default)")
+
+    def add(name: str, help_text: str, *, default: str = "", secret: bool = False, ui: bool = True) -> None:
+        action = group.add_argument(
+            f"--{name}", type=str, default=default, env_var=f"LOCUST_{name.upper().replace('-', '_')}", help=help_text
+        )
+        # Locust reads these attributes to build the web UI's custom parameters.
+        action.include_in_web_ui = ui
+        action.is_secret = secret
+        action.is_required = False
+        action.is_multiple = False
+
+    add("mq-destination", "destination, e.g. /queue/orders or /topic/prices")
+    add("mq-size", "message body size: 100, 646, 1KB, 10KB, 20KB, 1MiB (K = 1024)")
+    add("mq-persistent", "send persistent messages (true/false)")
+    add("mq-durable", "durable topic subscriptions (true/false)")
+    add("mq-ack", f"consumer ack mode: {', '.join(ACK_MODES)}")
+    add("mq-prefetch", "messages the broker may push ahead per consumer (0 = broker default)")
+    add("mq-receipts", "producers wait for the broker's RECEIPT on every message: sync send (true/false)")
+    add("mq-rate", "messages/s per producer user (0 = as fast as possible)")
+    add("mq-messages", "messages each producer user sends, then idles (0 = until the run ends)")
+    add("mq-consumers", "consumer (or responder) users; the other users produce")
+    add("mq-user", "broker login (or env LOCUST_MQ_USER)")
+    add("mq-password", "broker passcode: set env LOCUST_MQ_PASSWORD rather than the command line", secret=True)
+    add("mq-password-file", "file holding the broker passcode", ui=False)
+    add("mq-heartbeats", "STOMP heart-beats SEND_MS,RECEIVE_MS", default="0,0")
+    add("mq-vhost", "virtual host sent in the CONNECT host header (RabbitMQ)", default="/")
+    add("mq-broker", f"broker dialect: {', '.join(BROKERS)} (auto reads the CONNECTED server header)", default="auto")
+    add("mq-reply-to", f"request/reply: reply to a {' or a per-requester '.join(REPLY_MODES)} queue")
+    add("mq-timeout", "seconds to wait for CONNECTED, RECEIPT or a reply", default="10")
+    add("mq-run-id", "run id put on every message (default: generated at test start)", ui=False)
+

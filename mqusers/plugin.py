@@ -1,0 +1,163 @@
+"""Wiring into Locust: the option group, validation before load, the run id, the book, the summary.
+
+Importing :mod:`mqusers` registers two listeners on ``locust.events`` (parser and init), the
+usual way for a Locust extension; everything else is attached per ``Environment``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+import sys
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from locust import events
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+from mqusers.client import ClientConfig, MqError, StompClient
+from mqusers.measure.book import Book
+from mqusers.options import OptionError, Settings, add_arguments, read_settings
+from mqusers.report import format_summary
+
+logger = logging.getLogger(__name__)
+_summary_logger = logging.getLogger("locust.stats_logger")
+FINAL_TALLIES = "mqusers_final_tallies"
+
+
+@dataclass
+class RunContext:
+    """What one Environment's Users share for the current test."""
+
+    settings: Settings
+    run_id: str = ""
+    #: Random per process, so producer ids stay unique across workers and hosts.
+    process_tag: str = field(default_factory=lambda: secrets.token_hex(4))
+    book: Book = field(default_factory=Book)
+    started: float = 0.0
+    error: str | None = None
+    ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
+
+    def next_ordinal(self, user_class: type) -> int:
+        """0, 1, 2... per User class and test: stable names for durable subscribers."""
+        return next(self.ordinals.setdefault(user_class.__name__, itertools.count()))
+
+
+_contexts: weakref.WeakKeyDictionary[Environment, RunContext] = weakref.WeakKeyDictionary()
+
+
+def context(environment: Environment) -> RunContext:
+    """The environment's run context, created (and its book attached) on first use."""
+    ctx = _contexts.get(environment)
+    if ctx is None:
+        ctx = _contexts[environment] = RunContext(read_settings(environment.parsed_options, environment.host))
+        ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
+        environment.events.request.add_listener(ctx.book.on_request)
+    return ctx
+
+
+def client_config(settings: Settings, client_id: str | None = None) -> ClientConfig:
+    if settings.broker is None:
+        raise MqError("no broker: pass --host stomp://HOST:PORT")
+    return ClientConfig(
+        address=settings.broker,
+        user=settings.user,
+        password=settings.password,
+        vhost=settings.vhost,
+        heartbeats=settings.heartbeats,
+        timeout=settings.timeout,
+        dialect=settings.dialect,
+        client_id=client_id,
+    )
+
+
+def preflight(settings: Settings) -> None:
+    """Connect once with the run's address and credentials; raise :class:`MqError` if that fails."""
+    client = StompClient(client_config(settings), fire=lambda **_: None)
+    client.connect()
+    client.disconnect()
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"mqusers: {message}\n")
+    sys.exit(2)
+
+
+@events.init_command_line_parser.add_listener
+def _on_parser(parser: Any, **_: Any) -> None:
+    add_arguments(parser)
+
+
+@events.init.add_listener
+def _on_init(environment: Environment, **_: Any) -> None:
+    if environment.parsed_options is None:
+        return
+    try:
+        ctx = context(environment)
+    except OptionError as error:
+        _fail(str(error))
+        return
+    # Master and workers both validate; only a process that will run Users can judge the broker.
+    if environment.parsed_options.headless and not isinstance(environment.runner, MasterRunner):
+        try:
+            preflight(ctx.settings)
+        except MqError as error:
+            _fail(str(error))
+    environment.events.test_start.add_listener(_on_test_start)
+    environment.events.test_stop.add_listener(_on_test_stop)
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        environment.events.report_to_master.add_listener(lambda data, **_: data.update(mqusers=ctx.book.drain()))
+    if isinstance(runner, MasterRunner):
+        environment.events.worker_report.add_listener(lambda data, **_: ctx.book.merge(data.get("mqusers") or {}))
+        runner.register_message(FINAL_TALLIES, lambda message, **_: ctx.book.merge(message.data))
+
+
+def _on_test_start(environment: Environment, **_: Any) -> None:
+    ctx = context(environment)
+    options = environment.parsed_options
+    try:
+        ctx.settings = read_settings(options, environment.host)
+        ctx.error = None
+    except OptionError as error:
+        # Web UI edits land here: refuse the run before any User connects.
+        ctx.error = str(error)
+        logger.error("mqusers: %s", error)
+        if environment.runner is not None:
+            environment.runner.stop()
+        return
+    if not isinstance(environment.runner, WorkerRunner):
+        # The master's parsed options travel to workers with each spawn message.
+        ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
+        if options is not None and not ctx.settings.run_id:
+            options.mq_run_id_generated = ctx.run_id
+        _apply_consumer_count(environment, ctx.settings)
+    else:
+        ctx.run_id = ctx.settings.run_id or getattr(options, "mq_run_id_generated", "") or ctx.run_id
+    ctx.ordinals.clear()
+    ctx.book.clear()
+    ctx.started = time.time()
+
+
+def _apply_consumer_count(environment: Environment, settings: Settings) -> None:
+    if settings.consumers is None or environment.runner is None:
+        return
+    for user_class in environment.runner.user_classes:
+        if getattr(user_class, "role", "") == "consumer":
+            user_class.fixed_count = settings.consumers
+
+
+def _on_test_stop(environment: Environment, **_: Any) -> None:
+    ctx = context(environment)
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        # A worker sends no stats report between "stop" and "client_stopped"; this message goes
+        # first on the same socket, so the master's summary holds every last message.
+        runner.send_message(FINAL_TALLIES, ctx.book.drain())
+        return
+    if ctx.book.tallies:
+        _summary_logger.info("\n%s\n", format_summary(ctx.book, time.time() - ctx.started, ctx.run_id))

@@ -1,0 +1,117 @@
+"""MESSAGE handlers: measure each delivery, acknowledge it, and answer requests.
+
+These run in the connection's reader greenlet once per message, so they do a handful of dict
+lookups, one CRC-32 and one event; nothing here allocates per message beyond the event's kwargs.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable
+
+from mqusers.client import REQUEST_TYPE, MqError, StompClient
+from mqusers.wire import CORRELATION, CRC, SENT_NS, SIZE, Headers, escape_bytes
+
+Observer = Callable[[Headers, bytes], None]
+
+_NO_STAMP = MqError("message without mqusers headers (mq-sent-ns, mq-size, mq-crc32)")
+_CORRUPT = MqError("body does not match its mq-size / mq-crc32 headers")
+
+
+class Receiver:
+    """Fires ``receive <destination>`` with the send-to-receive latency of every message.
+
+    ``ack`` is the subscription's ack mode. In ``client`` mode one ACK covers every earlier message,
+    so the receiver acknowledges every ``ack_every`` messages (and on :meth:`flush`); in
+    ``client-individual`` mode it acknowledges each message.
+    """
+
+    def __init__(
+        self, client: StompClient, destination: str, ack: str, ack_every: int = 1, observer: Observer | None = None
+    ):
+        self.name = f"receive {destination}"
+        self.received = 0
+        self._client = client
+        self._fire = client.fire
+        self._acks = ack != "auto"
+        self._ack_every = max(1, ack_every) if ack == "client" else 1
+        self._unacked: bytes | None = None
+        self._observer = observer
+        self._context: dict[str, object] = {}
+
+    def __call__(self, headers: Headers, body: bytes) -> None:
+        received_ns = time.time_ns()
+        size = len(body)
+        error: MqError | None = None
+        try:
+            latency_ms = (received_ns - int(headers[SENT_NS])) * 1e-6
+            if int(headers[SIZE]) != size or zlib.crc32(body) != int(headers[CRC]):
+                error = _CORRUPT
+        except (KeyError, ValueError):
+            latency_ms, error = 0.0, _NO_STAMP
+        self.received += 1
+        self._fire(
+            request_type=REQUEST_TYPE,
+            name=self.name,
+            response_time=latency_ms,
+            response_length=size,
+            exception=error,
+            context=self._context,
+        )
+        if self._acks:
+            self._unacked = headers.get(b"ack")
+            if self.received % self._ack_every == 0:
+                self.flush()
+        if self._observer is not None:
+            self._observer(headers, body)
+
+    def flush(self) -> None:
+        """Acknowledge everything received so far (``client`` mode batches ACKs)."""
+        ack_id, self._unacked = self._unacked, None
+        if ack_id is not None:
+            try:
+                self._client.send_raw(b"ACK\nid:%s\n\n\x00" % escape_bytes(ack_id))
+            except MqError as error:
+                self._fire(
+                    request_type=REQUEST_TYPE,
+                    name=f"ack {self.name.split(' ', 1)[1]}",
+                    response_time=0.0,
+                    response_length=0,
+                    exception=error,
+                    context=self._context,
+                )
+
+
+class Replier:
+    """Answers each request on its ``reply-to`` destination, echoing the body and correlation id."""
+
+    def __init__(self, client: StompClient, destination: str):
+        self._client = client
+        self._name = f"reply {destination}"
+
+    def __call__(self, headers: Headers, body: bytes) -> None:
+        reply_to = headers.get(b"reply-to")
+        start = time.perf_counter()
+        if reply_to is None:
+            self._failed(start, MqError("request without a reply-to header"))
+            return
+        head = b"SEND\ndestination:%s\ncorrelation-id:%s\ncontent-length:%d\n\n" % (
+            escape_bytes(reply_to),
+            escape_bytes(headers.get(CORRELATION, b"")),
+            len(body),
+        )
+        try:
+            self._client.send_raw(head + body + b"\x00")
+        except MqError as error:
+            self._failed(start, error)
+
+    def _failed(self, start: float, error: MqError) -> None:
+        self._client.fire(
+            request_type=REQUEST_TYPE,
+            name=self._name,
+            response_time=(time.perf_counter() - start) * 1000.0,
+            response_length=0,
+            exception=error,
+            context={},
+        )

@@ -1,0 +1,90 @@
+"""The end-of-run summary: one row per destination, then the timed operations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqusers.measure.book import Book, Tally
+
+_LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
+
+
+def destination_rows(book: Book, duration_s: float) -> list[dict[str, Any]]:
+    """Per destination: sent, received, rates, send-to-receive latency (ms) and errors."""
+    by_destination: dict[str, dict[str, Tally]] = {}
+    for name, tally in book.tallies.items():
+        operation, _, destination = name.partition(" ")
+        if destination.startswith("/"):
+            by_destination.setdefault(destination, {})[operation] = tally
+    rows = []
+    seconds = max(duration_s, 1e-9)
+    for destination, operations in sorted(by_destination.items()):
+        sent, received = operations.get("send", Tally()), operations.get("receive", Tally())
+        rows.append(
+            {
+                "destination": destination,
+                "sent": sent.count - sent.failures,
+                "received": received.count,
+                "send_rate_msgs": (sent.count - sent.failures) / seconds,
+                "receive_rate_msgs": received.count / seconds,
+                "receive_rate_mbit": received.bytes * 8 / seconds / 1e6,
+                "latency_ms": received.latency_ms(),
+                "negative_latencies": received.negative,
+                "errors": sum(t.failures for t in operations.values()),
+            }
+        )
+    return rows
+
+
+def operation_rows(book: Book) -> list[dict[str, Any]]:
+    """Every timed operation other than plain sends and receives (connect, receipt, request...)."""
+    rows = []
+    for name, tally in sorted(book.tallies.items()):
+        if name.partition(" ")[0] in ("send", "receive"):
+            continue
+        rows.append({"name": name, "count": tally.count, "errors": tally.failures, "latency_ms": tally.latency_ms()})
+    return rows
+
+
+def _ms(figures: dict[str, float], key: str) -> str:
+    value = figures.get(key)
+    return "-" if value is None else f"{value:.3f}"
+
+
+def format_summary(book: Book, duration_s: float, run_id: str) -> str:
+    lines = [f"mqusers summary: run {run_id}, {duration_s:.1f} s (latency in ms, send to receive)"]
+    header = ["destination", "sent", "received", "msg/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]
+    table = [header]
+    for row in destination_rows(book, duration_s):
+        figures = row["latency_ms"]
+        table.append(
+            [
+                row["destination"],
+                str(row["sent"]),
+                str(row["received"]),
+                f"{row['receive_rate_msgs']:.1f}",
+                f"{row['receive_rate_mbit']:.2f}",
+                *(_ms(figures, key) for key in _LATENCY_COLUMNS),
+                str(row["errors"]),
+            ]
+        )
+    operations = operation_rows(book)
+    lines.append(_render(table))
+    if operations:
+        op_table = [["operation", "count", *_LATENCY_COLUMNS, "errors"]]
+        for row in operations:
+            figures = row["latency_ms"]
+            op_table.append(
+                [row["name"], str(row["count"]), *(_ms(figures, k) for k in _LATENCY_COLUMNS), str(row["errors"])]
+            )
+        lines.append(_render(op_table))
+    return "\n".join(lines)
+
+
+def _render(table: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    rendered = []
+    for row in table:
+        cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:]))]
+        rendered.append("  ".join(cells))
+    return "\n".join(rendered)

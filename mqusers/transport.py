@@ -1,0 +1,128 @@
+"""stomp.py's connection with a lean frame path underneath.
+
+stomp.py keeps doing what it does well: connecting to a failover list, TLS, CONNECT negotiation,
+heart-beats and DISCONNECT. Frames on the per-message path skip it: SEND/ACK frames are
+pre-encoded by :mod:`mqusers.wire` and written straight to the socket, and incoming frames are
+split by :class:`mqusers.wire.FrameParser` and offered to ``on_frame`` first. Under gevent,
+stomp.py's regex header parser and listener dispatch cost more CPU than the rest of a message's
+life together, which would make the generator the bottleneck. Frames ``on_frame`` does not take
+(CONNECTED, other RECEIPTs, ERROR) go through stomp.py's own processing unchanged.
+
+The hook overrides ``BaseTransport.__read_frames``, a private method: stomp.py is pinned to 9.0.x
+in ``pyproject.toml`` and the integration tests run this path against real brokers.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import stomp
+from stomp import exception as stomp_exception
+from stomp.protocol import Protocol12
+from stomp.transport import Transport
+from stomp.utils import Frame
+
+from mqusers.wire import FrameParser, Headers
+
+#: ``on_frame(command, headers, body)`` returns True when it consumed the frame.
+FrameTaker = Callable[[bytes, Headers, bytes], bool]
+
+_RECV_BYTES = 256 * 1024
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")
+
+
+class LeanTransport(Transport):  # type: ignore[misc]
+    def __init__(self, *args: Any, on_frame: FrameTaker, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.on_frame = on_frame
+        self._parser = FrameParser(self._dispatch)
+
+    def attempt_connection(self) -> None:
+        super().attempt_connection()
+        sock = self.socket
+        if self.blocking:
+            # stomp.py's timeout should bound the TCP connect only; a blocking receive loop never times out.
+            sock.settimeout(None)
+        # Nagle's algorithm holds small frames for up to 40 ms: latency figures would measure it.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._parser = FrameParser(self._dispatch)
+
+    def send(self, encoded_frame: bytes) -> None:
+        sock = self.socket
+        if sock is None:
+            raise stomp_exception.NotConnectedException()
+        if not self.blocking:
+            # TLS sockets are non-blocking in stomp.py; its io loop owns writing them.
+            self.send_queue.put(encoded_frame)
+            return
+        with self._Transport__socket_semaphore:
+            sock.sendall(encoded_frame)
+
+    def receive(self) -> bytes | None:
+        try:
+            return self.socket.recv(_RECV_BYTES)  # type: ignore[no-any-return]
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return None
+        except OSError as error:
+            if error.errno in (errno.EAGAIN, errno.EINTR):
+                return None
+            if self.is_connected():
+                raise
+            return b""
+
+    def _BaseTransport__read_frames(self) -> None:
+        try:
+            data = self.receive()
+        except OSError:
+            data = b""
+        if data is None:
+            return
+        if not data:
+            raise stomp_exception.ConnectionClosedException()
+        heartbeat = self.listeners.get("protocol-listener")
+        if heartbeat is not None:
+            heartbeat.on_heartbeat()  # any bytes from the broker prove it alive
+        self._parser.feed(data)
+
+    def _dispatch(self, command: bytes, headers: Headers, body: bytes) -> None:
+        if self.on_frame(command, headers, body):
+            return
+        frame = Frame(_text(command), {_text(k): _text(v) for k, v in headers.items()}, _text(body))
+        self.process_frame(frame, None)
+
+
+class LeanConnection(stomp.Connection12):  # type: ignore[misc]
+    """``stomp.Connection12`` over :class:`LeanTransport`."""
+
+    def __init__(
+        self,
+        hosts: list[tuple[str, int]],
+        *,
+        on_frame: FrameTaker,
+        heartbeats: tuple[int, int],
+        vhost: str,
+        connect_timeout: float,
+        use_ssl: bool = False,
+    ):
+        transport = LeanTransport(
+            hosts,
+            on_frame=on_frame,
+            # Failover follows the user's order; retries are the User's business, not a blocking loop here.
+            prefer_localhost=False,
+            try_loopback_connect=False,
+            reconnect_attempts_max=1,
+            timeout=connect_timeout,
+            vhost=vhost,
+            auto_decode=False,
+        )
+        if use_ssl:
+            transport.set_ssl(for_hosts=hosts)
+        stomp.connect.BaseConnection.__init__(self, transport)
+        Protocol12.__init__(self, transport, heartbeats)

@@ -1,0 +1,241 @@
+"""Abstract Locust Users that load a STOMP broker. Configure by subclassing and setting attributes.
+
+Each class attribute is the scenario's default; a non-empty ``--mq-*`` option overrides it for the
+run. The Users hold no sockets: :class:`mqusers.client.StompClient` (``client_cls``) does the
+messaging and fires the request events.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from locust import User, task
+from locust.exception import StopUser
+
+from mqusers.client import MqError, Publisher, StompClient
+from mqusers.plugin import RunContext, client_config, context
+from mqusers.receiver import Receiver, Replier
+from mqusers.wire import SendFrames, make_body
+
+_RETRY_MIN_S, _RETRY_MAX_S = 0.5, 5.0
+
+
+class StompUser(User):  # type: ignore[misc]
+    """Connects on start, reconnects with back-off when the connection drops, disconnects on stop."""
+
+    abstract = True
+    client_cls: type[StompClient] = StompClient
+    #: ``"producer"`` or ``"consumer"``: ``--mq-consumers N`` pins the number of consumer users.
+    role: ClassVar[str] = "producer"
+    #: The destination, e.g. ``/queue/orders`` or ``/topic/prices``.
+    destination = "/queue/mqusers"
+    #: Body size in bytes.
+    message_size = 1024
+
+    def __init__(self, environment: Any):
+        super().__init__(environment)
+        self.mq: RunContext = context(environment)
+        if self.mq.error:
+            raise StopUser()
+        settings = self.mq.settings
+        self.destination = settings.destination or self.destination
+        self.message_size = settings.size or self.message_size
+        self.ordinal = self.mq.next_ordinal(type(self))
+        self.client = self.client_cls(client_config(settings, self.client_id()), environment.events.request.fire)
+        self._retry_at = 0.0
+        self._retry_s = _RETRY_MIN_S
+
+    def client_id(self) -> str | None:
+        """The CONNECT ``client-id``; only durable subscribers need a stable one."""
+        return None
+
+    def on_start(self) -> None:
+        self.ensure_connected()
+
+    def on_stop(self) -> None:
+        self.client.disconnect()
+
+    def ensure_connected(self) -> bool:
+        """Connect if needed, at most once per back-off period; the connect event records each try."""
+        if self.client.connected:
+            return True
+        now = time.monotonic()
+        if now < self._retry_at:
+            return False
+        try:
+            self.client.connect()
+            self.on_connected()
+        except MqError:
+            self._retry_at = now + self._retry_s
+            self._retry_s = min(self._retry_s * 2, _RETRY_MAX_S)
+            return False
+        self._retry_s = _RETRY_MIN_S
+        return True
+
+    def on_connected(self) -> None:
+        """Subscribe or prepare frames once connected (again)."""
+
+    def setting(self, name: str) -> Any:
+        """The run's ``--mq-<name>`` value when given, else this class's attribute."""
+        value = getattr(self.mq.settings, name)
+        return getattr(self, name) if value is None else value
+
+
+class StompProducerUser(StompUser):
+    """Sends stamped messages to ``destination``, paced at ``rate`` messages/s per user."""
+
+    abstract = True
+    #: Persistent messages (``persistent:true``) survive a broker restart.
+    persistent = False
+    #: Wait for the broker's RECEIPT on every message (sync send) and time it.
+    receipts = False
+    #: Messages per second for this user; 0 sends as fast as the connection takes them.
+    rate = 0.0
+    #: Messages this user sends before it idles; 0 means until the run ends.
+    max_messages = 0
+    #: Extra SEND headers, e.g. ``{"priority": "4"}``.
+    headers: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, environment: Any):
+        super().__init__(environment)
+        self.persistent, self.receipts = self.setting("persistent"), self.setting("receipts")
+        self.rate, self.max_messages = self.setting("rate"), self.setting("max_messages")
+        self.producer_id = f"{self.mq.process_tag}.{type(self).__name__}.{self.ordinal}"
+        self.seq = 0
+        self._next_due = 0.0
+        self.publisher = self.make_publisher(self.destination, {})
+
+    def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
+        frame_headers = {**self.headers, **headers}
+        if self.persistent:
+            frame_headers["persistent"] = "true"
+        body = make_body(self.message_size)
+        return Publisher(destination, SendFrames(destination, body, self.mq.run_id, self.producer_id, frame_headers))
+
+    def wait_time(self) -> float:
+        # A fixed schedule (next = previous + 1/rate) keeps the rate exact over the run.
+        if self.done():
+            return 1.0
+        if self.rate <= 0:
+            return 0.0
+        now = time.perf_counter()
+        # Behind by more than a second (a stall, a reconnect): resume the schedule from now.
+        self._next_due = max(self._next_due + 1.0 / self.rate, now - 1.0) if self._next_due else now
+        return max(0.0, self._next_due - now)
+
+    def done(self) -> bool:
+        return 0 < self.max_messages <= self.seq
+
+    @task
+    def send(self) -> None:
+        if self.done() or not self.ensure_connected():
+            return
+        self.seq += 1
+        self.client.publish(self.publisher, self.seq, sync=self.receipts)
+
+
+class StompConsumerUser(StompUser):
+    """Subscribes to ``destination`` and fires ``receive`` with every message's latency."""
+
+    abstract = True
+    role: ClassVar[str] = "consumer"
+    #: ``auto``, ``client`` (cumulative ACKs) or ``client-individual``.
+    ack = "auto"
+    #: Unacknowledged messages the broker may push ahead; 0 leaves the broker's default.
+    prefetch = 0
+    #: A durable topic subscription: it keeps messages published while this user is away.
+    durable = False
+    #: Remove a durable subscription when the user stops (UNSUBSCRIBE with its name).
+    remove_durable_on_stop = False
+    #: Extra SUBSCRIBE headers, e.g. ``{"selector": "type = 'a'"}``.
+    subscribe_headers: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, environment: Any):
+        self.durable = False
+        super().__init__(environment)
+        self.ack, self.prefetch = self.setting("ack"), self.setting("prefetch")
+        self.subscription: str | None = None
+        self.receiver = self.make_receiver()
+
+    def client_id(self) -> str | None:
+        self.durable = self.setting("durable")
+        return self.durable_name() if self.durable else None
+
+    def durable_name(self) -> str:
+        """Stable across runs of the same topology: destination, worker index, user ordinal."""
+        runner = self.environment.runner
+        worker = getattr(runner, "worker_index", 0) if runner is not None else 0
+        slug = self.destination.strip("/").replace("/", ".")
+        return f"mqusers.{slug}.{worker}.{self.ordinal}"
+
+    def make_receiver(self) -> Receiver:
+        return Receiver(self.client, self.destination, self.ack, ack_every=max(1, (self.prefetch or 100) // 2))
+
+    def on_connected(self) -> None:
+        dialect = self.client.dialect
+        headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size)}
+        if self.durable:
+            headers.update(dialect.durable_headers(self.durable_name()))
+            headers["id"] = self.durable_name()
+        self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
+
+    def on_stop(self) -> None:
+        if self.client.connected and self.subscription is not None:
+            self.receiver.flush()
+            if not self.durable or self.remove_durable_on_stop:
+                extra = self.client.dialect.durable_unsubscribe_headers(self.durable_name()) if self.durable else {}
+                try:
+                    self.client.unsubscribe(self.destination, self.subscription, extra)
+                except MqError:
+                    pass  # the failure event is recorded; disconnecting is all that is left
+        super().on_stop()
+
+    def wait_time(self) -> float:
+        return 1.0
+
+    @task
+    def keep_connected(self) -> None:
+        self.ensure_connected()
+
+
+class StompResponderUser(StompConsumerUser):
+    """Answers requests on ``destination`` (a queue) on each request's ``reply-to``."""
+
+    abstract = True
+
+    def make_receiver(self) -> Receiver:
+        replier = Replier(self.client, self.destination)
+        return Receiver(self.client, self.destination, self.ack, observer=replier)
+
+
+class StompRequesterUser(StompProducerUser):
+    """Sends requests to ``destination`` and times each reply (sync request/reply)."""
+
+    abstract = True
+    #: ``temp`` replies on a temporary queue; ``queue`` on a queue of this requester's own.
+    reply_to = "temp"
+
+    def __init__(self, environment: Any):
+        super().__init__(environment)
+        self.reply_to = self.setting("reply_to")
+        self.reply_destination = ""
+
+    def on_connected(self) -> None:
+        needs_subscribe = self.client.dialect.temp_queue_needs_subscribe
+        name = self.producer_id.replace(".", "-")
+        if self.reply_to == "temp" and needs_subscribe is not None:
+            self.reply_destination = f"/temp-queue/mqusers-{name}"
+            if not needs_subscribe:
+                self.client.route(self.reply_destination, self.client.reply_arrived)
+                return
+        else:
+            self.reply_destination = f"/queue/mqusers.reply.{name}"
+        self.client.subscribe(self.reply_destination, self.client.reply_arrived, ack="auto", headers={})
+
+    @task
+    def send(self) -> None:
+        if self.done() or not self.ensure_connected():
+            return
+        self.seq += 1
+        self.client.request(self.publisher, self.seq, self.reply_destination)

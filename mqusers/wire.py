@@ -1,0 +1,186 @@
+"""What mqusers puts on the wire and how it reads it back, kept lean for the per-message path.
+
+Every message carries a run id, a producer id, a per-producer sequence number, its send time in
+nanoseconds since the epoch, its body size and a CRC-32 of the body. The constant part of each SEND
+frame is encoded once per producer; a message costs one small ``%`` format and one join.
+
+The receive side parses frames by content-length with ``bytes.find``/``split``: stomp.py's
+regex-per-header parser spends about half of its receive CPU there (see ``benchmarks/``).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+RUN = b"mq-run"
+PRODUCER = b"mq-producer"
+SEQ = b"mq-seq"
+SENT_NS = b"mq-sent-ns"
+SIZE = b"mq-size"
+CRC = b"mq-crc32"
+CORRELATION = b"correlation-id"
+
+Headers = dict[bytes, bytes]
+FrameHandler = Callable[[bytes, Headers, bytes], None]
+
+_ESCAPES = {b"\\n": b"\n", b"\\r": b"\r", b"\\c": b":", b"\\\\": b"\\"}
+
+
+def make_body(size: int) -> bytes:
+    """Printable random bytes, so a body survives brokers and tools that treat bodies as text."""
+    alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    return bytes(alphabet[b % len(alphabet)] for b in os.urandom(size))
+
+
+def checksum(body: bytes) -> int:
+    return zlib.crc32(body)
+
+
+def escape(value: str) -> str:
+    """STOMP 1.2 header escaping, for the few values that are not known to be plain."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace(":", "\\c")
+
+
+def escape_bytes(value: bytes) -> bytes:
+    if b"\\" in value or b":" in value or b"\n" in value or b"\r" in value:
+        return escape(value.decode()).encode()
+    return value
+
+
+def encode_frame(command: str, headers: Mapping[str, str], body: bytes = b"") -> bytes:
+    lines = [command, *(f"{escape(k)}:{escape(v)}" for k, v in headers.items())]
+    if body:
+        lines.append(f"content-length:{len(body)}")
+    return ("\n".join(lines) + "\n\n").encode() + body + b"\x00"
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """The mqusers headers of one received message, decoded."""
+
+    run: bytes
+    producer: bytes
+    seq: int
+    sent_ns: int
+    size: int
+    crc: int
+
+
+class SendFrames:
+    """Pre-encoded SEND frames from one producer to one destination.
+
+    ``headers`` are extra constant headers (persistent, reply-to...). The per-message part is the
+    sequence number, the send time and optionally a receipt and correlation id.
+    """
+
+    def __init__(self, destination: str, body: bytes, run_id: str, producer_id: str, headers: Mapping[str, str]):
+        constant = {
+            "destination": destination,
+            "content-length": str(len(body)),
+            RUN.decode(): run_id,
+            PRODUCER.decode(): producer_id,
+            SIZE.decode(): str(len(body)),
+            CRC.decode(): str(checksum(body)),
+            **headers,
+        }
+        self._head = ("SEND\n" + "".join(f"{k}:{escape(v)}\n" for k, v in constant.items())).encode()
+        self._tail = b"\n" + body + b"\x00"
+        self.body_size = len(body)
+        self.producer_id = producer_id.encode()
+
+    def frame(self, seq: int, sent_ns: int) -> bytes:
+        return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), self._tail))
+
+    def frame_with(self, seq: int, sent_ns: int, extra: bytes) -> bytes:
+        """``extra`` is pre-encoded header lines, e.g. ``b"receipt:r7\\n"``."""
+        return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), extra, self._tail))
+
+
+def read_stamp(headers: Headers) -> Stamp | None:
+    """The message's mqusers headers, or ``None`` when any is missing or malformed."""
+    try:
+        return Stamp(
+            run=headers[RUN],
+            producer=headers[PRODUCER],
+            seq=int(headers[SEQ]),
+            sent_ns=int(headers[SENT_NS]),
+            size=int(headers[SIZE]),
+            crc=int(headers[CRC]),
+        )
+    except (KeyError, ValueError):
+        return None
+
+
+def _unescape(value: bytes) -> bytes:
+    out, index = bytearray(), 0
+    while index < len(value):
+        pair = value[index : index + 2]
+        if pair in _ESCAPES:
+            out += _ESCAPES[pair]
+            index += 2
+        else:
+            out += value[index : index + 1]
+            index += 1
+    return bytes(out)
+
+
+def parse_headers(block: bytes) -> tuple[bytes, Headers]:
+    """The command and headers of a frame's header block (no trailing blank line)."""
+    if b"\r" in block:
+        block = block.replace(b"\r\n", b"\n")
+    lines = block.split(b"\n")
+    headers: Headers = {}
+    # STOMP 1.2: when a header repeats, the first occurrence wins, so fill from the end.
+    for line in reversed(lines[1:]):
+        key, _, value = line.partition(b":")
+        if b"\\" in line:
+            key, value = _unescape(key), _unescape(value)
+        headers[key] = value
+    return lines[0], headers
+
+
+class FrameParser:
+    """Splits a byte stream into frames and hands each to ``handler(command, headers, body)``.
+
+    Heart-beat EOLs between frames are skipped. Frames without content-length end at the first NUL.
+    """
+
+    def __init__(self, handler: FrameHandler):
+        self._handler = handler
+        self._pending = b""
+
+    def feed(self, data: bytes) -> None:
+        buffer = self._pending + data if self._pending else data
+        handler, size, start = self._handler, len(buffer), 0
+        while True:
+            while start < size and buffer[start] in (10, 13):
+                start += 1
+            newline = buffer.find(b"\n", start)
+            if newline < 0:
+                break
+            if newline > start and buffer[newline - 1] == 13:
+                blank = buffer.find(b"\r\n\r\n", start)
+                body_start = blank + 4
+            else:
+                blank = buffer.find(b"\n\n", start)
+                body_start = blank + 2
+            if blank < 0:
+                break
+            command, headers = parse_headers(buffer[start:blank])
+            length = headers.get(b"content-length")
+            if length is not None:
+                body_end = body_start + int(length)
+                if body_end >= size:
+                    break
+                if buffer[body_end] != 0:
+                    raise ValueError(f"STOMP frame {command!r} is not NUL-terminated after its content-length")
+            else:
+                body_end = buffer.find(b"\x00", body_start)
+                if body_end < 0:
+                    break
+            handler(command, headers, buffer[body_start:body_end])
+            start = body_end + 1
+        self._pending = buffer[start:]
