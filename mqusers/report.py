@@ -19,6 +19,8 @@ def destination_rows(book: Book, duration_s: float) -> list[dict[str, Any]]:
     rows = []
     seconds = max(duration_s, 1e-9)
     for destination, operations in sorted(by_destination.items()):
+        if "send" not in operations and "receive" not in operations:
+            continue
         sent, received = operations.get("send", Tally()), operations.get("receive", Tally())
         rows.append(
             {

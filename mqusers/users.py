@@ -132,7 +132,11 @@ class StompProducerUser(StompUser):
         if self.done() or not self.ensure_connected():
             return
         self.seq += 1
-        self.client.publish(self.publisher, self.seq, sync=self.receipts)
+        self.emit(self.seq)
+
+    def emit(self, seq: int) -> None:
+        """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
+        self.client.publish(self.publisher, seq, sync=self.receipts)
 
 
 class StompConsumerUser(StompUser):
@@ -181,12 +185,15 @@ class StompConsumerUser(StompUser):
         self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
 
     def on_stop(self) -> None:
-        if self.client.connected and self.subscription is not None:
+        # Locust may call on_stop twice when a stop interrupts a task: act once. DISCONNECT ends a
+        # plain subscription; an UNSUBSCRIBE racing in-flight deliveries makes RabbitMQ send ERRORs.
+        subscription, self.subscription = self.subscription, None
+        if self.client.connected and subscription is not None:
             self.receiver.flush()
-            if not self.durable or self.remove_durable_on_stop:
-                extra = self.client.dialect.durable_unsubscribe_headers(self.durable_name()) if self.durable else {}
+            if self.durable and self.remove_durable_on_stop:
+                headers = self.client.dialect.durable_unsubscribe_headers(self.durable_name())
                 try:
-                    self.client.unsubscribe(self.destination, self.subscription, extra)
+                    self.client.unsubscribe(self.destination, subscription, headers)
                 except MqError:
                     pass  # the failure event is recorded; disconnecting is all that is left
         super().on_stop()
@@ -233,9 +240,5 @@ class StompRequesterUser(StompProducerUser):
             self.reply_destination = f"/queue/mqusers.reply.{name}"
         self.client.subscribe(self.reply_destination, self.client.reply_arrived, ack="auto", headers={})
 
-    @task
-    def send(self) -> None:
-        if self.done() or not self.ensure_connected():
-            return
-        self.seq += 1
-        self.client.request(self.publisher, self.seq, self.reply_destination)
+    def emit(self, seq: int) -> None:
+        self.client.request(self.publisher, seq, self.reply_destination)
