@@ -9,6 +9,7 @@ operation claimed). ``response_length`` is the body size. The client holds no Us
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import time
@@ -98,6 +99,8 @@ class StompClient:
         self._waiters: dict[bytes, AsyncResult] = {}
         self._ids = itertools.count(1)
         self._context: dict[str, Any] = {}
+        #: Set while disconnecting: unacknowledged deliveries now will go to another consumer.
+        self.closing = False
 
     @property
     def connected(self) -> bool:
@@ -130,6 +133,7 @@ class StompClient:
         connection.set_listener("mqusers", _Listener(self))
         self._connected.clear()
         self._refusal = None
+        self.closing = False
         try:
             connection.connect(config.user, config.password, wait=False, headers=headers)
         except stomp_exception.ConnectFailedException:
@@ -141,11 +145,10 @@ class StompClient:
             raise MqError(f"broker at {config.address} refused the connection: {reason}")
 
     def disconnect(self) -> None:
+        self.closing = True
         if self._connection is not None and self.connected:
-            try:
+            with contextlib.suppress(stomp_exception.StompException):
                 self._connection.disconnect(receipt=f"mq-bye-{next(self._ids)}")
-            except stomp_exception.StompException:
-                pass
         self._close_quietly()
 
     def _close_quietly(self) -> None:
@@ -264,7 +267,8 @@ class StompClient:
             if handler is not None:
                 handler(headers, body)
             else:
-                self._fire("receive (unsubscribed)", time.perf_counter(), len(body), MqError("message for no subscription"))
+                stray = MqError("message for no subscription")
+                self._fire("receive (unsubscribed)", time.perf_counter(), len(body), stray)
             return True
         if command == b"RECEIPT":
             waiter = self._waiters.get(headers.get(b"receipt-id", b""))

@@ -64,6 +64,7 @@ class Settings:
     reply_to: str | None = None
     timeout: float = 10.0
     run_id: str = ""
+    report_json: str | None = None
 
 
 def parse_size(text: str, option: str = "--mq-size") -> int:
@@ -188,6 +189,7 @@ def read_settings(options: Any, host: str | None) -> Settings:
         reply_to=optional("mq_reply_to", lambda v: _choice(v, "--mq-reply-to", REPLY_MODES)),
         timeout=parse_number(text("mq_timeout") or "10", "--mq-timeout", integer=False, minimum=0.001),
         run_id=text("mq_run_id"),
+        report_json=text("mq_report_json") or None,
     )
 
 
@@ -224,4 +226,4 @@ def add_arguments(parser: Any) -> None:
     add("mq-reply-to", f"request/reply: reply to a {' or a per-requester '.join(REPLY_MODES)} queue")
     add("mq-timeout", "seconds to wait for CONNECTED, RECEIPT or a reply", default="10")
     add("mq-run-id", "run id put on every message (default: generated at test start)", ui=False)
-
+    add("mq-report-json", "write the end-of-run summary to this JSON file", ui=False)

@@ -6,6 +6,10 @@ usual way for a Locust extension; everything else is attached per ``Environment`
 
 from __future__ import annotations
 
+from locust import events
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
 import itertools
 import logging
 import secrets
@@ -15,14 +19,10 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from locust import events
-from locust.env import Environment
-from locust.runners import MasterRunner, WorkerRunner
-
 from mqusers.client import ClientConfig, MqError, StompClient
 from mqusers.measure.book import Book
 from mqusers.options import OptionError, Settings, add_arguments, read_settings
-from mqusers.report import format_summary
+from mqusers.report import format_summary, report_document, write_json
 
 logger = logging.getLogger(__name__)
 _summary_logger = logging.getLogger("locust.stats_logger")
@@ -159,5 +159,12 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         # first on the same socket, so the master's summary holds every last message.
         runner.send_message(FINAL_TALLIES, ctx.book.drain())
         return
+    stopped = time.time()
     if ctx.book.tallies:
-        _summary_logger.info("\n%s\n", format_summary(ctx.book, time.time() - ctx.started, ctx.run_id))
+        _summary_logger.info("\n%s\n", format_summary(ctx.book, stopped - ctx.started, ctx.run_id))
+    if ctx.settings.report_json:
+        try:
+            document = report_document(ctx.book, ctx.started, stopped, ctx.run_id, ctx.settings)
+            write_json(ctx.settings.report_json, document)
+        except OSError as error:
+            logger.error("mqusers: cannot write --mq-report-json %s: %s", ctx.settings.report_json, error.strerror)

@@ -42,6 +42,8 @@ class Receiver:
 
     def __call__(self, headers: Headers, body: bytes) -> None:
         received_ns = time.time_ns()
+        if self._acks and self._client.closing:
+            return  # never acknowledged, so the broker redelivers it to another consumer
         size = len(body)
         error: MqError | None = None
         try:

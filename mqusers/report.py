@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from typing import Any
 
 from mqusers.measure.book import Book, Tally
+from mqusers.options import Settings
 
 _LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
 
@@ -87,6 +90,26 @@ def _render(table: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     rendered = []
     for row in table:
-        cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:]))]
+        cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True))]
         rendered.append("  ".join(cells))
     return "\n".join(rendered)
+
+
+def report_document(book: Book, started: float, stopped: float, run_id: str, settings: Settings) -> dict[str, Any]:
+    """The summary as JSON-ready data: rows per destination and operation, plus run metadata."""
+    options = {k: v for k, v in asdict(settings).items() if k != "password"}
+    options["broker"] = str(settings.broker) if settings.broker else None
+    return {
+        "run_id": run_id,
+        "started": started,
+        "stopped": stopped,
+        "options": options,
+        "destinations": destination_rows(book, stopped - started),
+        "operations": operation_rows(book),
+    }
+
+
+def write_json(path: str, document: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=2, sort_keys=True)
+        handle.write("\n")

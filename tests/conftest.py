@@ -1,0 +1,3 @@
+"""Locust first: gevent must patch before anything imports sockets or ssl."""
+
+import locust  # noqa: F401

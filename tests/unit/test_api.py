@@ -1,0 +1,23 @@
+import importlib.resources
+
+import stomp
+
+import mqusers
+from mqusers.client import _Listener
+
+
+def test_public_api_is_exactly_all() -> None:
+    public = {name for name in vars(mqusers) if not name.startswith("_")} - {"annotations", "locust"}
+    modules = {"client", "dialects", "measure", "options", "plugin", "receiver", "report", "transport", "users", "wire"}
+    assert public - modules == set(mqusers.__all__) - {"__version__"}
+    for name in mqusers.__all__:
+        assert getattr(mqusers, name) is not None
+
+
+def test_typed_marker_ships() -> None:
+    assert importlib.resources.files("mqusers").joinpath("py.typed").is_file()
+
+
+def test_listener_methods_exist_on_stomps_listener() -> None:
+    ours = {name for name in vars(_Listener) if name.startswith("on_")}
+    assert ours and ours <= set(dir(stomp.ConnectionListener))

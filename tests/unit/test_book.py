@@ -1,0 +1,57 @@
+import random
+
+from hdrh.histogram import HdrHistogram
+
+from mqusers.measure.book import Book
+
+
+def fire(book: Book, name: str, ms: float, error: Exception | None = None) -> None:
+    book.on_request(request_type="STOMP", name=name, response_time=ms, response_length=10, exception=error)
+
+
+def test_merged_percentiles_equal_one_histogram_of_all_samples() -> None:
+    rng = random.Random(7)
+    samples = [rng.lognormvariate(0, 1.2) for _ in range(30_000)]
+    workers = [Book(), Book(), Book()]
+    for index, ms in enumerate(samples):
+        fire(workers[index % 3], "receive /queue/a", ms)
+    master = Book()
+    for worker in workers:
+        master.merge(worker.drain())
+    truth = HdrHistogram(1, 3_600_000_000, 3)
+    for ms in samples:
+        truth.record_value(max(1, int(ms * 1000)))
+    merged = master.tallies["receive /queue/a"]
+    assert merged.count == 30_000
+    for percentile in (50, 90, 99, 99.9, 99.99):
+        assert merged.histogram.get_value_at_percentile(percentile) == truth.get_value_at_percentile(percentile)
+    figures = merged.latency_ms()
+    assert figures["p50"] == truth.get_value_at_percentile(50) / 1000
+    assert figures["max"] == truth.get_max_value() / 1000
+
+
+def test_microsecond_resolution() -> None:
+    book = Book()
+    for ms in (0.120, 0.121, 0.450):
+        fire(book, "receive /queue/a", ms)
+    figures = book.tallies["receive /queue/a"].latency_ms()
+    assert abs(figures["p50"] - 0.121) < 0.001
+    assert abs(figures["max"] - 0.450) < 0.001
+
+
+def test_failures_negatives_and_other_request_types() -> None:
+    book = Book()
+    fire(book, "receive /queue/a", 1.0)
+    fire(book, "receive /queue/a", -3.0)
+    fire(book, "receive /queue/a", 0.0, RuntimeError("corrupt"))
+    book.on_request(request_type="GET", name="/", response_time=1.0, response_length=0, exception=None)
+    tally = book.tallies["receive /queue/a"]
+    assert (tally.count, tally.failures, tally.negative, tally.histogram.get_total_count()) == (3, 1, 1, 1)
+    assert list(book.tallies) == ["receive /queue/a"]
+
+
+def test_drain_starts_afresh() -> None:
+    book = Book()
+    fire(book, "send /queue/a", 0.01)
+    assert "send /queue/a" in book.drain()
+    assert book.drain() == {}

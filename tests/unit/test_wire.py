@@ -1,0 +1,91 @@
+import zlib
+
+import pytest
+
+from mqusers.wire import FrameParser, SendFrames, encode_frame, escape_bytes, make_body, parse_headers, read_stamp
+
+
+def collect() -> tuple[list[tuple[bytes, dict[bytes, bytes], bytes]], FrameParser]:
+    frames: list[tuple[bytes, dict[bytes, bytes], bytes]] = []
+    return frames, FrameParser(lambda c, h, b: frames.append((c, h, b)))
+
+
+def test_send_frame_carries_every_stamp_header() -> None:
+    body = make_body(100)
+    frames = SendFrames("/queue/a", body, "run1", "p.1", {"persistent": "true"})
+    got, parser = collect()
+    parser.feed(frames.frame(7, 1_700_000_000_123_456_789).replace(b"SEND", b"MESSAGE", 1))
+    [(command, headers, received)] = got
+    assert command == b"MESSAGE" and received == body
+    stamp = read_stamp(headers)
+    assert stamp is not None
+    assert (stamp.run, stamp.producer, stamp.seq, stamp.sent_ns) == (b"run1", b"p.1", 7, 1_700_000_000_123_456_789)
+    assert (stamp.size, stamp.crc) == (100, zlib.crc32(body))
+    assert headers[b"persistent"] == b"true" and headers[b"destination"] == b"/queue/a"
+
+
+def test_extra_header_lines() -> None:
+    frames = SendFrames("/queue/a", b"x", "r", "p", {})
+    got, parser = collect()
+    parser.feed(frames.frame_with(1, 2, b"receipt:r-9\n"))
+    assert got[0][1][b"receipt"] == b"r-9"
+
+
+def test_body_is_printable() -> None:
+    body = make_body(5000)
+    assert len(body) == 5000 and body.isalnum()
+
+
+def test_stream_split_at_every_byte_with_heartbeats_nul_bodies_and_crlf() -> None:
+    stream = (
+        b"\n\n"
+        + encode_frame("MESSAGE", {"destination": "/queue/a"}, b"a\x00b")
+        + b"\n"
+        + b"RECEIPT\r\nreceipt-id:7\r\n\r\n\x00"
+        + b"ERROR\nmessage:no\\cway\n\nbody without length\x00"
+    )
+    whole, parser = collect()
+    parser.feed(stream)
+    pieces, piecewise = collect()
+    for index in range(len(stream)):
+        piecewise.feed(stream[index : index + 1])
+    assert whole == pieces
+    assert [c for c, _, _ in whole] == [b"MESSAGE", b"RECEIPT", b"ERROR"]
+    assert whole[0][2] == b"a\x00b"
+    assert whole[1][1] == {b"receipt-id": b"7"}
+    assert whole[2][1][b"message"] == b"no:way" and whole[2][2] == b"body without length"
+
+
+def test_first_repeated_header_wins() -> None:
+    assert parse_headers(b"MESSAGE\nk:first\nk:second")[1] == {b"k": b"first"}
+
+
+def test_unescaping_and_escaping_round_trip() -> None:
+    raw = b"a:b\\c\nd"
+    escaped = escape_bytes(raw)
+    assert b":" not in escaped and b"\n" not in escaped
+    assert parse_headers(b"MESSAGE\nk:" + escaped)[1][b"k"] == raw
+    assert escape_bytes(b"plain") == b"plain"
+
+
+def test_content_length_without_nul_is_an_error() -> None:
+    _, parser = collect()
+    with pytest.raises(ValueError, match="not NUL-terminated"):
+        parser.feed(b"MESSAGE\ncontent-length:2\n\nabc\x00")
+
+
+def test_missing_stamp() -> None:
+    assert read_stamp({b"mq-seq": b"1"}) is None
+    assert (
+        read_stamp(
+            {
+                b"mq-run": b"r",
+                b"mq-producer": b"p",
+                b"mq-seq": b"x",
+                b"mq-sent-ns": b"1",
+                b"mq-size": b"1",
+                b"mq-crc32": b"1",
+            }
+        )
+        is None
+    )
