@@ -19,6 +19,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from gevent.event import Event
+
 from mqusers.client import ClientConfig, MqError, StompClient
 from mqusers.measure.book import Book
 from mqusers.options import OptionError, Settings, add_arguments, read_settings
@@ -42,9 +44,23 @@ class RunContext:
     error: str | None = None
     ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
 
+    #: Consumers this process expects before producers start (the start barrier); 0 = no barrier.
+    subscriber_target: int = 0
+    subscribed: int = 0
+    subscribers_ready: Event = field(default_factory=Event)
+
     def next_ordinal(self, user_class: type) -> int:
         """0, 1, 2... per User class and test: stable names for durable subscribers."""
         return next(self.ordinals.setdefault(user_class.__name__, itertools.count()))
+
+    def subscriber_joined(self) -> None:
+        self.subscribed += 1
+        if self.subscribed >= self.subscriber_target:
+            self.subscribers_ready.set()
+
+    def wait_for_subscribers(self, timeout: float) -> bool:
+        """Producers call this first, so a topic run does not begin with messages nobody could get."""
+        return self.subscribed >= self.subscriber_target or self.subscribers_ready.wait(timeout)
 
 
 _contexts: weakref.WeakKeyDictionary[Environment, RunContext] = weakref.WeakKeyDictionary()
@@ -139,6 +155,9 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     else:
         ctx.run_id = ctx.settings.run_id or getattr(options, "mq_run_id_generated", "") or ctx.run_id
     ctx.ordinals.clear()
+    ctx.subscribed = 0
+    ctx.subscribers_ready.clear()
+    ctx.subscriber_target = _local_subscriber_target(environment)
     ctx.book.clear()
     ctx.started = time.time()
 
@@ -149,6 +168,15 @@ def _apply_consumer_count(environment: Environment, settings: Settings) -> None:
     for user_class in environment.runner.user_classes:
         if getattr(user_class, "role", "") == "consumer":
             user_class.fixed_count = settings.consumers
+
+
+def _local_subscriber_target(environment: Environment) -> int:
+    """Fixed-count consumers that will run in this process; a worker cannot know its share yet."""
+    runner = environment.runner
+    if runner is None or isinstance(runner, (MasterRunner, WorkerRunner)):
+        return 0
+    consumers = (c for c in runner.user_classes if getattr(c, "role", "") == "consumer")
+    return sum(c.fixed_count for c in consumers)
 
 
 def _on_test_stop(environment: Environment, **_: Any) -> None:

@@ -11,6 +11,7 @@ from locust import User, task
 from locust.exception import StopUser
 
 import contextlib
+import logging
 import time
 from typing import Any, ClassVar
 
@@ -20,6 +21,7 @@ from mqusers.receiver import Receiver, Replier
 from mqusers.wire import SendFrames, make_body
 
 _RETRY_MIN_S, _RETRY_MAX_S = 0.5, 5.0
+logger = logging.getLogger(__name__)
 
 
 class StompUser(User):
@@ -125,6 +127,13 @@ class StompProducerUser(StompUser):
         self._next_due = max(self._next_due + 1.0 / self.rate, now - 1.0) if self._next_due else now
         return max(0.0, self._next_due - now)
 
+    def on_start(self) -> None:
+        if not self.mq.wait_for_subscribers(self.mq.settings.timeout):
+            logger.warning(
+                "mqusers: producers start before all subscribers subscribed (waited %gs)", self.mq.settings.timeout
+            )
+        super().on_start()
+
     def done(self) -> bool:
         return 0 < self.max_messages <= self.seq
 
@@ -161,6 +170,7 @@ class StompConsumerUser(StompUser):
         super().__init__(environment)
         self.ack, self.prefetch = self.setting("ack"), self.setting("prefetch")
         self.subscription: str | None = None
+        self._joined = False
         self.receiver = self.make_receiver()
 
     def client_id(self) -> str | None:
@@ -183,7 +193,11 @@ class StompConsumerUser(StompUser):
         if self.durable:
             headers.update(dialect.durable_headers(self.durable_name()))
             headers["id"] = self.durable_name()
+        first = self.subscription is None and not self._joined
         self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
+        if first:
+            self._joined = True
+            self.mq.subscriber_joined()
 
     def on_stop(self) -> None:
         # Locust may call on_stop twice when a stop interrupts a task: act once. DISCONNECT ends a
