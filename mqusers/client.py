@@ -287,10 +287,13 @@ class StompClient:
             waiter.set(time.perf_counter())
 
     def _on_error(self, headers: Headers, body: bytes) -> None:
-        message = headers.get(b"message", b"").decode("utf-8", "replace") or body[:200].decode("utf-8", "replace")
-        error = BrokerError(f"broker ERROR: {message.strip()}")
+        message = headers.get(b"message", b"").decode("utf-8", "replace").strip()
+        detail = " ".join(body[:300].decode("utf-8", "replace").split())
+        if detail and detail not in message:
+            message = f"{message}: {detail}" if message else detail
+        error = BrokerError(f"broker ERROR: {message}")
         if not self._connected.is_set():
-            self._refusal = message.strip() or "ERROR frame"
+            self._refusal = message or "ERROR frame"
             self._connected.set()
             return
         waiter = self._waiters.get(headers.get(b"receipt-id", b""))

@@ -166,8 +166,7 @@ class StompConsumerUser(StompUser):
     subscribe_headers: ClassVar[dict[str, str]] = {}
 
     def __init__(self, environment: Any):
-        self.durable = False
-        super().__init__(environment)
+        super().__init__(environment)  # calls client_id(), which settles self.durable
         self.ack, self.prefetch = self.setting("ack"), self.setting("prefetch")
         self.subscription: str | None = None
         self._joined = False
@@ -185,7 +184,9 @@ class StompConsumerUser(StompUser):
         return f"mqusers.{slug}.{worker}.{self.ordinal}"
 
     def make_receiver(self) -> Receiver:
-        return Receiver(self.client, self.destination, self.ack, ack_every=max(1, (self.prefetch or 100) // 2))
+        # Small batches: ActiveMQ pages 200 messages in at a time and waits for their ACKs.
+        ack_every = max(1, min(self.prefetch or 100, 100) // 2)
+        return Receiver(self.client, self.destination, self.ack, ack_every=ack_every)
 
     def on_connected(self) -> None:
         dialect = self.client.dialect
@@ -217,7 +218,9 @@ class StompConsumerUser(StompUser):
 
     @task
     def keep_connected(self) -> None:
-        self.ensure_connected()
+        # Also acknowledge a batch the stream stopped short of filling (the end of a backlog).
+        if self.ensure_connected():
+            self.receiver.flush()
 
 
 class StompResponderUser(StompConsumerUser):

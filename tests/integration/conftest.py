@@ -1,0 +1,129 @@
+"""Real brokers for the integration tests, started once per session by the project's scripts.
+
+Each broker test is parametrized over the brokers and marked with the broker's name, so
+``pytest -m activemq`` runs one of them. The fixture starts the service if it is not running
+(``services.start`` is idempotent) and leaves it running for the next test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import services
+from tests.integration import broker_stats
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCUSTFILES = ROOT / "locustfiles"
+
+
+@dataclass(frozen=True)
+class Broker:
+    name: str
+    service: str
+    port: int
+    management_port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"stomp://127.0.0.1:{self.port}"
+
+    def counters(self, destination: str) -> dict[str, int]:
+        """The broker's own counts for a destination: ``accepted`` and ``delivered``."""
+        if self.name.startswith("activemq"):
+            stats = broker_stats.activemq_destination_stats(self.port, destination)
+            return {"accepted": stats["enqueueCount"], "delivered": stats["dispatchCount"], "held": stats["size"]}
+        kind, name = destination.split("/")[1:3]
+        if kind == "queue":
+            stats = broker_stats.rabbitmq_queue_stats(self.management_port, name)
+            delivered = stats["deliver_get"]
+            return {"accepted": stats["publish"], "delivered": delivered, "held": stats["messages"]}
+        stats = broker_stats.rabbitmq_exchange_stats(self.management_port)
+        return {"accepted": stats["publish_in"], "delivered": stats["publish_out"], "held": 0}
+
+
+BROKERS = {
+    "activemq": Broker("activemq", "activemq", services.PORTS["activemq"]["stomp"]),
+    "activemq-persistent": Broker(
+        "activemq-persistent", "activemq-persistent", services.PORTS["activemq-persistent"]["stomp"]
+    ),
+    "rabbitmq": Broker(
+        "rabbitmq", "rabbitmq", services.PORTS["rabbitmq"]["stomp"], services.PORTS["rabbitmq"]["management"]
+    ),
+}
+
+
+def broker_params(*names: str) -> list[Any]:
+    return [pytest.param(name, marks=getattr(pytest.mark, name.split("-")[0]), id=name) for name in names]
+
+
+def started(name: str) -> Broker:
+    broker = BROKERS[name]
+    services.start(broker.service)
+    return broker
+
+
+@pytest.fixture(params=broker_params("activemq", "rabbitmq"))
+def broker(request: pytest.FixtureRequest) -> Broker:
+    """Each shared-behaviour test runs once per broker."""
+    return started(request.param)
+
+
+@pytest.fixture
+def destination() -> Callable[[str], str]:
+    """A fresh destination per call, so no test sees another's messages."""
+
+    def make(kind: str = "queue") -> str:
+        return f"/{kind}/mqusers.test.{uuid.uuid4().hex[:10]}"
+
+    return make
+
+
+@dataclass
+class LocustRun:
+    code: int
+    output: str
+    report: dict[str, Any]
+
+    def row(self, destination: str) -> dict[str, Any]:
+        rows = [r for r in self.report.get("destinations", []) if r["destination"] == destination]
+        assert rows, f"no summary row for {destination} in:\n{self.output[-3000:]}"
+        return rows[0]
+
+    def operation(self, name: str) -> dict[str, Any]:
+        rows = [r for r in self.report.get("operations", []) if r["name"] == name]
+        assert rows, f"no operation {name} in:\n{self.output[-3000:]}"
+        return rows[0]
+
+
+def run_locust(
+    locustfile: str,
+    host: str,
+    *args: str,
+    users: int = 2,
+    seconds: float = 3,
+    env: dict[str, str] | None = None,
+    tmp_path: Path,
+) -> LocustRun:
+    """Run ``locust -f locustfiles/<locustfile> --headless`` to completion and read its JSON report."""
+    report = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
+    command = [
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", host, "--headless",
+        "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary", "--mq-report-json", str(report),
+        *args,
+    ]  # fmt: skip
+    process = subprocess.run(
+        command, capture_output=True, text=True, timeout=seconds + 60, env={**os.environ, **(env or {})}, cwd=ROOT
+    )
+    output = process.stdout + process.stderr
+    document = json.loads(report.read_text()) if report.exists() else {}
+    return LocustRun(process.returncode, output, document)

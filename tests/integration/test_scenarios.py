@@ -1,0 +1,172 @@
+"""Every scenario through Locust itself, on each broker, checked against the broker's own counters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.integration.broker_stats import wait_for
+from tests.integration.conftest import Broker, LocustRun, run_locust
+
+
+def assert_plausible_latency(run: LocustRun, destination: str) -> None:
+    row = run.row(destination)
+    latency = row["latency_ms"]
+    assert row["negative_latencies"] == 0
+    # Loopback, paced well below saturation: above zero, below a second.
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"] < 1000, latency
+    assert 0 < latency["mean"] < 1000
+
+
+def assert_broker_counted(broker: Broker, destination: str, before: dict[str, int], accepted: int, delivered: int):
+    def counted() -> dict[str, int]:
+        now = broker.counters(destination)
+        return {key: now[key] - before.get(key, 0) for key in ("accepted", "delivered")}
+
+    expected = {"accepted": accepted, "delivered": delivered}
+    assert wait_for(lambda: counted() == expected, timeout=10), (counted(), expected)
+
+
+def test_pubsub_fans_out_every_message_to_every_subscriber(broker: Broker, destination, tmp_path: Path) -> None:
+    topic = destination("topic")
+    before = broker.counters(topic)
+    run = run_locust(
+        "pubsub.py", broker.url, "--mq-destination", topic, "--mq-messages", "300", "--mq-rate", "300",
+        "--mq-consumers", "2", users=3, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    row = run.row(topic)
+    assert (row["sent"], row["received"], row["errors"]) == (300, 600, 0)
+    assert_plausible_latency(run, topic)
+    assert_broker_counted(broker, topic, before, accepted=300, delivered=600)
+
+
+def test_queue_consumers_compete(broker: Broker, destination, tmp_path: Path) -> None:
+    queue = destination("queue")
+    run = run_locust(
+        "queue_balance.py", broker.url, "--mq-destination", queue, "--mq-messages", "200", "--mq-rate", "200",
+        users=5, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    row = run.row(queue)
+    assert (row["sent"], row["received"], row["errors"]) == (400, 400, 0)
+    assert_plausible_latency(run, queue)
+    assert_broker_counted(broker, queue, {}, accepted=400, delivered=400)
+    assert broker.counters(queue)["held"] == 0
+
+
+@pytest.mark.parametrize("reply_to", ["temp", "queue"])
+def test_request_reply_round_trips(broker: Broker, destination, tmp_path: Path, reply_to: str) -> None:
+    queue = destination("queue")
+    run = run_locust(
+        "request_reply.py", broker.url, "--mq-destination", queue, "--mq-messages", "100", "--mq-rate", "100",
+        "--mq-reply-to", reply_to, users=4, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    requests = run.operation(f"request {queue}")
+    assert (requests["count"], requests["errors"]) == (200, 0)
+    assert run.row(queue)["received"] == 200
+    one_way, round_trip = run.row(queue)["latency_ms"], requests["latency_ms"]
+    assert 0 < one_way["p50"] < round_trip["p50"] < 1000
+    assert_broker_counted(broker, queue, {}, accepted=200, delivered=200)
+
+
+def test_sync_send_times_every_receipt(broker: Broker, destination, tmp_path: Path) -> None:
+    queue = destination("queue")
+    run = run_locust(
+        "put_only.py", broker.url, "--mq-destination", queue, "--mq-messages", "300", "--mq-receipts", "true",
+        users=1, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    receipts = run.operation(f"receipt {queue}")
+    assert (receipts["count"], receipts["errors"]) == (300, 0)
+    assert 0 < receipts["latency_ms"]["p50"] < 1000
+    # A RECEIPT means the broker has the message: every one is already counted.
+    assert broker.counters(queue)["accepted"] == 300
+
+
+def test_put_only_then_get_only_drains_the_backlog(broker: Broker, destination, tmp_path: Path) -> None:
+    queue = destination("queue")
+    put = run_locust(
+        "put_only.py", broker.url, "--mq-destination", queue, "--mq-messages", "1000", users=2, tmp_path=tmp_path
+    )
+    assert put.code == 0, put.output[-3000:]
+    assert put.row(queue)["sent"] == 2000 and put.row(queue)["received"] == 0
+    assert wait_for(lambda: broker.counters(queue)["held"] == 2000, timeout=10), broker.counters(queue)
+    get = run_locust("get_only.py", broker.url, "--mq-destination", queue, users=2, tmp_path=tmp_path)
+    assert get.code == 0, get.output[-3000:]
+    row = get.row(queue)
+    assert (row["received"], row["errors"]) == (2000, 0)
+    assert wait_for(lambda: broker.counters(queue)["held"] == 0, timeout=10), broker.counters(queue)
+
+
+def test_concurrent_put_get(broker: Broker, destination, tmp_path: Path) -> None:
+    queue = destination("queue")
+    run = run_locust(
+        "put_get.py", broker.url, "--mq-destination", queue, "--mq-messages", "2000", "--mq-rate", "1000",
+        users=4, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    row = run.row(queue)
+    assert (row["sent"], row["received"], row["errors"]) == (4000, 4000, 0)
+    assert_plausible_latency(run, queue)
+
+
+def test_large_messages_arrive_intact(broker: Broker, destination, tmp_path: Path) -> None:
+    queue = destination("queue")
+    run = run_locust(
+        "put_get.py", broker.url, "--mq-destination", queue, "--mq-messages", "100", "--mq-rate", "200",
+        "--mq-size", "20KB", users=3, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    row = run.row(queue)
+    assert (row["sent"], row["received"], row["errors"]) == (100, 100, 0)
+    assert abs(row["receive_rate_mbit"] - 100 * 20480 * 8 / 1e6 / 3) < 0.5
+
+
+@pytest.fixture(params=["activemq-persistent", "rabbitmq"])
+def durable_broker(request: pytest.FixtureRequest) -> Broker:
+    from tests.integration.conftest import started
+
+    request.applymarker(getattr(pytest.mark, request.param.split("-")[0]))
+    return started(request.param)
+
+
+def publish_outside(broker: Broker, topic: str, count: int) -> None:
+    """Publish persistent messages with plain stomp.py, not mqusers: an independent producer."""
+    import stomp
+
+    connection = stomp.Connection12([("127.0.0.1", broker.port)], vhost="/")
+    connection.connect(wait=True)
+    body = b"x" * 100
+    import time
+    import zlib
+
+    for seq in range(count):
+        headers = {"persistent": "true", "mq-run": "outside", "mq-producer": "outside", "mq-seq": str(seq),
+                   "mq-sent-ns": str(time.time_ns()), "mq-size": "100", "mq-crc32": str(zlib.crc32(body))}  # fmt: skip
+        connection.send(topic, body, headers=headers, receipt=f"r{seq}" if seq == count - 1 else None)
+    connection.disconnect(receipt="bye")
+
+
+def test_durable_subscriber_gets_what_was_published_while_offline(
+    durable_broker: Broker, destination: Callable[[str], str], tmp_path: Path
+) -> None:
+    topic = destination("topic")
+    subscribe_only = ("--mq-destination", topic, "--mq-consumers", "2")
+    first = run_locust("durable_topic.py", durable_broker.url, *subscribe_only, users=2, seconds=1, tmp_path=tmp_path)
+    assert first.code == 0, first.output[-3000:]
+    publish_outside(durable_broker, topic, 150)
+    second = run_locust("durable_topic.py", durable_broker.url, *subscribe_only, users=2, seconds=2, tmp_path=tmp_path)
+    assert second.code == 0, second.output[-3000:]
+    row = second.row(topic)
+    assert (row["received"], row["errors"]) == (300, 0)
+    # The same topic without durable subscriptions keeps nothing for absent subscribers.
+    publish_outside(durable_broker, topic, 50)
+    plain = run_locust(
+        "durable_topic.py", durable_broker.url, *subscribe_only, "--mq-durable", "false", users=2, seconds=1,
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert plain.report.get("destinations", []) == [] or plain.row(topic)["received"] == 0
