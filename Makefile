@@ -1,0 +1,51 @@
+# mqusers: the two commands are `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BROKERS := activemq activemq-persistent rabbitmq
+DEMO_SECONDS ?= 30
+
+.PHONY: install demo test unit integration lint bench services-up services-down clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,influx]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# A ~30 s headless pub/sub run on a local ActiveMQ: 3 producers, 3 subscribers, 1 KB messages.
+# The broker is stopped afterwards only if this command started it.
+demo: install
+	@if $(PY) -m services running activemq; then ours=""; else ours=activemq; fi; \
+	$(PY) -m services start activemq || exit 1; \
+	$(VENV)/bin/locust -f locustfiles/pubsub.py --host stomp://127.0.0.1:61613 --headless \
+		-u 6 -r 6 -t $(DEMO_SECONDS)s --mq-consumers 3 --mq-rate 1000 --only-summary; status=$$?; \
+	[ -z "$$ours" ] || $(PY) -m services stop $$ours; exit $$status
+
+# Everything CI runs: lint, types, unit and integration tests against real brokers.
+test: install lint
+	$(PY) -m services start $(BROKERS)
+	$(PY) -m pytest tests; status=$$?; $(PY) -m services stop $(BROKERS); exit $$status
+
+unit: install
+	$(PY) -m pytest tests/unit
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+bench: install
+	$(PY) -m services start activemq
+	$(PY) -m benchmarks.core --host stomp://127.0.0.1:61613
+
+services-up: install
+	$(PY) -m services start $(BROKERS)
+
+services-down:
+	$(PY) -m services stop all
+
+clean: services-down
+	rm -rf $(VENV) .services

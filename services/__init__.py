@@ -1,0 +1,75 @@
+"""Real services for mqusers' tests and benchmarks, from Debian packages.
+
+Each service runs in its own folder ``<state dir>/<name>/`` (default
+``<project root>/.services``, env ``MQUSERS_SERVICES_DIR``), listens on
+127.0.0.1 only and is stopped by the PID in its PID file. Env
+``MQUSERS_PORT_OFFSET=N`` shifts every port so a second set can run alongside.
+
+    import services
+    services.start("activemq")          # idempotent; raises ServiceError on failure
+    services.PORTS["activemq"]["stomp"]  # 61613 (+ offset)
+    services.stop("activemq")
+"""
+
+from __future__ import annotations
+
+from . import activemq, control, metrics, rabbitmq
+from .base import ServiceError, port_offset, state_dir
+from .control import Service
+
+SERVICES: dict[str, Service] = {
+    service.name: service for service in [*activemq.SERVICES, rabbitmq.SERVICE, *metrics.SERVICES]
+}
+
+__all__ = [
+    "PORTS",
+    "SERVICES",
+    "ServiceError",
+    "is_running",
+    "port_offset",
+    "ports",
+    "start",
+    "state_dir",
+    "status",
+    "stop",
+]
+
+
+def _service(name: str) -> Service:
+    try:
+        return SERVICES[name]
+    except KeyError:
+        known = ", ".join(SERVICES)
+        raise ServiceError(f"unknown service {name!r} (known: {known})") from None
+
+
+def ports(name: str) -> dict[str, int]:
+    """Ports of ``name`` with the current MQUSERS_PORT_OFFSET applied."""
+    return dict(_service(name).ctx().ports)
+
+
+# Snapshot at import time; call ports() if the offset env var changes later.
+PORTS: dict[str, dict[str, int]] = {name: ports(name) for name in SERVICES}
+
+
+def start(name: str, timeout: float = control.START_TIMEOUT) -> bool:
+    """Start ``name`` and wait until it answers; raises ServiceError on failure.
+
+    Returns True if it was started, False if it already ran (then a no-op).
+    """
+    return control.start(_service(name), timeout)
+
+
+def stop(name: str) -> bool:
+    """Stop ``name``; True if a process was stopped, False if none was running."""
+    return control.stop(_service(name))
+
+
+def is_running(name: str) -> bool:
+    """Our process for ``name`` is alive and answers its readiness probe."""
+    return control.is_running(_service(name))
+
+
+def status() -> list[str]:
+    """One human-readable line per service."""
+    return [control.status_line(service) for service in SERVICES.values()]

@@ -1,0 +1,183 @@
+"""ActiveMQ Classic (Debian ``activemq``), one broker per folder.
+
+Started straight from ``activemq.jar`` rather than the Debian init script: the
+script sleeps a fixed 5 s and logs to /dev/null, and we want our own folder,
+our own PID and a log we can show when start fails.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+from .base import Ctx, port_open, spawn, stomp_handshake
+from .control import Service
+
+HOME = Path("/usr/share/activemq")
+# The statisticsBrokerPlugin and the jms-map-json STOMP transformation need
+# XStream/Jettison, which Debian's activemq does not put on the broker's path.
+# The launcher (console Main) appends -Dactivemq.classpath entries to it.
+EXTRA_JARS = ("/usr/share/java/xstream.jar", "/usr/share/java/jettison.jar")
+# A non-persistent broker has no temp store to spool to, so with flow control
+# off every unconsumed message stays on the heap (~22 KB per 20 KB STOMP body):
+# 1g died at ~45,000 such messages; 4g holds a 100,000-message backlog.
+HEAP = os.environ.get("MQUSERS_ACTIVEMQ_HEAP", "4g")
+
+BROKER_XML = """\
+<beans xmlns="http://www.springframework.org/schema/beans"
+       xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+       xsi:schemaLocation="http://www.springframework.org/schema/beans
+         http://www.springframework.org/schema/beans/spring-beans.xsd
+         http://activemq.apache.org/schema/core
+         http://activemq.apache.org/schema/core/activemq-core.xsd">
+  <!-- Written by `python -m services`; rewritten on every start. -->
+  <broker xmlns="http://activemq.apache.org/schema/core"
+          brokerName={broker_name} dataDirectory={data}
+          persistent="{persistent}" useJmx="false"
+          schedulerSupport="false" advisorySupport="false">
+    <!-- Load tests must measure the broker, not flow-control stalls. Without
+         flow control memoryUsage only decides when cursors stop caching
+         (persistent broker) and what memoryPercentUsage reports. -->
+    <destinationPolicy>
+      <policyMap>
+        <policyEntries>
+          <policyEntry queue="&gt;" producerFlowControl="false"/>
+          <policyEntry topic="&gt;" producerFlowControl="false"/>
+        </policyEntries>
+      </policyMap>
+    </destinationPolicy>
+{persistence}
+    <systemUsage>
+      <systemUsage>
+        <memoryUsage><memoryUsage limit="2 gb"/></memoryUsage>
+        <storeUsage><storeUsage limit="16 gb"/></storeUsage>
+        <tempUsage><tempUsage limit="8 gb"/></tempUsage>
+      </systemUsage>
+    </systemUsage>
+    <transportConnectors>
+      <transportConnector name="openwire"
+          uri="tcp://127.0.0.1:{openwire}?transport.tcpNoDelay=true"/>
+      <transportConnector name="stomp"
+          uri="stomp+nio://127.0.0.1:{stomp}?transport.tcpNoDelay=true"/>
+    </transportConnectors>
+    <plugins>
+      <!-- Broker's own counters over messaging; see tests/integration/broker_stats.py -->
+      <statisticsBrokerPlugin/>
+      <!-- One account so tests can prove a wrong password is refused; anonymous clients
+           (no login header) keep working. A local test broker's credential, not a secret. -->
+      <simpleAuthenticationPlugin anonymousAccessAllowed="true">
+        <users>
+          <authenticationUser username="mqusers" password="mqusers-local" groups="users"/>
+        </users>
+      </simpleAuthenticationPlugin>
+    </plugins>
+  </broker>
+</beans>
+"""
+
+KAHADB_XML = """\
+    <persistenceAdapter>
+      <kahaDB directory={kahadb}/>
+    </persistenceAdapter>"""
+
+# log4j 1.2: Debian's ActiveMQ ships log4j-1.2 + slf4j-log4j12; its log4j2 file is ignored.
+LOG4J = """\
+log4j.rootLogger=INFO, file
+log4j.logger.org.springframework=WARN
+log4j.logger.org.apache.xbean=WARN
+log4j.appender.file=org.apache.log4j.RollingFileAppender
+log4j.appender.file.file={log}
+log4j.appender.file.append=true
+log4j.appender.file.maxFileSize=20MB
+log4j.appender.file.maxBackupIndex=2
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=%d | %-5p | %m | %c | %t%n
+"""
+
+
+def write_config(ctx: Ctx, persistent: bool) -> Path:
+    """Write conf/activemq.xml and conf/log4j.properties; return the XML path.
+
+    One function for both flavours: only persistence and ports differ.
+    """
+    conf, data = ctx.dir / "conf", ctx.dir / "data"
+    for folder in (conf, data, ctx.dir / "tmp"):
+        folder.mkdir(parents=True, exist_ok=True)
+    persistence = KAHADB_XML.format(kahadb=quoteattr(str(data / "kahadb"))) if persistent else ""
+    xml = BROKER_XML.format(
+        broker_name=quoteattr(ctx.name),
+        data=quoteattr(str(data)),
+        persistent=str(persistent).lower(),
+        persistence=persistence,
+        openwire=ctx.ports["openwire"],
+        stomp=ctx.ports["stomp"],
+    )
+    (conf / "activemq.xml").write_text(xml)
+    (conf / "log4j.properties").write_text(LOG4J.format(log=ctx.log_file))
+    return conf / "activemq.xml"
+
+
+def _java_argv(ctx: Ctx, xml: Path) -> list[str]:
+    base = ctx.dir
+    return [
+        "java",
+        "-Xms512m",
+        f"-Xmx{HEAP}",
+        # Non-persistent messages without flow control live on the heap: a broker
+        # that ran out of it is better dead (tests notice) than wedged.
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        "--add-opens",
+        "java.base/java.lang=ALL-UNNAMED",
+        f"-Djava.io.tmpdir={base / 'tmp'}",
+        f"-Dactivemq.home={HOME}",
+        f"-Dactivemq.base={base}",
+        f"-Dactivemq.conf={base / 'conf'}",
+        f"-Dactivemq.data={base / 'data'}",
+        f"-Dactivemq.classpath={':'.join(EXTRA_JARS)}",
+        f"-Dlog4j.configuration=file:{base / 'conf' / 'log4j.properties'}",
+        "-jar",
+        str(HOME / "bin" / "activemq.jar"),
+        "start",
+        f"xbean:file:{xml}",
+    ]
+
+
+def _launcher(persistent: bool) -> Callable[[Ctx], int]:
+    def launch(ctx: Ctx) -> int:
+        xml = write_config(ctx, persistent)
+        # console.log catches what happens before log4j is up (JVM errors).
+        return spawn(ctx, _java_argv(ctx, xml), log=ctx.dir / "console.log")
+
+    return launch
+
+
+def ready(ctx: Ctx) -> bool:
+    """Both connectors up and STOMP completes a CONNECT handshake."""
+    return port_open(ctx.ports["openwire"]) and stomp_handshake(ctx.ports["stomp"])
+
+
+def _logs(ctx: Ctx) -> list[Path]:
+    return [ctx.dir / "console.log"]
+
+
+SERVICES = [
+    Service(
+        name="activemq",
+        package="activemq",
+        base_ports={"stomp": 61613, "openwire": 61616},
+        launch=_launcher(persistent=False),
+        ready=ready,
+        logs=_logs,
+    ),
+    Service(
+        name="activemq-persistent",
+        package="activemq",
+        base_ports={"stomp": 61615, "openwire": 61617},
+        launch=_launcher(persistent=True),
+        ready=ready,
+        logs=_logs,
+    ),
+]
