@@ -218,7 +218,10 @@ def add_arguments(parser: Any) -> None:
     add("mq-messages", "messages each producer user sends, then idles (0 = until the run ends)")
     add("mq-consumers", "consumer (or responder) users; the other users produce")
     add("mq-user", "broker login (or env LOCUST_MQ_USER)")
-    add("mq-password", "broker passcode: set env LOCUST_MQ_PASSWORD rather than the command line", secret=True)
+    # Not in the web UI: Locust would embed an env-supplied value in the page as the field's default.
+    add(
+        "mq-password", "broker passcode: set env LOCUST_MQ_PASSWORD rather than the command line", secret=True, ui=False
+    )
     add("mq-password-file", "file holding the broker passcode", ui=False)
     add("mq-heartbeats", "STOMP heart-beats SEND_MS,RECEIVE_MS", default="0,0")
     add("mq-vhost", "virtual host sent in the CONNECT host header (RabbitMQ)", default="/")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from locust import events
 from locust.env import Environment
+from locust.exception import StopTest
 from locust.runners import MasterRunner, WorkerRunner
 
 import itertools
@@ -140,12 +141,16 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         ctx.settings = read_settings(options, environment.host)
         ctx.error = None
     except OptionError as error:
-        # Web UI edits land here: refuse the run before any User connects.
+        # Web UI edits land here: refuse the run before any User is spawned.
         ctx.error = str(error)
-        logger.error("mqusers: %s", error)
-        if environment.runner is not None:
-            environment.runner.stop()
-        return
+        raise StopTest(f"mqusers: {error}") from None
+    if options is not None and not options.headless and not isinstance(environment.runner, MasterRunner):
+        # A web UI run was not checked at start-up: refuse it now rather than fail every connect.
+        try:
+            preflight(ctx.settings)
+        except MqError as error:
+            ctx.error = str(error)
+            raise StopTest(f"mqusers: {error}") from None
     if not isinstance(environment.runner, WorkerRunner):
         # The master's parsed options travel to workers with each spawn message.
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)

@@ -1,0 +1,77 @@
+"""The web UI: custom parameters, a refused bad value, a real run, and no secret in the page."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from tests.integration.broker_stats import wait_for
+from tests.integration.conftest import LOCUSTFILES, ROOT, started
+
+pytestmark = pytest.mark.activemq
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def web_ui(tmp_path) -> Iterator[tuple[str, object]]:  # type: ignore[no-untyped-def]
+    broker = started("activemq")
+    port = free_port()
+    log = (tmp_path / "locust.log").open("w+")
+    env = {**os.environ, "LOCUST_MQ_USER": "mqusers", "LOCUST_MQ_PASSWORD": "mqusers-local"}
+    command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pubsub.py"), "--host", broker.url,
+               "--web-host", "127.0.0.1", "--web-port", str(port)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    base = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return requests.get(base + "/", timeout=1).ok
+        except requests.ConnectionError:
+            return False
+
+    try:
+        assert wait_for(up, timeout=30), "web UI did not come up"
+        yield base, log
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def stats(base: str) -> dict[str, int]:
+    data = requests.get(base + "/stats/requests", timeout=5).json()
+    return {entry["name"]: entry["num_requests"] for entry in data["stats"] if entry["name"] != "Aggregated"}
+
+
+def test_web_ui_runs_with_its_custom_parameters_and_keeps_secrets(web_ui, destination) -> None:  # type: ignore[no-untyped-def]
+    base, log = web_ui
+    page = requests.get(base + "/", timeout=5).text
+    assert '"mq_size"' in page and '"mq_destination"' in page and '"mq_rate"' in page
+    assert "mqusers-local" not in page
+
+    form = {"user_count": "3", "spawn_rate": "3", "host": "stomp://127.0.0.1:61613"}
+    refused = requests.post(base + "/swarm", data={**form, "mq_size": "1XB"}, timeout=5)
+    assert refused.ok
+    assert wait_for(lambda: "--mq-size: '1XB' is not a size" in open(log.name).read(), timeout=10)
+    assert stats(base) == {}
+
+    topic = destination("topic")
+    requests.post(base + "/swarm", data={**form, "mq_size": "2KB", "mq_destination": topic}, timeout=5)
+    assert wait_for(lambda: stats(base).get(f"receive {topic}", 0) >= 200, timeout=20), stats(base)
+    requests.post(base + "/stop", timeout=5)
+    data = requests.get(base + "/stats/requests", timeout=5).json()
+    receive = next(e for e in data["stats"] if e["name"] == f"receive {topic}")
+    assert receive["avg_content_length"] == 2048 and receive["num_failures"] == 0
+    assert wait_for(lambda: "mqusers summary" in open(log.name).read(), timeout=10)
+    assert "mqusers-local" not in open(log.name).read()
