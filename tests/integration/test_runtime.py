@@ -1,0 +1,62 @@
+"""Heart-beats and distributed runs (master + workers), on real brokers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.conftest import LOCUSTFILES, ROOT, Broker, run_locust
+
+
+def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tmp_path: Path) -> None:
+    queue = destination("queue")
+    # Nothing to receive for 3 s: only heart-beats cross the wire. 200 ms each way.
+    run = run_locust(
+        "get_only.py", broker.url, "--mq-destination", queue, "--mq-heartbeats", "200,200", users=2, seconds=3,
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-2000:]
+    connects = run.operation(f"connect {broker.url}")
+    assert (connects["count"], connects["errors"]) == (2, 0)  # no reconnects
+    busy = run_locust(
+        "put_get.py", broker.url, "--mq-destination", queue, "--mq-heartbeats", "200,200", "--mq-messages", "500",
+        "--mq-rate", "250", users=3, seconds=3, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert busy.code == 0, busy.output[-2000:]
+    assert (busy.row(queue)["received"], busy.operation(f"connect {broker.url}")["count"]) == (500, 3)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_path: Path) -> None:
+    queue, port, report = destination("queue"), free_port(), tmp_path / "master.json"
+    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "queue_balance.py")]
+    master = subprocess.Popen(
+        [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "4s", "--host", broker.url, "--only-summary",
+         "--mq-destination", queue, "--mq-messages", "150", "--mq-rate", "150", "--mq-report-json", str(report)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+    )  # fmt: skip
+    workers = [
+        subprocess.Popen(
+            [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    output, _ = master.communicate(timeout=90)
+    for worker in workers:
+        worker.wait(timeout=30)
+    assert master.returncode == 0, output[-3000:]
+    document = json.loads(report.read_text())
+    [row] = [r for r in document["destinations"] if r["destination"] == queue]
+    # 3 fixed consumers + 2 producers spread over two workers; every count reaches the master.
+    assert (row["sent"], row["received"], row["errors"]) == (300, 300, 0)
+    assert 0 < row["latency_ms"]["p50"] <= row["latency_ms"]["max"] < 1000
