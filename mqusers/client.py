@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +54,24 @@ class ClientConfig:
     dialect: str = "auto"
     #: Stable identity for durable subscriptions (CONNECT ``client-id``), else None.
     client_id: str | None = None
+    #: CA bundle to verify a stomp+ssl broker; None uses the system's trusted CAs.
+    ca_file: str | None = None
+
+
+def _why_unreachable(config: ClientConfig) -> str:
+    """stomp.py only says that connecting failed; try the first host again to say why."""
+    host, port = config.address.hosts[0]
+    try:
+        with socket.create_connection((host, port), timeout=config.timeout) as sock:
+            if config.address.ssl:
+                context = ssl.create_default_context(cafile=config.ca_file)
+                with context.wrap_socket(sock, server_hostname=host):
+                    pass
+    except ssl.SSLCertVerificationError as error:
+        return f"TLS: {error.verify_message}; --mq-ca-file names the CA to trust"
+    except OSError as error:
+        return error.strerror or str(error) or type(error).__name__
+    return "it answered a retry; check its STOMP connector"
 
 
 class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
@@ -129,6 +149,7 @@ class StompClient:
             vhost=config.vhost,
             connect_timeout=config.timeout,
             use_ssl=config.address.ssl,
+            ca_file=config.ca_file,
         )
         connection.set_listener("mqusers", _Listener(self))
         self._connected.clear()
@@ -137,7 +158,7 @@ class StompClient:
         try:
             connection.connect(config.user, config.password, wait=False, headers=headers)
         except stomp_exception.ConnectFailedException:
-            raise MqError(f"cannot reach the broker at {config.address}") from None
+            raise MqError(f"cannot reach the broker at {config.address} ({_why_unreachable(config)})") from None
         self._connection, self._transport = connection, connection.transport
         if not self._connected.wait(config.timeout) or self._refusal is not None:
             reason = self._refusal or f"no CONNECTED frame within {config.timeout:g}s"

@@ -8,6 +8,7 @@ per test and hands plain values on. An empty value means "what the scenario (Use
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,7 @@ class Settings:
     timeout: float = 10.0
     run_id: str = ""
     report_json: str | None = None
+    ca_file: str | None = None
 
 
 def parse_size(text: str, option: str = "--mq-size") -> int:
@@ -148,6 +150,12 @@ def _heartbeats(text: str) -> tuple[int, int]:
     return send, receive
 
 
+def _readable_file(path: str) -> str:
+    if not os.access(path, os.R_OK) or not os.path.isfile(path):
+        raise OptionError(f"--mq-ca-file: cannot read {path!r}; give a PEM file of the CA that signed the broker")
+    return path
+
+
 def _password(options: Any) -> str | None:
     path = (getattr(options, "mq_password_file", "") or "").strip()
     if path:
@@ -190,6 +198,7 @@ def read_settings(options: Any, host: str | None) -> Settings:
         timeout=parse_number(text("mq_timeout") or "10", "--mq-timeout", integer=False, minimum=0.001),
         run_id=text("mq_run_id"),
         report_json=text("mq_report_json") or None,
+        ca_file=optional("mq_ca_file", _readable_file),
     )
 
 
@@ -229,4 +238,5 @@ def add_arguments(parser: Any) -> None:
     add("mq-reply-to", f"request/reply: reply to a {' or a per-requester '.join(REPLY_MODES)} queue")
     add("mq-timeout", "seconds to wait for CONNECTED, RECEIPT or a reply", default="10")
     add("mq-run-id", "run id put on every message (default: generated at test start)", ui=False)
+    add("mq-ca-file", "PEM file of the CA (or self-signed certificate) to verify a stomp+ssl broker", ui=False)
     add("mq-report-json", "write the end-of-run summary to this JSON file", ui=False)

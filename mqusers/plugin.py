@@ -89,6 +89,7 @@ def client_config(settings: Settings, client_id: str | None = None) -> ClientCon
         timeout=settings.timeout,
         dialect=settings.dialect,
         client_id=client_id,
+        ca_file=settings.ca_file,
     )
 
 

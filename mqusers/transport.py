@@ -47,9 +47,15 @@ class LeanTransport(Transport):  # type: ignore[misc]
     def attempt_connection(self) -> None:
         super().attempt_connection()
         sock = self.socket
-        if self.blocking:
-            # stomp.py's timeout should bound the TCP connect only; a blocking receive loop never times out.
-            sock.settimeout(None)
+        if not self.blocking:  # type: ignore[has-type]
+            # stomp.py drives TLS sockets non-blocking through selectors and a pipe-backed queue, which
+            # fails under gevent ("PollableQueue ... is not registered"); gevent's TLS sockets block
+            # cooperatively, so they take the same path as plain ones.
+            self.sel.close()
+            self.blocking = True
+            sock.setblocking(True)
+        # stomp.py's timeout should bound the TCP connect only; the receive loop never times out.
+        sock.settimeout(None)
         # Nagle's algorithm holds small frames for up to 40 ms: latency figures would measure it.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._parser = FrameParser(self._dispatch)
@@ -58,10 +64,6 @@ class LeanTransport(Transport):  # type: ignore[misc]
         sock = self.socket
         if sock is None:
             raise stomp_exception.NotConnectedException()
-        if not self.blocking:
-            # TLS sockets are non-blocking in stomp.py; its io loop owns writing them.
-            self.send_queue.put(encoded_frame)
-            return
         with self._Transport__socket_semaphore:
             sock.sendall(encoded_frame)
 
@@ -110,6 +112,7 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
         vhost: str,
         connect_timeout: float,
         use_ssl: bool = False,
+        ca_file: str | None = None,
     ):
         transport = LeanTransport(
             hosts,
@@ -123,6 +126,6 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
             auto_decode=False,
         )
         if use_ssl:
-            transport.set_ssl(for_hosts=hosts)
+            transport.set_ssl(for_hosts=hosts, ca_certs=ca_file)
         stomp.connect.BaseConnection.__init__(self, transport)
         Protocol12.__init__(self, transport, heartbeats)

@@ -13,6 +13,8 @@ Each service runs in its own folder ``<state dir>/<name>/`` (default
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import activemq, control, metrics, rabbitmq
 from .base import ServiceError, port_offset, state_dir
 from .control import Service
@@ -68,6 +70,11 @@ def stop(name: str) -> bool:
 def is_running(name: str) -> bool:
     """Our process for ``name`` is alive and answers its readiness probe."""
     return control.is_running(_service(name))
+
+
+def certificate(name: str) -> Path:
+    """PEM certificate of an ActiveMQ service's stomp+ssl connector (exists once it has started)."""
+    return activemq.certificate(_service(name).ctx())
 
 
 def status() -> list[str]:

@@ -8,6 +8,7 @@ our own PID and a log we can show when start fails.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -48,7 +49,7 @@ BROKER_XML = """\
         </policyEntries>
       </policyMap>
     </destinationPolicy>
-{persistence}
+{persistence}{tls_context}
     <systemUsage>
       <systemUsage>
         <memoryUsage><memoryUsage limit="2 gb"/></memoryUsage>
@@ -61,7 +62,7 @@ BROKER_XML = """\
           uri="tcp://127.0.0.1:{openwire}?transport.tcpNoDelay=true"/>
       <transportConnector name="stomp"
           uri="stomp+nio://127.0.0.1:{stomp}?transport.tcpNoDelay=true"/>
-    </transportConnectors>
+{tls_connector}    </transportConnectors>
     <plugins>
       <!-- Broker's own counters over messaging; see tests/integration/broker_stats.py -->
       <statisticsBrokerPlugin/>
@@ -97,6 +98,41 @@ log4j.appender.file.layout.ConversionPattern=%d | %-5p | %m | %c | %t%n
 """
 
 
+TLS_CONNECTOR = """\
+      <transportConnector name="stomp+ssl"
+          uri="stomp+nio+ssl://127.0.0.1:{port}?transport.tcpNoDelay=true"/>
+"""
+TLS_CONTEXT = """\
+    <sslContext>
+      <sslContext keyStore={keystore} keyStorePassword="{password}" keyStoreType="PKCS12"/>
+    </sslContext>
+"""
+# Protects a throw-away self-signed key of a loopback test broker; nothing else.
+KEYSTORE_PASSWORD = "mqusers-local"
+
+
+def certificate(ctx: Ctx) -> Path:
+    """The broker's self-signed certificate (PEM), for clients to verify stomp+ssl against."""
+    return ctx.dir / "broker-cert.pem"
+
+
+def _tls_keystore(ctx: Ctx) -> Path:
+    """A self-signed key for 127.0.0.1 / localhost, made once per service folder with keytool."""
+    keystore = ctx.dir / "conf" / "broker.p12"
+    if not keystore.exists():
+        store = ["-keystore", str(keystore), "-storepass", KEYSTORE_PASSWORD, "-storetype", "PKCS12"]
+        subprocess.run(
+            ["keytool", "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
+             "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1,dns:localhost", *store],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        subprocess.run(
+            ["keytool", "-exportcert", "-rfc", "-alias", "broker", "-file", str(certificate(ctx)), *store],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    return keystore
+
+
 def write_config(ctx: Ctx, persistent: bool) -> Path:
     """Write conf/activemq.xml and conf/log4j.properties; return the XML path.
 
@@ -106,7 +142,14 @@ def write_config(ctx: Ctx, persistent: bool) -> Path:
     for folder in (conf, data, ctx.dir / "tmp"):
         folder.mkdir(parents=True, exist_ok=True)
     persistence = KAHADB_XML.format(kahadb=quoteattr(str(data / "kahadb"))) if persistent else ""
+    tls_connector = tls_context = ""
+    if "stomp_ssl" in ctx.ports:
+        keystore = quoteattr(str(_tls_keystore(ctx)))
+        tls_connector = TLS_CONNECTOR.format(port=ctx.ports["stomp_ssl"])
+        tls_context = TLS_CONTEXT.format(keystore=keystore, password=KEYSTORE_PASSWORD)
     xml = BROKER_XML.format(
+        tls_connector=tls_connector,
+        tls_context=tls_context,
         broker_name=quoteattr(ctx.name),
         data=quoteattr(str(data)),
         persistent=str(persistent).lower(),
@@ -155,8 +198,9 @@ def _launcher(persistent: bool) -> Callable[[Ctx], int]:
 
 
 def ready(ctx: Ctx) -> bool:
-    """Both connectors up and STOMP completes a CONNECT handshake."""
-    return port_open(ctx.ports["openwire"]) and stomp_handshake(ctx.ports["stomp"])
+    """Every connector up and STOMP completes a CONNECT handshake."""
+    tls_up = "stomp_ssl" not in ctx.ports or port_open(ctx.ports["stomp_ssl"])
+    return tls_up and port_open(ctx.ports["openwire"]) and stomp_handshake(ctx.ports["stomp"])
 
 
 def _logs(ctx: Ctx) -> list[Path]:
@@ -167,7 +211,7 @@ SERVICES = [
     Service(
         name="activemq",
         package="activemq",
-        base_ports={"stomp": 61613, "openwire": 61616},
+        base_ports={"stomp": 61613, "openwire": 61616, "stomp_ssl": 61612},
         launch=_launcher(persistent=False),
         ready=ready,
         logs=_logs,

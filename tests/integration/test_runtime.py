@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import LOCUSTFILES, ROOT, Broker, run_locust
+import pytest
+
+import services
+from tests.integration.conftest import LOCUSTFILES, ROOT, Broker, run_locust, started
 
 
 def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tmp_path: Path) -> None:
@@ -47,7 +50,9 @@ def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_pa
     workers = [
         subprocess.Popen(
             [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
         )  # fmt: skip
         for _ in range(2)
     ]
@@ -60,3 +65,23 @@ def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_pa
     # 3 fixed consumers + 2 producers spread over two workers; every count reaches the master.
     assert (row["sent"], row["received"], row["errors"]) == (300, 300, 0)
     assert 0 < row["latency_ms"]["p50"] <= row["latency_ms"]["max"] < 1000
+
+
+@pytest.mark.activemq
+def test_tls_connection_verified_against_the_brokers_certificate(destination, tmp_path: Path) -> None:
+    broker = started("activemq")
+    url = f"stomp+ssl://127.0.0.1:{services.PORTS['activemq']['stomp_ssl']}"
+    queue = destination("queue")
+    trusted = ("--mq-ca-file", str(services.certificate("activemq")))
+    run = run_locust(
+        "put_get.py", url, *trusted, "--mq-destination", queue, "--mq-messages", "300", "--mq-rate", "300",
+        users=3, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-2000:]
+    assert (run.row(queue)["sent"], run.row(queue)["received"]) == (300, 300)
+    assert broker.counters(queue)["accepted"] == 300
+    untrusted = run_locust("put_get.py", url, tmp_path=tmp_path)
+    assert untrusted.code == 2
+    assert untrusted.output.strip().splitlines()[-1] == (
+        f"mqusers: cannot reach the broker at {url} (TLS: self-signed certificate; --mq-ca-file names the CA to trust)"
+    )

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from collections.abc import Iterator
 
 import pytest
@@ -63,7 +64,7 @@ def test_web_ui_runs_with_its_custom_parameters_and_keeps_secrets(web_ui, destin
     form = {"user_count": "3", "spawn_rate": "3", "host": "stomp://127.0.0.1:61613"}
     refused = requests.post(base + "/swarm", data={**form, "mq_size": "1XB"}, timeout=5)
     assert refused.ok
-    assert wait_for(lambda: "--mq-size: '1XB' is not a size" in open(log.name).read(), timeout=10)
+    assert wait_for(lambda: "--mq-size: '1XB' is not a size" in Path(log.name).read_text(), timeout=10)
     assert stats(base) == {}
 
     topic = destination("topic")
@@ -73,5 +74,5 @@ def test_web_ui_runs_with_its_custom_parameters_and_keeps_secrets(web_ui, destin
     data = requests.get(base + "/stats/requests", timeout=5).json()
     receive = next(e for e in data["stats"] if e["name"] == f"receive {topic}")
     assert receive["avg_content_length"] == 2048 and receive["num_failures"] == 0
-    assert wait_for(lambda: "mqusers summary" in open(log.name).read(), timeout=10)
-    assert "mqusers-local" not in open(log.name).read()
+    assert wait_for(lambda: "mqusers summary" in Path(log.name).read_text(), timeout=10)
+    assert "mqusers-local" not in Path(log.name).read_text()
