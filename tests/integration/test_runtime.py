@@ -53,7 +53,7 @@ def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_pa
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             cwd=ROOT,
-        )  # fmt: skip
+        )
         for _ in range(2)
     ]
     output, _ = master.communicate(timeout=90)

@@ -6,8 +6,8 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
