@@ -66,6 +66,8 @@ class Settings:
     timeout: float = 10.0
     run_id: str = ""
     report_json: str | None = None
+    total_rate: float = 0.0
+    total_messages: int = 0
     ca_file: str | None = None
 
 
@@ -198,6 +200,8 @@ def read_settings(options: Any, host: str | None) -> Settings:
         timeout=parse_number(text("mq_timeout") or "10", "--mq-timeout", integer=False, minimum=0.001),
         run_id=text("mq_run_id"),
         report_json=text("mq_report_json") or None,
+        total_rate=parse_number(text("mq_total_rate") or "0", "--mq-total-rate", integer=False),
+        total_messages=int(parse_number(text("mq_total_messages") or "0", "--mq-total-messages", integer=True)),
         ca_file=optional("mq_ca_file", _readable_file),
     )
 
@@ -224,6 +228,8 @@ def add_arguments(parser: Any) -> None:
     add("mq-prefetch", "messages the broker may push ahead per consumer (0 = broker default)")
     add("mq-receipts", "producers wait for the broker's RECEIPT on every message: sync send (true/false)")
     add("mq-rate", "messages/s per producer user (0 = as fast as possible)")
+    add("mq-total-rate", "messages/s shared by all producers on all workers, on one schedule (open model)")
+    add("mq-total-messages", "messages sent in total by all producers on all workers")
     add("mq-messages", "messages each producer user sends, then idles (0 = until the run ends)")
     add("mq-consumers", "consumer (or responder) users; the other users produce")
     add("mq-user", "broker login (or env LOCUST_MQ_USER)")

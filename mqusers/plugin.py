@@ -20,9 +20,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from gevent.event import Event
-
 from mqusers.client import ClientConfig, MqError, StompClient
+from mqusers.coordination import Coordinator
 from mqusers.measure.book import Book
 from mqusers.options import OptionError, Settings, add_arguments, read_settings
 from mqusers.report import format_summary, report_document, write_json
@@ -45,23 +44,11 @@ class RunContext:
     error: str | None = None
     ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
 
-    #: Consumers this process expects before producers start (the start barrier); 0 = no barrier.
-    subscriber_target: int = 0
-    subscribed: int = 0
-    subscribers_ready: Event = field(default_factory=Event)
+    coordinator: Coordinator | None = None
 
     def next_ordinal(self, user_class: type) -> int:
         """0, 1, 2... per User class and test: stable names for durable subscribers."""
         return next(self.ordinals.setdefault(user_class.__name__, itertools.count()))
-
-    def subscriber_joined(self) -> None:
-        self.subscribed += 1
-        if self.subscribed >= self.subscriber_target:
-            self.subscribers_ready.set()
-
-    def wait_for_subscribers(self, timeout: float) -> bool:
-        """Producers call this first, so a topic run does not begin with messages nobody could get."""
-        return self.subscribed >= self.subscriber_target or self.subscribers_ready.wait(timeout)
 
 
 _contexts: weakref.WeakKeyDictionary[Environment, RunContext] = weakref.WeakKeyDictionary()
@@ -125,6 +112,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
             preflight(ctx.settings)
         except MqError as error:
             _fail(str(error))
+    coordinator_for(environment, ctx)  # registers its messages before any worker connects
     environment.events.test_start.add_listener(_on_test_start)
     environment.events.test_stop.add_listener(_on_test_stop)
     runner = environment.runner
@@ -161,9 +149,13 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     else:
         ctx.run_id = ctx.settings.run_id or getattr(options, "mq_run_id_generated", "") or ctx.run_id
     ctx.ordinals.clear()
-    ctx.subscribed = 0
-    ctx.subscribers_ready.clear()
-    ctx.subscriber_target = _local_subscriber_target(environment)
+    coordinator = coordinator_for(environment, ctx)
+    if isinstance(environment.runner, WorkerRunner):
+        coordinator.follower.reset()
+    else:
+        producers = max(1, (getattr(options, "num_users", 0) or 1) - _consumer_target(environment))
+        settings = ctx.settings
+        coordinator.begin(_consumer_target(environment), settings.total_rate, settings.total_messages, producers)
     ctx.book.clear()
     ctx.started = time.time()
 
@@ -176,13 +168,18 @@ def _apply_consumer_count(environment: Environment, settings: Settings) -> None:
             user_class.fixed_count = settings.consumers
 
 
-def _local_subscriber_target(environment: Environment) -> int:
-    """Fixed-count consumers that will run in this process; a worker cannot know its share yet."""
+def _consumer_target(environment: Environment) -> int:
+    """Fixed-count consumers the start barrier waits for (weighted consumers cannot be counted)."""
     runner = environment.runner
-    if runner is None or isinstance(runner, (MasterRunner, WorkerRunner)):
+    if runner is None:
         return 0
-    consumers = (c for c in runner.user_classes if getattr(c, "role", "") == "consumer")
-    return sum(c.fixed_count for c in consumers)
+    return sum(c.fixed_count for c in runner.user_classes if getattr(c, "role", "") == "consumer")
+
+
+def coordinator_for(environment: Environment, ctx: RunContext) -> Coordinator:
+    if ctx.coordinator is None:
+        ctx.coordinator = Coordinator(environment, ctx)
+    return ctx.coordinator
 
 
 def _on_test_stop(environment: Environment, **_: Any) -> None:

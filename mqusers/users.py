@@ -15,8 +15,10 @@ import logging
 import time
 from typing import Any, ClassVar
 
-from mqusers.client import MqError, Publisher, StompClient
-from mqusers.plugin import RunContext, client_config, context
+import gevent
+
+from mqusers.client import REQUEST_TYPE, MqError, Publisher, StompClient
+from mqusers.plugin import RunContext, client_config, context, coordinator_for
 from mqusers.receiver import Receiver, Replier
 from mqusers.wire import SendFrames, make_body
 
@@ -107,6 +109,12 @@ class StompProducerUser(StompUser):
         self.producer_id = f"{self.mq.process_tag}.{type(self).__name__}.{self.ordinal}"
         self.seq = 0
         self._next_due = 0.0
+        self.coordinator = coordinator_for(environment, self.mq)
+        #: On the run-wide schedule of --mq-total-rate / --mq-total-messages rather than per user.
+        self.shared = bool(self.mq.settings.total_rate or self.mq.settings.total_messages)
+        self._finished = False
+        self._t0, self._interval, self._index, self._block_end = time.perf_counter(), 0.0, 0, 0
+        self._lag_name = f"schedule-lag {self.destination}"
         self.publisher = self.make_publisher(self.destination, {})
 
     def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
@@ -120,7 +128,7 @@ class StompProducerUser(StompUser):
         # A fixed schedule (next = previous + 1/rate) keeps the rate exact over the run.
         if self.done():
             return 1.0
-        if self.rate <= 0:
+        if self.rate <= 0 or self.shared:
             return 0.0
         now = time.perf_counter()
         # Behind by more than a second (a stall, a reconnect): resume the schedule from now.
@@ -128,21 +136,50 @@ class StompProducerUser(StompUser):
         return max(0.0, self._next_due - now)
 
     def on_start(self) -> None:
-        if not self.mq.wait_for_subscribers(self.mq.settings.timeout):
-            logger.warning(
-                "mqusers: producers start before all subscribers subscribed (waited %gs)", self.mq.settings.timeout
-            )
+        timeout = self.mq.settings.timeout
+        plan = self.coordinator.wait_for_plan(timeout)
+        if plan is None:
+            logger.warning("mqusers: producers start before all subscribers subscribed (waited %gs)", timeout)
+        elif self.shared:
+            # Message k is due at t0 + k/rate on the master's clock; move t0 to this process's clocks.
+            t0_local_ns = plan.t0_ns + self.coordinator.follower.own_offset_ns
+            self._t0 = time.perf_counter() + (t0_local_ns - time.time_ns()) / 1e9
+            self._interval = 1.0 / plan.rate if plan.rate > 0 else 0.0
         super().on_start()
 
     def done(self) -> bool:
-        return 0 < self.max_messages <= self.seq
+        return self._finished or 0 < self.max_messages <= self.seq
 
     @task
     def send(self) -> None:
         if self.done() or not self.ensure_connected():
             return
+        if self.shared and not self._wait_for_slot():
+            return
         self.seq += 1
         self.emit(self.seq)
+
+    def _wait_for_slot(self) -> bool:
+        """Take the next global index from the shared schedule and sleep until it is due."""
+        if self._index >= self._block_end:
+            start, count = self.coordinator.next_block(self.mq.settings.timeout)
+            if count == 0:
+                self._finished = True
+                self.coordinator.producer_finished()
+                return False
+            self._index, self._block_end = start, start + count
+        due = self._t0 + self._index * self._interval
+        self._index += 1
+        if self._interval:
+            delay = due - time.perf_counter()
+            if delay > 0:
+                gevent.sleep(delay)
+            lag_ms = (time.perf_counter() - due) * 1000.0
+            self.environment.events.request.fire(
+                request_type=REQUEST_TYPE, name=self._lag_name, response_time=lag_ms, response_length=0,
+                exception=None, context={},
+            )  # fmt: skip
+        return True
 
     def emit(self, seq: int) -> None:
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
@@ -198,7 +235,7 @@ class StompConsumerUser(StompUser):
         self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
         if first:
             self._joined = True
-            self.mq.subscriber_joined()
+            coordinator_for(self.environment, self.mq).joined()
 
     def on_stop(self) -> None:
         # Locust may call on_stop twice when a stop interrupts a task: act once. DISCONNECT ends a

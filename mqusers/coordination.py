@@ -1,0 +1,233 @@
+"""Master <-> worker coordination over Locust's custom messages, and the same logic in one process.
+
+- **Start barrier**: producers wait until the scenario's fixed-count consumers have all subscribed.
+- **Open model**: with ``--mq-total-rate`` and/or ``--mq-total-messages``, producers draw blocks of
+  global message indexes ``k`` from the conductor (the master, or the local runner). Message ``k``
+  is due at ``t0 + k / rate`` whatever the number of producers or workers, and exactly N messages
+  are sent in total.
+- **Clock offsets**: the master pings each worker (NTP-style: t1 master send, t2/t3 worker receive
+  and reply, t4 master receive) and keeps the minimum-RTT sample: offset = ((t2-t1)+(t3-t4))/2,
+  error bound = RTT/2. Workers get every process's offset, so a consumer can put a remote
+  producer's send time on its own clock.
+"""
+
+from __future__ import annotations
+
+from locust.runners import MasterRunner, WorkerRunner
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from gevent.event import AsyncResult, Event
+
+PINGS = 8
+_GO, _JOINED, _BLOCK, _PING, _PONG, _OFFSETS, _DONE = (
+    f"mqusers_{name}" for name in ("go", "joined", "block", "ping", "pong", "offsets", "done")
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """When the run starts (master clock, ns) and how the shared schedule runs."""
+
+    t0_ns: int
+    rate: float  # messages/s in total; 0 = as fast as possible
+    total: int  # messages in total; 0 = unbounded
+
+
+@dataclass
+class ClockEstimate:
+    offset_ns: int  # worker clock minus master clock
+    error_ns: int
+    rtt_ns: int
+
+
+@dataclass
+class Conductor:
+    """The master's (or local runner's) side: barrier, block allocation, clock offsets."""
+
+    target_consumers: int
+    rate: float
+    total: int
+    block_size: int
+    joined: int = 0
+    next_index: int = 0
+    finished_producers: int = 0
+    plan: Plan | None = None
+    clocks: dict[str, ClockEstimate] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)  # worker client id -> process tag
+
+    def join(self, count: int = 1) -> Plan | None:
+        """Record subscribed consumers; return the plan once the barrier opens."""
+        self.joined += count
+        return self.open() if self.joined >= self.target_consumers else None
+
+    def open(self) -> Plan:
+        if self.plan is None:
+            # A little head room so every worker hears "go" before the first message is due.
+            self.plan = Plan(time.time_ns() + 50_000_000, self.rate, self.total)
+        return self.plan
+
+    def allocate(self) -> tuple[int, int]:
+        """The next block of global indexes: (start, count); count 0 when all N are handed out."""
+        start = self.next_index
+        count = self.block_size if not self.total else max(0, min(self.block_size, self.total - start))
+        self.next_index += count
+        return start, count
+
+    def record_pong(self, worker: str, t1: int, t2: int, t3: int, t4: int, tag: str) -> None:
+        rtt = (t4 - t1) - (t3 - t2)
+        offset = ((t2 - t1) + (t3 - t4)) // 2
+        best = self.clocks.get(worker)
+        if best is None or rtt < best.rtt_ns:
+            self.clocks[worker] = ClockEstimate(offset, rtt // 2 + 1, rtt)
+        self.tags[worker] = tag
+
+    def offsets_by_tag(self) -> dict[str, int]:
+        return {self.tags[w]: estimate.offset_ns for w, estimate in self.clocks.items() if w in self.tags}
+
+
+class Follower:
+    """A producer process's side: waits for the plan, draws blocks, knows clock offsets."""
+
+    def __init__(self) -> None:
+        self.plan: Plan | None = None
+        self.go = Event()
+        self.offsets: dict[str, int] = {}
+        self.own_offset_ns = 0
+        self._requests: dict[int, AsyncResult] = {}
+        self._ids = itertools.count()
+
+    def start(self, plan: Plan) -> None:
+        self.plan = plan
+        self.go.set()
+
+    def reset(self) -> None:
+        self.plan = None
+        self.go.clear()
+
+
+class Coordinator:
+    """Wires a Conductor and/or Follower to one Environment's runner."""
+
+    def __init__(self, environment: Any, ctx: Any):
+        self.environment = environment
+        self.ctx = ctx
+        self.conductor: Conductor | None = None
+        self.follower = Follower()
+        runner = environment.runner
+        self.distributed = isinstance(runner, (MasterRunner, WorkerRunner))
+        if isinstance(runner, MasterRunner):
+            for name, handler in ((_JOINED, self._on_joined), (_BLOCK, self._on_block_request),
+                                  (_PONG, self._on_pong), (_DONE, self._on_done)):  # fmt: skip
+                runner.register_message(name, handler)
+        if isinstance(runner, WorkerRunner):
+            for name, handler in ((_GO, self._on_go), (_BLOCK, self._on_block), (_PING, self._on_ping),
+                                  (_OFFSETS, self._on_offsets)):  # fmt: skip
+                runner.register_message(name, handler)
+
+    # -- both sides, per test ----------------------------------------------------------------
+
+    def begin(self, target_consumers: int, rate: float, total: int, producers: int) -> None:
+        """At test start on the master or local runner."""
+        self.follower.reset()
+        per_producer = rate * 0.25 / max(producers, 1) if rate else 1000
+        block = int(min(1000, max(1, per_producer)))
+        self.conductor = Conductor(target_consumers, rate, total, block)
+        runner = self.environment.runner
+        if isinstance(runner, MasterRunner):
+            for worker in list(runner.clients):
+                self._ping(worker)
+        elif target_consumers == 0:
+            self.follower.start(self.conductor.open())
+
+    def joined(self) -> None:
+        """A consumer in this process has subscribed."""
+        runner = self.environment.runner
+        if isinstance(runner, WorkerRunner):
+            runner.send_message(_JOINED, {"count": 1})
+        elif self.conductor is not None and (plan := self.conductor.join()) is not None:
+            self.follower.start(plan)
+
+    def wait_for_plan(self, timeout: float) -> Plan | None:
+        self.follower.go.wait(timeout)
+        return self.follower.plan
+
+    def next_block(self, timeout: float) -> tuple[int, int]:
+        runner = self.environment.runner
+        if not isinstance(runner, WorkerRunner):
+            return self.conductor.allocate() if self.conductor is not None else (0, 0)
+        request_id = next(self.follower._ids)
+        waiter = self.follower._requests[request_id] = AsyncResult()
+        runner.send_message(_BLOCK, {"request": request_id})
+        try:
+            start, count = waiter.get(timeout=timeout)
+        finally:
+            self.follower._requests.pop(request_id, None)
+        return int(start), int(count)
+
+    def producer_finished(self) -> None:
+        runner = self.environment.runner
+        if isinstance(runner, WorkerRunner):
+            runner.send_message(_DONE, {"count": 1})
+        elif self.conductor is not None:
+            self.conductor.finished_producers += 1
+
+    # -- master handlers ---------------------------------------------------------------------
+
+    def _on_joined(self, environment: Any, msg: Any, **_: Any) -> None:
+        if self.conductor is not None and (plan := self.conductor.join(int(msg.data["count"]))) is not None:
+            self._broadcast_go(plan)
+
+    def _broadcast_go(self, plan: Plan) -> None:
+        self.environment.runner.send_message(_GO, {"t0_ns": plan.t0_ns, "rate": plan.rate, "total": plan.total})
+
+    def _on_block_request(self, environment: Any, msg: Any, **_: Any) -> None:
+        start, count = self.conductor.allocate() if self.conductor is not None else (0, 0)
+        reply = {"request": msg.data["request"], "start": start, "count": count}
+        self.environment.runner.send_message(_BLOCK, reply, client_id=msg.node_id)
+
+    def _ping(self, worker: str) -> None:
+        self.environment.runner.send_message(_PING, {"t1": time.time_ns(), "round": 0}, client_id=worker)
+
+    def _on_pong(self, environment: Any, msg: Any, **_: Any) -> None:
+        t4 = time.time_ns()
+        t1, t2, t3, tag, count = (msg.data[k] for k in ("t1", "t2", "t3", "tag", "round"))
+        if self.conductor is None:
+            return
+        self.conductor.record_pong(msg.node_id, t1, t2, t3, t4, tag)
+        if count + 1 < PINGS:
+            ping = {"t1": time.time_ns(), "round": count + 1}
+            self.environment.runner.send_message(_PING, ping, client_id=msg.node_id)
+            return
+        offsets = self.conductor.offsets_by_tag()
+        self.environment.runner.send_message(_OFFSETS, {"offsets": offsets})
+        if self.conductor.target_consumers == 0 and len(self.conductor.clocks) == len(self.environment.runner.clients):
+            self._broadcast_go(self.conductor.open())
+
+    def _on_done(self, environment: Any, msg: Any, **_: Any) -> None:
+        if self.conductor is not None:
+            self.conductor.finished_producers += int(msg.data["count"])
+
+    # -- worker handlers ---------------------------------------------------------------------
+
+    def _on_go(self, environment: Any, msg: Any, **_: Any) -> None:
+        t0_ns, rate, total = msg.data["t0_ns"], msg.data["rate"], msg.data["total"]
+        self.follower.start(Plan(int(t0_ns), float(rate), int(total)))
+
+    def _on_block(self, environment: Any, msg: Any, **_: Any) -> None:
+        request_id, start, count = msg.data["request"], msg.data["start"], msg.data["count"]
+        waiter = self.follower._requests.get(request_id)
+        if waiter is not None:
+            waiter.set((start, count))
+
+    def _on_ping(self, environment: Any, msg: Any, **_: Any) -> None:
+        received = time.time_ns()
+        pong = {**msg.data, "t2": received, "tag": self.ctx.process_tag, "t3": time.time_ns()}
+        self.environment.runner.send_message(_PONG, pong)
+
+    def _on_offsets(self, environment: Any, msg: Any, **_: Any) -> None:
+        self.follower.offsets = {tag: int(offset) for tag, offset in msg.data["offsets"].items()}
+        self.follower.own_offset_ns = self.follower.offsets.get(self.ctx.process_tag, 0)
