@@ -115,6 +115,10 @@ def read_stamp(headers: Headers) -> Stamp | None:
 
 
 def _unescape(value: bytes) -> bytes:
+    if b"\\\\" not in value:
+        # The common case (ActiveMQ escapes the ':' of every message-id): no escaped backslash, so
+        # plain replacements cannot misread one escape as another.
+        return value.replace(b"\\c", b":").replace(b"\\n", b"\n").replace(b"\\r", b"\r")
     out, index = bytearray(), 0
     while index < len(value):
         pair = value[index : index + 2]
@@ -132,13 +136,18 @@ def parse_headers(block: bytes) -> tuple[bytes, Headers]:
     if b"\r" in block:
         block = block.replace(b"\r\n", b"\n")
     lines = block.split(b"\n")
-    headers: Headers = {}
     # STOMP 1.2: when a header repeats, the first occurrence wins, so fill from the end.
-    for line in reversed(lines[1:]):
-        key, _, value = line.partition(b":")
-        if b"\\" in line:
-            key, value = _unescape(key), _unescape(value)
-        headers[key] = value
+    try:
+        headers: Headers = dict([line.split(b":", 1) for line in reversed(lines[1:])])
+    except ValueError:  # a line without ':': keep what can be read, as stomp.py does
+        headers = {}
+        for line in reversed(lines[1:]):
+            key, _, value = line.partition(b":")
+            headers[key] = value
+    if b"\\" in block:
+        for key in [k for k, v in headers.items() if b"\\" in k or b"\\" in v]:
+            value = headers.pop(key)
+            headers[_unescape(key)] = _unescape(value)
     return lines[0], headers
 
 
