@@ -66,6 +66,11 @@ class Settings:
     timeout: float = 10.0
     run_id: str = ""
     report_json: str | None = None
+    report_csv: str | None = None
+    warmup: float = 0.0
+    max_p99_ms: float | None = None
+    max_errors: int | None = None
+    min_rate: float | None = None
     total_rate: float = 0.0
     total_messages: int = 0
     ca_file: str | None = None
@@ -200,6 +205,11 @@ def read_settings(options: Any, host: str | None) -> Settings:
         timeout=parse_number(text("mq_timeout") or "10", "--mq-timeout", integer=False, minimum=0.001),
         run_id=text("mq_run_id"),
         report_json=text("mq_report_json") or None,
+        report_csv=text("mq_report_csv") or None,
+        warmup=parse_number(text("mq_warmup") or "0", "--mq-warmup", integer=False),
+        max_p99_ms=optional("mq_max_p99_ms", lambda v: parse_number(v, "--mq-max-p99-ms", integer=False)),
+        max_errors=optional("mq_max_errors", lambda v: int(parse_number(v, "--mq-max-errors", integer=True))),
+        min_rate=optional("mq_min_rate", lambda v: parse_number(v, "--mq-min-rate", integer=False)),
         total_rate=parse_number(text("mq_total_rate") or "0", "--mq-total-rate", integer=False),
         total_messages=int(parse_number(text("mq_total_messages") or "0", "--mq-total-messages", integer=True)),
         ca_file=optional("mq_ca_file", _readable_file),
@@ -246,3 +256,8 @@ def add_arguments(parser: Any) -> None:
     add("mq-run-id", "run id put on every message (default: generated at test start)", ui=False)
     add("mq-ca-file", "PEM file of the CA (or self-signed certificate) to verify a stomp+ssl broker", ui=False)
     add("mq-report-json", "write the end-of-run summary to this JSON file", ui=False)
+    add("mq-report-csv", "write the per-destination summary to this CSV file", ui=False)
+    add("mq-warmup", "seconds at the start left out of the exact summary (Locust's own stats keep them)")
+    add("mq-max-p99-ms", "gate: exit 3 when any destination's send-to-receive p99 exceeds this (ms)")
+    add("mq-max-errors", "gate: exit 3 when any destination has more errors than this")
+    add("mq-min-rate", "gate: exit 3 when any destination receives fewer messages/s than this")

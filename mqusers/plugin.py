@@ -20,11 +20,13 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+import gevent
+
 from mqusers.client import ClientConfig, MqError, StompClient
 from mqusers.coordination import Coordinator
 from mqusers.measure.book import Book
 from mqusers.options import OptionError, Settings, add_arguments, read_settings
-from mqusers.report import format_summary, report_document, write_json
+from mqusers.report import destination_rows, format_summary, gate_failures, report_document, write_csv, write_json
 
 logger = logging.getLogger(__name__)
 _summary_logger = logging.getLogger("locust.stats_logger")
@@ -158,6 +160,10 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         coordinator.begin(_consumer_target(environment), settings.total_rate, settings.total_messages, producers)
     ctx.book.clear()
     ctx.started = time.time()
+    if ctx.settings.warmup:
+        # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
+        ctx.book.recording = False
+        gevent.spawn_later(ctx.settings.warmup, setattr, ctx.book, "recording", True)
 
 
 def _apply_consumer_count(environment: Environment, settings: Settings) -> None:
@@ -191,11 +197,26 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         runner.send_message(FINAL_TALLIES, ctx.book.drain())
         return
     stopped = time.time()
+    duration = stopped - ctx.started - ctx.settings.warmup
     if ctx.book.tallies:
-        _summary_logger.info("\n%s\n", format_summary(ctx.book, stopped - ctx.started, ctx.run_id))
-    if ctx.settings.report_json:
-        try:
-            document = report_document(ctx.book, ctx.started, stopped, ctx.run_id, ctx.settings)
-            write_json(ctx.settings.report_json, document)
-        except OSError as error:
-            logger.error("mqusers: cannot write --mq-report-json %s: %s", ctx.settings.report_json, error.strerror)
+        _summary_logger.info("\n%s\n", format_summary(ctx.book, duration, ctx.run_id))
+    settings = ctx.settings
+    rows = destination_rows(ctx.book, duration)
+    outputs = [
+        (
+            settings.report_json,
+            lambda path: write_json(path, report_document(ctx.book, ctx.started, stopped, ctx.run_id, settings)),
+        )
+    ]
+    outputs.append((settings.report_csv, lambda path: write_csv(path, rows)))
+    for path, write in outputs:
+        if path:
+            try:
+                write(path)
+            except OSError as error:
+                logger.error("mqusers: cannot write %s: %s", path, error.strerror)
+    failures = gate_failures(rows, settings)
+    for failure in failures:
+        logger.error("mqusers: gate failed: %s", failure)
+    if failures:
+        environment.process_exit_code = 3

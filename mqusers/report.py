@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import asdict
 from typing import Any
@@ -113,3 +114,32 @@ def write_json(path: str, document: dict[str, Any]) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, sort_keys=True)
         handle.write("\n")
+
+
+CSV_COLUMNS = ("destination", "sent", "received", "errors", "send_rate_msgs", "receive_rate_msgs", "receive_rate_mbit")
+
+
+def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
+    """One line per destination: the counts, rates and every latency figure (ms) flattened."""
+    latency_keys = sorted({key for row in rows for key in row["latency_ms"]})
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*CSV_COLUMNS, *(f"latency_{key}_ms" for key in latency_keys)])
+        for row in rows:
+            writer.writerow([*(row[c] for c in CSV_COLUMNS), *(row["latency_ms"].get(k, "") for k in latency_keys)])
+
+
+def gate_failures(rows: list[dict[str, Any]], settings: Settings) -> list[str]:
+    """One line per gate a destination fails (``--mq-max-p99-ms``, ``--mq-max-errors``, ``--mq-min-rate``)."""
+    failures = []
+    for row in rows:
+        where = row["destination"]
+        p99 = row["latency_ms"].get("p99")
+        if settings.max_p99_ms is not None and p99 is not None and p99 > settings.max_p99_ms:
+            failures.append(f"{where}: p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
+        if settings.max_errors is not None and row["errors"] > settings.max_errors:
+            failures.append(f"{where}: {row['errors']} errors > --mq-max-errors {settings.max_errors}")
+        if settings.min_rate is not None and row["receive_rate_msgs"] < settings.min_rate:
+            rate = row["receive_rate_msgs"]
+            failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+    return failures

@@ -62,11 +62,13 @@ class Book:
     def __init__(self, request_type: str = "STOMP"):
         self.request_type = request_type
         self.tallies: dict[str, Tally] = {}
+        #: False during a warm-up: events are not tallied.
+        self.recording = True
 
     def on_request(
         self, request_type: str, name: str, response_time: float, response_length: int, exception: Any, **_: Any
     ) -> None:
-        if request_type != self.request_type:
+        if request_type != self.request_type or not self.recording:
             return
         tally = self.tallies.get(name)
         if tally is None:
