@@ -181,14 +181,19 @@ class StompClient:
 
     # -- sending -----------------------------------------------------------------------------
 
-    def publish(self, publisher: Publisher, seq: int, *, sync: bool = False) -> bool:
-        """Send message ``seq``; with ``sync`` wait for its RECEIPT. True when it went out."""
+    def publish(self, publisher: Publisher, seq: int, *, sync: bool = False, extra: bytes = b"") -> bool:
+        """Send message ``seq``; with ``sync`` wait for its RECEIPT. True when it went out.
+
+        ``extra`` is pre-encoded header lines (e.g. the message's due time on a shared schedule).
+        """
         frames = publisher.frames
         start = time.perf_counter()
         if sync:
             receipt = b"mq-%d" % next(self._ids)
             waiter = self._waiters[receipt] = AsyncResult()
-            data = frames.frame_with(seq, time.time_ns(), b"receipt:%s\n" % receipt)
+            data = frames.frame_with(seq, time.time_ns(), b"%sreceipt:%s\n" % (extra, receipt))
+        elif extra:
+            data = frames.frame_with(seq, time.time_ns(), extra)
         else:
             data = frames.frame(seq, time.time_ns())
         if not self._write(publisher.send_name, start, frames.body_size, data):

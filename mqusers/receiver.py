@@ -11,7 +11,8 @@ import zlib
 from collections.abc import Callable
 
 from mqusers.client import REQUEST_TYPE, MqError, StompClient
-from mqusers.wire import CORRELATION, CRC, SENT_NS, SIZE, Headers, escape_bytes
+from mqusers.coordination import Follower
+from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, SENT_NS, SIZE, Headers, escape_bytes
 
 Observer = Callable[[Headers, bytes], None]
 
@@ -28,9 +29,20 @@ class Receiver:
     """
 
     def __init__(
-        self, client: StompClient, destination: str, ack: str, ack_every: int = 1, observer: Observer | None = None
+        self,
+        client: StompClient,
+        destination: str,
+        ack: str,
+        ack_every: int = 1,
+        observer: Observer | None = None,
+        clock: Follower | None = None,
     ):
         self.name = f"receive {destination}"
+        self.due_name = f"receive-due {destination}"
+        #: Clock offsets of every process (distributed runs): remote send times onto this clock.
+        self._clock = clock
+        self._offsets: dict[str, int] | None = None
+        self._corrections: dict[bytes, int] = {}
         self.received = 0
         self._client = client
         self._fire = client.fire
@@ -46,12 +58,21 @@ class Receiver:
             return  # never acknowledged, so the broker redelivers it to another consumer
         size = len(body)
         error: MqError | None = None
+        if self._clock is not None and self._clock.offsets:
+            received_ns -= self._correction(headers.get(PRODUCER, b""))
         try:
             latency_ms = (received_ns - int(headers[SENT_NS])) * 1e-6
             if int(headers[SIZE]) != size or zlib.crc32(body) != int(headers[CRC]):
                 error = _CORRUPT
         except (KeyError, ValueError):
             latency_ms, error = 0.0, _NO_STAMP
+        due = headers.get(DUE_NS)
+        if due is not None and error is None:
+            # Coordinated omission corrected: measured from when the schedule wanted it sent.
+            self._fire(
+                request_type=REQUEST_TYPE, name=self.due_name, response_time=(received_ns - int(due)) * 1e-6,
+                response_length=size, exception=None, context=self._context,
+            )  # fmt: skip
         self.received += 1
         self._fire(
             request_type=REQUEST_TYPE,
@@ -67,6 +88,19 @@ class Receiver:
                 self.flush()
         if self._observer is not None:
             self._observer(headers, body)
+
+    def _correction(self, producer: bytes) -> int:
+        """This process's clock offset minus the producer's (its id starts with its process tag)."""
+        clock = self._clock
+        assert clock is not None
+        if self._offsets is not clock.offsets:
+            self._offsets, self._corrections = clock.offsets, {}
+        correction = self._corrections.get(producer)
+        if correction is None:
+            tag = producer.split(b".", 1)[0].decode("ascii", "replace")
+            own = clock.own_offset_ns
+            correction = self._corrections[producer] = own - clock.offsets.get(tag, own)
+        return correction
 
     def flush(self) -> None:
         """Acknowledge everything received so far (``client`` mode batches ACKs)."""

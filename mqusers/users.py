@@ -115,6 +115,7 @@ class StompProducerUser(StompUser):
         self._finished = False
         self._t0, self._interval, self._index, self._block_end = time.perf_counter(), 0.0, 0, 0
         self._lag_name = f"schedule-lag {self.destination}"
+        self._due_header = b""
         self.publisher = self.make_publisher(self.destination, {})
 
     def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
@@ -170,6 +171,7 @@ class StompProducerUser(StompUser):
             self._index, self._block_end = start, start + count
         due = self._t0 + self._index * self._interval
         self._index += 1
+        self._due_header = b"mq-due-ns:%d\n" % (time.time_ns() + int((due - time.perf_counter()) * 1e9))
         if self._interval:
             delay = due - time.perf_counter()
             if delay > 0:
@@ -183,7 +185,7 @@ class StompProducerUser(StompUser):
 
     def emit(self, seq: int) -> None:
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
-        self.client.publish(self.publisher, seq, sync=self.receipts)
+        self.client.publish(self.publisher, seq, sync=self.receipts, extra=self._due_header)
 
 
 class StompConsumerUser(StompUser):
@@ -223,7 +225,8 @@ class StompConsumerUser(StompUser):
     def make_receiver(self) -> Receiver:
         # Small batches: ActiveMQ pages 200 messages in at a time and waits for their ACKs.
         ack_every = max(1, min(self.prefetch or 100, 100) // 2)
-        return Receiver(self.client, self.destination, self.ack, ack_every=ack_every)
+        clock = coordinator_for(self.environment, self.mq).follower
+        return Receiver(self.client, self.destination, self.ack, ack_every=ack_every, clock=clock)
 
     def on_connected(self) -> None:
         dialect = self.client.dialect
@@ -267,7 +270,8 @@ class StompResponderUser(StompConsumerUser):
 
     def make_receiver(self) -> Receiver:
         replier = Replier(self.client, self.destination)
-        return Receiver(self.client, self.destination, self.ack, observer=replier)
+        clock = coordinator_for(self.environment, self.mq).follower
+        return Receiver(self.client, self.destination, self.ack, observer=replier, clock=clock)
 
 
 class StompRequesterUser(StompProducerUser):

@@ -21,6 +21,7 @@ SEQ = b"mq-seq"
 SENT_NS = b"mq-sent-ns"
 SIZE = b"mq-size"
 CRC = b"mq-crc32"
+DUE_NS = b"mq-due-ns"
 CORRELATION = b"correlation-id"
 
 Headers = dict[bytes, bytes]

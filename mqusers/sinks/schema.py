@@ -1,0 +1,168 @@
+"""Every measurement, tag and field name mqusers writes to a time-series store, and their encoding.
+
+This module is the one source of truth: the InfluxDB listener only writes points through
+:func:`line`, which refuses any name not declared here, and the Grafana dashboards are generated
+from these constants (:mod:`mqusers.sinks.dashboards`) and checked against them by the tests.
+
+Tags are low-cardinality by construction: run id, worker (Locust's unique ``client_id``, or
+``local`` / ``master``), operation, destination, scenario (locustfile stem) and event kind. Never
+exception text, message ids or anything else that grows per message.
+
+Latency fields are milliseconds (float, microsecond resolution); counts are integers. The
+timestamp of an interval point is the start of its interval, in milliseconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+FieldType = Literal["int", "float", "str"]
+FieldValue = int | float | str
+
+# ------------------------------------------------------------------------------------------ tags
+
+RUN = "run"
+SCENARIO = "scenario"
+WORKER = "worker"
+OPERATION = "operation"
+DESTINATION = "destination"
+KIND = "kind"
+
+# ---------------------------------------------------------------------------------------- fields
+
+#: Per-operation counters of one interval (or one whole run, in the summary).
+COUNTS: dict[str, FieldType] = {"count": "int", "errors": "int", "bytes": "int", "negative": "int"}
+#: Latency of the successful samples, from the interval's HdrHistogram, in milliseconds.
+LATENCY: dict[str, FieldType] = {
+    "mean": "float",
+    "p50": "float",
+    "p90": "float",
+    "p99": "float",
+    "p999": "float",
+    "max": "float",
+}
+#: field name -> percentile, for the percentile fields of :data:`LATENCY`.
+PERCENTILE_FIELDS: dict[str, float] = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
+#: What the audit (loss and duplicate detection) reports per destination, as running totals.
+AUDIT_FIELDS: dict[str, FieldType] = {"lost": "int", "duplicated": "int", "in_flight": "int"}
+
+EVENT_KINDS = ("test_start", "spawning_complete", "test_stop", "cpu_warning", "phase")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measurement: its tags and typed fields. ``doc`` says who writes it and when."""
+
+    name: str
+    tags: tuple[str, ...]
+    fields: Mapping[str, FieldType]
+    doc: str
+
+
+OPS = Measurement(
+    "mqusers_ops",
+    (RUN, SCENARIO, WORKER, OPERATION, DESTINATION),
+    {**COUNTS, **LATENCY, "interval_s": "float"},
+    "every process with Users, per interval x operation x destination: that process's own figures",
+)
+MERGED = Measurement(
+    "mqusers_merged",
+    (RUN, SCENARIO, OPERATION, DESTINATION),
+    {**COUNTS, **LATENCY, "interval_s": "float", "sources": "int"},
+    "master (or local runner), per interval x operation x destination: all workers' histograms merged",
+)
+DESTINATIONS = Measurement(
+    "mqusers_destination",
+    (RUN, SCENARIO, DESTINATION),
+    {"sent": "int", "received": "int", "subscriptions": "int", "backlog": "int", "errors": "int"},
+    "master (or local), per interval x destination: running totals since test start; backlog = expected - "
+    "received, expected = sent (queue) or sent x successful subscriptions (topic)",
+)
+RUNS = Measurement(
+    "mqusers_run",
+    (RUN, SCENARIO),
+    {"users": "int", "workers": "int", "cpu_max_percent": "float", "late_intervals": "int"},
+    "master (or local), per interval: users, connected workers, the busiest worker's CPU",
+)
+PROCESSES = Measurement(
+    "mqusers_process",
+    (RUN, SCENARIO, WORKER),
+    {
+        "users": "int",
+        "cpu_percent": "float",
+        "memory_mb": "float",
+        "loop_lag_max_ms": "float",
+        "loop_lag_mean_ms": "float",
+        "points_buffered": "int",
+        "points_dropped": "int",
+    },
+    "every process, per interval: its own Users, CPU, memory, gevent loop lag and listener buffer",
+)
+AUDIT = Measurement(
+    "mqusers_audit",
+    (RUN, SCENARIO, DESTINATION),
+    AUDIT_FIELDS,
+    "master (or local), per interval x destination, when an audit source is attached: running totals",
+)
+SUMMARY = Measurement(
+    "mqusers_summary",
+    (RUN, SCENARIO, OPERATION, DESTINATION),
+    {**COUNTS, **LATENCY, "rate": "float", "mbit": "float", "duration_s": "float"},
+    "master (or local), once at test stop, per operation x destination: exact whole-run figures",
+)
+EVENTS = Measurement(
+    "mqusers_event",
+    (RUN, SCENARIO, WORKER, KIND),
+    {"text": "str"},
+    "annotations: test start/stop, spawning complete, phase changes (master or local), CPU warnings (any)",
+)
+
+MEASUREMENTS: dict[str, Measurement] = {
+    m.name: m for m in (OPS, MERGED, DESTINATIONS, RUNS, PROCESSES, AUDIT, SUMMARY, EVENTS)
+}
+
+# ------------------------------------------------------------------------------ line protocol
+
+# A backslash only escapes in front of a special character, so one at the end of a tag value would
+# swallow the separator after it: tags carry none (destinations and URLs cannot hold one anyway).
+_MEASUREMENT_ESCAPES = str.maketrans({",": "\\,", " ": "\\ ", "\n": " ", "\\": "/"})
+_TAG_ESCAPES = str.maketrans({",": "\\,", "=": "\\=", " ": "\\ ", "\n": " ", "\\": "/"})
+_STRING_ESCAPES = str.maketrans({'"': '\\"', "\\": "\\\\", "\n": " "})
+
+
+def _field(name: str, kind: FieldType, value: FieldValue) -> str | None:
+    if kind == "str":
+        return f'{name}="{str(value).translate(_STRING_ESCAPES)}"'
+    if kind == "int":
+        return f"{name}={int(value)}i"
+    number = float(value)
+    # Line protocol has no NaN or infinity; a missing field is the honest encoding.
+    return f"{name}={number!r}" if math.isfinite(number) else None
+
+
+def line(measurement: Measurement, tags: Mapping[str, str], fields: Mapping[str, FieldValue], ts_ms: int) -> str:
+    """One point in InfluxDB line protocol (millisecond precision).
+
+    Raises ``KeyError`` for a tag or field the measurement does not declare, so nothing outside
+    the schema can reach the store. Empty tag values are left out (line protocol forbids them).
+    """
+    for tag in tags:
+        if tag not in measurement.tags:
+            raise KeyError(f"{measurement.name} has no tag {tag!r}")
+    encoded_tags = "".join(
+        f",{key}={tags[key].translate(_TAG_ESCAPES)}" for key in sorted(tags) if tags[key]
+    )  # sorted: the order InfluxDB stores series keys in, cheapest for it to parse
+    parts = []
+    for name, value in fields.items():
+        kind = measurement.fields.get(name)
+        if kind is None:
+            raise KeyError(f"{measurement.name} has no field {name!r}")
+        encoded = _field(name, kind, value)
+        if encoded is not None:
+            parts.append(encoded)
+    if not parts:
+        raise ValueError(f"{measurement.name}: a point needs at least one field")
+    return f"{measurement.name.translate(_MEASUREMENT_ESCAPES)}{encoded_tags} {','.join(parts)} {ts_ms}"

@@ -1,0 +1,148 @@
+"""The ``--influx-*`` options: registration, validation, and the InfluxDB v2 HTTP sender.
+
+Like ``--mq-*``, every value is a string in the parser and is validated once into a frozen
+settings object; a bad value is one :class:`~mqusers.options.OptionError` line. None of them is in
+the web UI: the listener starts with the process, so an edit there could not take effect, and
+Locust would embed an env-supplied token in the page as the field's default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from mqusers.options import OptionError, parse_number
+from mqusers.sinks.writer import StoreRejected
+
+#: The store's HTTP status codes that mean "this batch will never be accepted".
+_RETRYABLE_STATUS = {408, 429}
+
+
+@dataclass(frozen=True)
+class InfluxSettings:
+    url: str
+    org: str = "mqusers"
+    bucket: str = "mqusers"
+    token: str = field(default="", repr=False)
+    interval: float = 1.0
+    buffer: int = 100_000
+    batch: int = 5_000
+    timeout: float = 5.0
+    flush_timeout: float = 10.0
+    line_file: str | None = None
+
+
+def add_influx_arguments(group: Any) -> None:
+    """Register ``--influx-*`` on an argument group (or a parser) of Locust's configargparse parser."""
+
+    def add(name: str, help_text: str, *, default: str = "", secret: bool = False) -> None:
+        action = group.add_argument(
+            f"--{name}", type=str, default=default, env_var=f"LOCUST_{name.upper().replace('-', '_')}", help=help_text
+        )
+        action.include_in_web_ui = False
+        action.is_secret = secret
+        action.is_required = False
+        action.is_multiple = False
+
+    add("influx-url", "stream live figures to this InfluxDB 2.x / 3.x (or VictoriaMetrics) URL (empty: off)")
+    add("influx-org", "InfluxDB organisation", default="mqusers")
+    add(
+        "influx-bucket",
+        "InfluxDB bucket (InfluxQL dashboards read it as database BUCKET, policy autogen)",
+        default="mqusers",
+    )
+    add("influx-token", "InfluxDB API token: set env LOCUST_INFLUX_TOKEN rather than the command line", secret=True)
+    add("influx-token-file", "file holding the InfluxDB API token")
+    add("influx-interval", "seconds per point: each interval's counts and latency percentiles", default="1")
+    add(
+        "influx-buffer", "points held while the store is slow or down; beyond, the oldest are dropped", default="100000"
+    )
+    add("influx-batch", "points per write request", default="5000")
+    add("influx-timeout", "seconds one write request may take", default="5")
+    add("influx-flush-timeout", "seconds to keep trying to send what is buffered at exit", default="10")
+    add("influx-line-file", "also append every point, in line protocol, to this file")
+
+
+def _token(options: Any) -> str:
+    path = str(getattr(options, "influx_token_file", "") or "").strip()
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().strip()
+        except OSError as error:
+            raise OptionError(f"--influx-token-file: cannot read {path!r}: {error.strerror}") from None
+    return str(getattr(options, "influx_token", "") or "").strip()
+
+
+def read_influx_settings(options: Any) -> InfluxSettings | None:
+    """Validated ``--influx-*`` values, or None when ``--influx-url`` is empty (the listener is off)."""
+
+    def text(name: str, default: str = "") -> str:
+        return str(getattr(options, name, "") or "").strip() or default
+
+    url = text("influx_url")
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise OptionError(f"--influx-url: {url!r} is not an http(s) URL; use e.g. http://127.0.0.1:8086")
+    if parts.username or parts.password:
+        raise OptionError("--influx-url: credentials do not belong in the URL; set LOCUST_INFLUX_TOKEN")
+
+    def number(name: str, default: str, *, integer: bool, minimum: float) -> float:
+        return parse_number(text(name, default), "--" + name.replace("_", "-"), integer=integer, minimum=minimum)
+
+    interval = number("influx_interval", "1", integer=False, minimum=0.1)
+    if interval > 3600:
+        raise OptionError(f"--influx-interval: {interval:g} is too long; use 0.1 to 3600 seconds")
+    return InfluxSettings(
+        url=url.rstrip("/"),
+        org=text("influx_org", "mqusers"),
+        bucket=text("influx_bucket", "mqusers"),
+        token=_token(options),
+        interval=interval,
+        buffer=int(number("influx_buffer", "100000", integer=True, minimum=1)),
+        batch=int(number("influx_batch", "5000", integer=True, minimum=1)),
+        timeout=number("influx_timeout", "5", integer=False, minimum=0.01),
+        flush_timeout=number("influx_flush_timeout", "10", integer=False, minimum=0),
+        line_file=text("influx_line_file") or None,
+    )
+
+
+def http_sender(settings: InfluxSettings) -> Callable[[str], None]:
+    """``send(body)`` through influxdb-client's synchronous v2 write API (``/api/v2/write``).
+
+    Synchronous on purpose: it runs in the writer's own greenlet, where gevent turns its socket
+    waits into yields, and it leaves buffering and retries to the writer (``retries=False``), so
+    there is one bound and one drop count. Imported here, lazily: influxdb-client must come after
+    Locust's gevent patching (the other order recurses in ``ssl``), and users without the
+    ``influx`` extra never import it.
+    """
+    try:
+        from influxdb_client import InfluxDBClient, WritePrecision
+        from influxdb_client.client.write_api import SYNCHRONOUS
+        from influxdb_client.rest import ApiException
+    except ImportError:
+        raise OptionError("--influx-url: influxdb-client is not installed; pip install 'mqusers[influx]'") from None
+    client = InfluxDBClient(
+        url=settings.url,
+        token=settings.token or None,
+        org=settings.org,
+        timeout=int(settings.timeout * 1000),
+        retries=False,
+    )
+    api = client.write_api(write_options=SYNCHRONOUS)
+
+    def send(body: str) -> None:
+        try:
+            api.write(bucket=settings.bucket, org=settings.org, record=body, write_precision=WritePrecision.MS)
+        except ApiException as error:
+            status = int(error.status or 0)
+            reason = f"HTTP {status} {error.reason or ''}".strip()
+            if 400 <= status < 500 and status not in _RETRYABLE_STATUS:
+                raise StoreRejected(f"{reason} from {settings.url}") from None
+            raise ConnectionError(reason) from None
+
+    return send
