@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
+from gevent.event import Event
 
 from mqusers.client import ClientConfig, MqError, StompClient
 from mqusers.coordination import Coordinator
@@ -31,6 +32,9 @@ from mqusers.report import destination_rows, format_summary, gate_failures, repo
 logger = logging.getLogger(__name__)
 _summary_logger = logging.getLogger("locust.stats_logger")
 FINAL_TALLIES = "mqusers_final_tallies"
+FINISH = "mqusers_finish"
+#: How long the master waits for workers' final tallies when Locust quits without stopping them.
+FINAL_WAIT_S = 15.0
 
 
 @dataclass
@@ -44,6 +48,9 @@ class RunContext:
     book: Book = field(default_factory=Book)
     started: float = 0.0
     error: str | None = None
+    #: Workers whose final tallies the master has merged this test.
+    finals: set[str] = field(default_factory=set)
+    finals_arrived: Event = field(default_factory=Event)
     ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
 
     coordinator: Coordinator | None = None
@@ -122,7 +129,9 @@ def _on_init(environment: Environment, **_: Any) -> None:
         environment.events.report_to_master.add_listener(lambda data, **_: data.update(mqusers=ctx.book.drain()))
     if isinstance(runner, MasterRunner):
         environment.events.worker_report.add_listener(lambda data, **_: ctx.book.merge(data.get("mqusers") or {}))
-        runner.register_message(FINAL_TALLIES, lambda message, **_: ctx.book.merge(message.data))
+        runner.register_message(FINAL_TALLIES, lambda msg, **_: _on_final(ctx, runner, msg))
+    if isinstance(runner, WorkerRunner):
+        runner.register_message(FINISH, lambda msg, **_: gevent.spawn(runner.stop))
 
 
 def _on_test_start(environment: Environment, **_: Any) -> None:
@@ -151,6 +160,8 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     else:
         ctx.run_id = ctx.settings.run_id or getattr(options, "mq_run_id_generated", "") or ctx.run_id
     ctx.ordinals.clear()
+    ctx.finals.clear()
+    ctx.finals_arrived.clear()
     coordinator = coordinator_for(environment, ctx)
     if isinstance(environment.runner, WorkerRunner):
         coordinator.follower.reset()
@@ -188,6 +199,25 @@ def coordinator_for(environment: Environment, ctx: RunContext) -> Coordinator:
     return ctx.coordinator
 
 
+def _on_final(ctx: RunContext, runner: MasterRunner, msg: Any) -> None:
+    ctx.book.merge(msg.data)
+    ctx.finals.add(msg.node_id)
+    if set(runner.clients.keys()) <= ctx.finals:
+        ctx.finals_arrived.set()
+
+
+def _collect_finals(ctx: RunContext, runner: MasterRunner) -> None:
+    """On quit (e.g. --run-time) Locust stops the master before its workers: ask them to stop now."""
+    pending = set(runner.clients.keys()) - ctx.finals
+    if not pending:
+        return
+    for worker in pending:
+        runner.send_message(FINISH, {}, client_id=worker)
+    if not ctx.finals_arrived.wait(FINAL_WAIT_S):
+        missing = ", ".join(sorted(set(runner.clients.keys()) - ctx.finals))
+        logger.warning("mqusers: no final tallies from %s; the summary lacks their last seconds", missing)
+
+
 def _on_test_stop(environment: Environment, **_: Any) -> None:
     ctx = context(environment)
     runner = environment.runner
@@ -196,6 +226,8 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         # first on the same socket, so the master's summary holds every last message.
         runner.send_message(FINAL_TALLIES, ctx.book.drain())
         return
+    if isinstance(runner, MasterRunner):
+        _collect_finals(ctx, runner)
     stopped = time.time()
     duration = stopped - ctx.started - ctx.settings.warmup
     if ctx.book.tallies:

@@ -121,14 +121,15 @@ def http_sender(settings: InfluxSettings) -> Callable[[str], None]:
     ``influx`` extra never import it.
     """
     try:
-        from influxdb_client import InfluxDBClient, WritePrecision
+        from influxdb_client.client.influxdb_client import InfluxDBClient
         from influxdb_client.client.write_api import SYNCHRONOUS
+        from influxdb_client.domain.write_precision import WritePrecision
         from influxdb_client.rest import ApiException
     except ImportError:
         raise OptionError("--influx-url: influxdb-client is not installed; pip install 'mqusers[influx]'") from None
     client = InfluxDBClient(
         url=settings.url,
-        token=settings.token or None,
+        token=settings.token,  # empty: no Authorization header (VictoriaMetrics, an open 1.8+)
         org=settings.org,
         timeout=int(settings.timeout * 1000),
         retries=False,
@@ -137,7 +138,7 @@ def http_sender(settings: InfluxSettings) -> Callable[[str], None]:
 
     def send(body: str) -> None:
         try:
-            api.write(bucket=settings.bucket, org=settings.org, record=body, write_precision=WritePrecision.MS)
+            api.write(bucket=settings.bucket, org=settings.org, record=body, write_precision=WritePrecision.MS)  # type: ignore[arg-type]
         except ApiException as error:
             status = int(error.status or 0)
             reason = f"HTTP {status} {error.reason or ''}".strip()

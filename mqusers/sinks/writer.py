@@ -63,6 +63,7 @@ class LineWriter:
         self._wake = Event()
         self._greenlet: gevent.Greenlet | None = None
         self._copy: IO[str] | None = open(copy_to, "a", encoding="utf-8") if copy_to else None  # noqa: SIM115
+        self._stopping = False
         self._in_flight = 0  # lines taken out of the buffer by the post under way
         self._failing_since = 0  # consecutive failures, for the back-off
         self._rejections_logged: set[str] = set()
@@ -83,18 +84,22 @@ class LineWriter:
         if len(self._lines) >= self.batch:
             self._wake.set()
 
+    def wake(self) -> None:
+        """Flush now rather than at the next period (e.g. at test stop)."""
+        self._wake.set()
+
     def start(self) -> None:
         if self._greenlet is None:
             self._greenlet = gevent.spawn(self._run)
 
     def _run(self) -> None:
-        while True:
+        while not self._stopping:
             self._wake.wait(self.flush_every)
             self._wake.clear()
-            while self._lines and self._send_batch():
+            while self._lines and not self._stopping and self._send_batch():
                 pass
-            if self._failing_since:
-                gevent.sleep(BACKOFF_S[min(self._failing_since, len(BACKOFF_S)) - 1])
+            if self._failing_since and not self._stopping:
+                self._wake.wait(BACKOFF_S[min(self._failing_since, len(BACKOFF_S)) - 1])
 
     def _send_batch(self) -> bool:
         """Post one batch from the head of the buffer; True if it left the buffer."""
@@ -149,10 +154,16 @@ class LineWriter:
 
     def close(self, timeout: float) -> int:
         """Stop the flusher, flush within ``timeout``; return how many lines could not be sent."""
+        deadline = time.monotonic() + timeout
         if self._greenlet is not None:
+            # Let a post under way finish: killed mid-post, a batch the store did take would be sent
+            # again (InfluxDB overwrites the same point; VictoriaMetrics would count it twice).
+            self._stopping = True
+            self._wake.set()
+            self._greenlet.join(timeout)
             self._greenlet.kill(block=True)
             self._greenlet = None
-        self.flush(timeout)
+        self.flush(max(0.0, deadline - time.monotonic()))
         unsent = len(self._lines)
         self._lines.clear()
         if self._copy is not None:

@@ -107,7 +107,7 @@ class _Replies(stomp.ConnectionListener):  # type: ignore[misc]
         self.done.set()
 
 
-def activemq_statistics(port: int, query: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+def activemq_statistics(port: int, query: str, timeout: float = 10.0, host: str = "127.0.0.1") -> list[dict[str, Any]]:
     """Send one statisticsBrokerPlugin query (a STOMP destination) and collect the maps.
 
     ``query`` e.g. ``/queue/ActiveMQ.Statistics.Destination.foo``,
@@ -115,7 +115,7 @@ def activemq_statistics(port: int, query: str, timeout: float = 10.0) -> list[di
     The END_MARKER header makes the broker send an empty map after the last
     reply, so "no such destination" is an empty list, not a timeout.
     """
-    conn = stomp.Connection12([("127.0.0.1", port)], heartbeats=(0, 0))
+    conn = stomp.Connection12([(host, port)], heartbeats=(0, 0))
     reply_to = f"/temp-queue/stats-{uuid.uuid4().hex}"
     listener = _Replies(subscription="stats")
     conn.set_listener("stats", listener)
@@ -142,8 +142,10 @@ def _split_destination(destination: str) -> tuple[str, str]:
     raise ValueError(f"expected /queue/NAME or /topic/NAME, got {destination!r}")
 
 
-def activemq_destination_stats(port: int, destination: str, timeout: float = 10.0) -> dict[str, int]:
-    """ActiveMQ's counters for ``/queue/NAME`` or ``/topic/NAME`` (STOMP ``port``).
+def activemq_destination_stats(
+    port: int, destination: str, timeout: float = 10.0, host: str = "127.0.0.1"
+) -> dict[str, int]:
+    """ActiveMQ's counters for ``/queue/NAME`` or ``/topic/NAME`` (STOMP ``host``:``port``).
 
     Returns the integer entries of the plugin's reply (``enqueueCount``,
     ``dequeueCount``, ``dispatchCount``, ``consumerCount``, ``size``,
@@ -169,7 +171,7 @@ def activemq_destination_stats(port: int, destination: str, timeout: float = 10.
     kind, name = _split_destination(destination)
     query = f"/{kind}/ActiveMQ.Statistics.Destination.{name}"
     wanted = f"{kind}://{name}"
-    for reply in activemq_statistics(port, query, timeout):
+    for reply in activemq_statistics(port, query, timeout, host):
         if reply.get("destinationName") == wanted:
             stats = {key: value for key, value in reply.items() if isinstance(value, int)}
             return {**stats, "exists": 1}

@@ -38,13 +38,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_path: Path) -> None:
-    queue, port, report = destination("queue"), free_port(), tmp_path / "master.json"
-    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "queue_balance.py")]
+def run_distributed(locustfile: str, broker: Broker, tmp_path: Path, *args: str, users: int) -> dict:  # type: ignore[type-arg]
+    """A headless master and two workers on loopback; the master's JSON report."""
+    port, report = free_port(), tmp_path / "master.json"
+    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile)]
     master = subprocess.Popen(
         [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
-         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "4s", "--host", broker.url, "--only-summary",
-         "--mq-destination", queue, "--mq-messages", "150", "--mq-rate", "150", "--mq-report-json", str(report)],
+         "--expect-workers", "2", "-u", str(users), "-r", str(users), "-t", "4s", "--host", broker.url,
+         "--only-summary", "--mq-report-json", str(report), *args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
     )  # fmt: skip
     workers = [
@@ -60,11 +61,30 @@ def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_pa
     for worker in workers:
         worker.wait(timeout=30)
     assert master.returncode == 0, output[-3000:]
-    document = json.loads(report.read_text())
+    return json.loads(report.read_text())  # type: ignore[no-any-return]
+
+
+def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_path: Path) -> None:
+    queue = destination("queue")
+    args = ("--mq-destination", queue, "--mq-messages", "150", "--mq-rate", "150")
+    document = run_distributed("queue_balance.py", broker, tmp_path, *args, users=5)
     [row] = [r for r in document["destinations"] if r["destination"] == queue]
     # 3 fixed consumers + 2 producers spread over two workers; every count reaches the master.
     assert (row["sent"], row["received"], row["errors"]) == (300, 300, 0)
     assert 0 < row["latency_ms"]["p50"] <= row["latency_ms"]["max"] < 1000
+
+
+def test_shared_schedule_and_start_barrier_across_workers(broker: Broker, destination, tmp_path: Path) -> None:
+    topic = destination("topic")
+    args = ("--mq-destination", topic, "--mq-total-messages", "333", "--mq-total-rate", "200")
+    document = run_distributed("pubsub.py", broker, tmp_path, *args, users=5)
+    [row] = [r for r in document["destinations"] if r["destination"] == topic]
+    # Exactly N in total from 3 producers on 2 workers, and no subscriber missed the start.
+    assert (row["sent"], row["received"], row["errors"]) == (333, 666, 0)
+    operations = {op["name"]: op for op in document["operations"]}
+    assert operations[f"schedule-lag {topic}"]["count"] == 333
+    assert operations[f"receive-due {topic}"]["count"] == 666
+    assert row["negative_latencies"] == 0
 
 
 @pytest.mark.activemq

@@ -8,7 +8,19 @@ from mqusers.client import _Listener
 
 def test_public_api_is_exactly_all() -> None:
     public = {name for name in vars(mqusers) if not name.startswith("_")} - {"annotations", "locust"}
-    modules = {"client", "coordination", "dialects", "measure", "options", "plugin", "receiver", "report", "transport", "users", "wire"}
+    modules = {
+        "client",
+        "coordination",
+        "dialects",
+        "measure",
+        "options",
+        "plugin",
+        "receiver",
+        "report",
+        "transport",
+        "users",
+        "wire",
+    }
     assert public - modules == set(mqusers.__all__) - {"__version__"}
     for name in mqusers.__all__:
         assert getattr(mqusers, name) is not None

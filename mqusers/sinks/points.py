@@ -1,0 +1,75 @@
+"""Schema points from tallies and totals: pure functions from figures to line protocol.
+
+``tags`` is always the run-wide base (run id, scenario); each builder adds its own tags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from mqusers.measure.book import Tally
+from mqusers.sinks import schema
+from mqusers.sinks.intervals import RunTotals, split_name, tally_fields
+
+#: Operations that carry the message flow: written as zero when silent, so a stall shows as 0, not a gap.
+FLOW_OPERATIONS = ("send", "receive", "receipt", "request")
+
+
+def remember_flow(seen: set[str], names: Iterable[str]) -> None:
+    seen.update(name for name in names if split_name(name)[0] in FLOW_OPERATIONS)
+
+
+def ops_lines(
+    measurement: schema.Measurement,
+    tags: Mapping[str, str],
+    ts: int,
+    duration_s: float,
+    tallies: Mapping[str, Tally],
+    seen: set[str],
+    extra: Mapping[str, schema.FieldValue],
+) -> list[str]:
+    """One point per event name of the interval, plus a zero point per flow operation seen before."""
+    remember_flow(seen, tallies)
+    lines = []
+    for name in sorted(set(tallies) | seen):
+        operation, destination = split_name(name)
+        tally = tallies.get(name)
+        fields: dict[str, schema.FieldValue] = {"count": 0, "errors": 0, "bytes": 0}
+        if tally is not None:
+            fields.update(tally_fields(tally))
+        fields.update(extra, interval_s=duration_s)
+        point_tags = {**tags, schema.OPERATION: operation, schema.DESTINATION: destination}
+        lines.append(schema.line(measurement, point_tags, fields, ts))
+    return lines
+
+
+def destination_lines(tags: Mapping[str, str], totals: RunTotals, ts: int) -> list[str]:
+    lines = []
+    for destination, row in totals.destinations().items():
+        fields: dict[str, schema.FieldValue] = {"sent": row.sent, "received": row.received, "errors": row.errors}
+        fields.update(subscriptions=row.subscriptions, backlog=row.backlog)
+        lines.append(schema.line(schema.DESTINATIONS, {**tags, schema.DESTINATION: destination}, fields, ts))
+    return lines
+
+
+def audit_lines(tags: Mapping[str, str], audit: Mapping[str, Mapping[str, float]], ts: int) -> list[str]:
+    return [
+        schema.line(schema.AUDIT, {**tags, schema.DESTINATION: destination}, dict(fields), ts)
+        for destination, fields in sorted(audit.items())
+    ]
+
+
+def summary_lines(tags: Mapping[str, str], totals: RunTotals, ts: int, duration_s: float) -> list[str]:
+    """Exact whole-run figures per operation and destination, from the run's merged histograms."""
+    lines = []
+    for name, tally in totals.summary():
+        operation, destination = split_name(name)
+        fields: dict[str, schema.FieldValue] = {**tally_fields(tally), "duration_s": duration_s}
+        fields.update(rate=tally.count / duration_s, mbit=tally.bytes * 8 / duration_s / 1e6)
+        point_tags = {**tags, schema.OPERATION: operation, schema.DESTINATION: destination}
+        lines.append(schema.line(schema.SUMMARY, point_tags, fields, ts))
+    return lines
+
+
+def event_line(tags: Mapping[str, str], worker: str, kind: str, text: str, ts: int) -> str:
+    return schema.line(schema.EVENTS, {**tags, schema.WORKER: worker, schema.KIND: kind}, {"text": text}, ts)
