@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import gevent
 from gevent.event import AsyncResult, Event
 
 PINGS = 8
@@ -55,6 +56,7 @@ class Conductor:
     joined: int = 0
     next_index: int = 0
     finished_producers: int = 0
+    finishing: bool = False
     plan: Plan | None = None
     clocks: dict[str, ClockEstimate] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)  # worker client id -> process tag
@@ -174,6 +176,7 @@ class Coordinator:
             runner.send_message(_DONE, {"count": 1})
         elif self.conductor is not None:
             self.conductor.finished_producers += 1
+            self._maybe_finish()
 
     # -- master handlers ---------------------------------------------------------------------
 
@@ -210,6 +213,29 @@ class Coordinator:
     def _on_done(self, environment: Any, msg: Any, **_: Any) -> None:
         if self.conductor is not None:
             self.conductor.finished_producers += int(msg.data["count"])
+            self._maybe_finish()
+
+    def _maybe_finish(self) -> None:
+        """With --mq-total-messages: once every producer has sent its share, drain, then stop the run."""
+        conductor, runner = self.conductor, self.environment.runner
+        if conductor is None or not conductor.total or conductor.next_index < conductor.total:
+            return
+        producers = sum(
+            count for name, count in runner.user_classes_count.items()
+            if getattr(self.environment.available_user_classes.get(name), "role", "") != "consumer"
+        )  # fmt: skip
+        if conductor.finished_producers >= producers and not conductor.finishing:
+            conductor.finishing = True
+            gevent.spawn(self._drain_then_stop, self.ctx.settings.drain)
+
+    def _drain_then_stop(self, drain_s: float) -> None:
+        # Messages sent last are still on their way: give them the drain period, then stop.
+        gevent.sleep(drain_s)
+        runner, options = self.environment.runner, self.environment.parsed_options
+        if options is not None and options.headless:
+            runner.quit()
+        else:
+            runner.stop()
 
     # -- worker handlers ---------------------------------------------------------------------
 

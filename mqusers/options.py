@@ -72,6 +72,7 @@ class Settings:
     max_errors: int | None = None
     min_rate: float | None = None
     total_rate: float = 0.0
+    drain: float = 2.0
     total_messages: int = 0
     ca_file: str | None = None
 
@@ -210,6 +211,7 @@ def read_settings(options: Any, host: str | None) -> Settings:
         max_p99_ms=optional("mq_max_p99_ms", lambda v: parse_number(v, "--mq-max-p99-ms", integer=False)),
         max_errors=optional("mq_max_errors", lambda v: int(parse_number(v, "--mq-max-errors", integer=True))),
         min_rate=optional("mq_min_rate", lambda v: parse_number(v, "--mq-min-rate", integer=False)),
+        drain=parse_number(text("mq_drain") or "2", "--mq-drain", integer=False),
         total_rate=parse_number(text("mq_total_rate") or "0", "--mq-total-rate", integer=False),
         total_messages=int(parse_number(text("mq_total_messages") or "0", "--mq-total-messages", integer=True)),
         ca_file=optional("mq_ca_file", _readable_file),
@@ -240,6 +242,7 @@ def add_arguments(parser: Any) -> None:
     add("mq-rate", "messages/s per producer user (0 = as fast as possible)")
     add("mq-total-rate", "messages/s shared by all producers on all workers, on one schedule (open model)")
     add("mq-total-messages", "messages sent in total by all producers on all workers")
+    add("mq-drain", "seconds consumers keep receiving after the last of --mq-total-messages is sent", default="2")
     add("mq-messages", "messages each producer user sends, then idles (0 = until the run ends)")
     add("mq-consumers", "consumer (or responder) users; the other users produce")
     add("mq-user", "broker login (or env LOCUST_MQ_USER)")

@@ -1,0 +1,39 @@
+"""``mqusers matrix`` runs its grid through Locust and prints the method's tables."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT, started
+
+
+@pytest.mark.activemq
+def test_matrix_runs_each_cell_to_its_message_count(tmp_path: Path) -> None:
+    broker = started("activemq")
+    out = tmp_path / "matrix"
+    run = subprocess.run(
+        [sys.executable, "-m", "mqusers.cli", "matrix", "--host", broker.url, "--modes", "queue,request-reply",
+         "--sizes", "1KB", "--messages", "200", "--out", str(out), "--mq-drain", "0.5"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "### queue" in run.stdout and "### request-reply" in run.stdout
+    assert "| persistent | durable | size | latency mean ms | latency p99 ms | msg/s | Mbit/s | lost |" in run.stdout
+    reports = sorted(p.name for p in out.glob("*.json"))
+    assert reports == ["queue-n-1KB.json", "queue-p-1KB.json", "request-reply-n-1KB.json", "request-reply-p-1KB.json"]
+    queue = json.loads((out / "queue-p-1KB.json").read_text())
+    [row] = queue["destinations"]
+    assert (row["sent"], row["received"]) == (200, 200)
+
+
+def test_matrix_refuses_bad_input_in_one_line() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "mqusers.cli", "matrix", "--sizes", "1XB"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip().startswith("mqusers matrix: --mq-size: '1XB' is not a size")
