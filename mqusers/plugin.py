@@ -230,25 +230,31 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         _collect_finals(ctx, runner)
     stopped = time.time()
     duration = stopped - ctx.started - ctx.settings.warmup
+    settings, rows = ctx.settings, destination_rows(ctx.book, duration)
+    clocks = _clock_offsets(ctx)
     if ctx.book.tallies:
-        _summary_logger.info("\n%s\n", format_summary(ctx.book, duration, ctx.run_id))
-    settings = ctx.settings
-    rows = destination_rows(ctx.book, duration)
-    outputs = [
-        (
-            settings.report_json,
-            lambda path: write_json(path, report_document(ctx.book, ctx.started, stopped, ctx.run_id, settings)),
-        )
-    ]
-    outputs.append((settings.report_csv, lambda path: write_csv(path, rows)))
-    for path, write in outputs:
-        if path:
-            try:
-                write(path)
-            except OSError as error:
-                logger.error("mqusers: cannot write %s: %s", path, error.strerror)
+        _summary_logger.info("\n%s\n", format_summary(ctx.book, duration, ctx.run_id, clocks))
+    try:
+        if settings.report_json:
+            document = report_document(ctx.book, ctx.started, stopped, ctx.run_id, settings, clocks)
+            write_json(settings.report_json, document)
+        if settings.report_csv:
+            write_csv(settings.report_csv, rows)
+    except OSError as error:
+        logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
     failures = gate_failures(rows, settings)
     for failure in failures:
         logger.error("mqusers: gate failed: %s", failure)
     if failures:
         environment.process_exit_code = 3
+
+
+def _clock_offsets(ctx: RunContext) -> dict[str, dict[str, float]]:
+    """Each worker's clock minus the master's, with the error bound of the minimum-RTT sample (ms)."""
+    conductor = ctx.coordinator.conductor if ctx.coordinator is not None else None
+    if conductor is None:
+        return {}
+    return {
+        worker: {"offset_ms": c.offset_ns / 1e6, "error_ms": c.error_ns / 1e6, "rtt_ms": c.rtt_ns / 1e6}
+        for worker, c in conductor.clocks.items()
+    }

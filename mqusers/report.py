@@ -57,8 +57,10 @@ def _ms(figures: dict[str, float], key: str) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def format_summary(book: Book, duration_s: float, run_id: str) -> str:
+def format_summary(book: Book, duration_s: float, run_id: str, clocks: dict[str, Any] | None = None) -> str:
     lines = [f"mqusers summary: run {run_id}, {duration_s:.1f} s (latency in ms, send to receive)"]
+    for worker, clock in sorted((clocks or {}).items()):
+        lines.append(f"clock of {worker}: {clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master")
     header = ["destination", "sent", "received", "msg/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]
     table = [header]
     for row in destination_rows(book, duration_s):
@@ -96,7 +98,9 @@ def _render(table: list[list[str]]) -> str:
     return "\n".join(rendered)
 
 
-def report_document(book: Book, started: float, stopped: float, run_id: str, settings: Settings) -> dict[str, Any]:
+def report_document(
+    book: Book, started: float, stopped: float, run_id: str, settings: Settings, clocks: dict[str, Any]
+) -> dict[str, Any]:
     """The summary as JSON-ready data: rows per destination and operation, plus run metadata."""
     options = {k: v for k, v in asdict(settings).items() if k != "password"}
     options["broker"] = str(settings.broker) if settings.broker else None
@@ -105,6 +109,7 @@ def report_document(book: Book, started: float, stopped: float, run_id: str, set
         "started": started,
         "stopped": stopped,
         "options": options,
+        "clock_offsets": clocks,
         "destinations": destination_rows(book, stopped - started),
         "operations": operation_rows(book),
     }
