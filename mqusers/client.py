@@ -124,7 +124,8 @@ class StompClient:
 
     @property
     def connected(self) -> bool:
-        return self._connected.is_set() and self._transport is not None and self._transport.is_connected()
+        # No syscall per message: the reader clears the event when the connection drops.
+        return self._connected.is_set() and self._transport is not None
 
     def connect(self) -> None:
         """Connect and wait for CONNECTED; raise :class:`MqError` with one line on failure."""

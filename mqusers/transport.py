@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import socket
 import ssl
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +44,7 @@ class LeanTransport(Transport):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         self.on_frame = on_frame
         self._parser = FrameParser(self._dispatch)
+        self._send_lock = threading.Lock()
 
     def attempt_connection(self) -> None:
         super().attempt_connection()
@@ -64,8 +66,12 @@ class LeanTransport(Transport):  # type: ignore[misc]
         sock = self.socket
         if sock is None:
             raise stomp_exception.NotConnectedException()
-        with self._Transport__socket_semaphore:
-            sock.sendall(encoded_frame)
+        # A plain lock: stomp.py's BoundedSemaphore yields to gevent's hub on every release, and
+        # gevent's sendall asks the kernel for SO_SNDBUF each call; one send() mostly suffices.
+        with self._send_lock:
+            sent = sock.send(encoded_frame)
+            if sent < len(encoded_frame):
+                sock.sendall(memoryview(encoded_frame)[sent:])
 
     def receive(self) -> bytes | None:
         try:
