@@ -4,6 +4,10 @@ Each service runs in its own folder ``<state dir>/<name>/`` (default
 ``<project root>/.services``, env ``MQUSERS_SERVICES_DIR``), listens on
 127.0.0.1 only and is stopped by the PID in its PID file. Env
 ``MQUSERS_PORT_OFFSET=N`` shifts every port so a second set can run alongside.
+ActiveMQ also honours ``MQUSERS_BIND_HOST=ADDR`` (listen there instead; the
+readiness probes connect there from the caller's namespace) and
+``MQUSERS_NETNS=NS`` (run inside ``ip netns`` NS; needs a bind host routable
+from the caller), as tests/integration/test_netns.py uses them.
 
     import services
     services.start("activemq")          # idempotent; raises ServiceError on failure

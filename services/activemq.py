@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from .base import Ctx, port_open, spawn, stomp_handshake
+from .base import LOOPBACK, Ctx, port_open, spawn, stomp_handshake
 from .control import Service
 
 HOME = Path("/usr/share/activemq")
@@ -59,9 +59,9 @@ BROKER_XML = """\
     </systemUsage>
     <transportConnectors>
       <transportConnector name="openwire"
-          uri="tcp://127.0.0.1:{openwire}?transport.tcpNoDelay=true"/>
+          uri="tcp://{host}:{openwire}?transport.tcpNoDelay=true"/>
       <transportConnector name="stomp"
-          uri="stomp+nio://127.0.0.1:{stomp}?transport.tcpNoDelay=true"/>
+          uri="stomp+nio://{host}:{stomp}?transport.tcpNoDelay=true"/>
 {tls_connector}    </transportConnectors>
     <plugins>
       <!-- Broker's own counters over messaging; see tests/integration/broker_stats.py -->
@@ -100,7 +100,7 @@ log4j.appender.file.layout.ConversionPattern=%d | %-5p | %m | %c | %t%n
 
 TLS_CONNECTOR = """\
       <transportConnector name="stomp+ssl"
-          uri="stomp+nio+ssl://127.0.0.1:{port}?transport.tcpNoDelay=true"/>
+          uri="stomp+nio+ssl://{host}:{port}?transport.tcpNoDelay=true"/>
 """
 TLS_CONTEXT = """\
     <sslContext>
@@ -117,13 +117,14 @@ def certificate(ctx: Ctx) -> Path:
 
 
 def _tls_keystore(ctx: Ctx) -> Path:
-    """A self-signed key for 127.0.0.1 / localhost, made once per service folder with keytool."""
+    """A self-signed key for 127.0.0.1 / localhost (and the bind host), made once per service folder with keytool."""
     keystore = ctx.dir / "conf" / "broker.p12"
+    san = "SAN=ip:127.0.0.1,dns:localhost" + (f",ip:{ctx.host}" if ctx.host != LOOPBACK else "")
     if not keystore.exists():
         store = ["-keystore", str(keystore), "-storepass", KEYSTORE_PASSWORD, "-storetype", "PKCS12"]
         subprocess.run(
             ["keytool", "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
-             "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1,dns:localhost", *store],
+             "-dname", "CN=127.0.0.1", "-ext", san, *store],
             check=True, capture_output=True,
         )  # fmt: skip
         subprocess.run(
@@ -145,11 +146,12 @@ def write_config(ctx: Ctx, persistent: bool) -> Path:
     tls_connector = tls_context = ""
     if "stomp_ssl" in ctx.ports:
         keystore = quoteattr(str(_tls_keystore(ctx)))
-        tls_connector = TLS_CONNECTOR.format(port=ctx.ports["stomp_ssl"])
+        tls_connector = TLS_CONNECTOR.format(host=ctx.host, port=ctx.ports["stomp_ssl"])
         tls_context = TLS_CONTEXT.format(keystore=keystore, password=KEYSTORE_PASSWORD)
     xml = BROKER_XML.format(
         tls_connector=tls_connector,
         tls_context=tls_context,
+        host=ctx.host,
         broker_name=quoteattr(ctx.name),
         data=quoteattr(str(data)),
         persistent=str(persistent).lower(),
@@ -198,9 +200,10 @@ def _launcher(persistent: bool) -> Callable[[Ctx], int]:
 
 
 def ready(ctx: Ctx) -> bool:
-    """Every connector up and STOMP completes a CONNECT handshake."""
-    tls_up = "stomp_ssl" not in ctx.ports or port_open(ctx.ports["stomp_ssl"])
-    return tls_up and port_open(ctx.ports["openwire"]) and stomp_handshake(ctx.ports["stomp"])
+    """Every connector up and STOMP completes a CONNECT handshake (at ctx.host, from this namespace)."""
+    host = ctx.host
+    tls_up = "stomp_ssl" not in ctx.ports or port_open(ctx.ports["stomp_ssl"], host)
+    return tls_up and port_open(ctx.ports["openwire"], host) and stomp_handshake(ctx.ports["stomp"], host=host)
 
 
 def _logs(ctx: Ctx) -> list[Path]:
@@ -215,6 +218,7 @@ SERVICES = [
         launch=_launcher(persistent=False),
         ready=ready,
         logs=_logs,
+        placeable=True,
     ),
     Service(
         name="activemq-persistent",
@@ -223,5 +227,6 @@ SERVICES = [
         launch=_launcher(persistent=True),
         ready=ready,
         logs=_logs,
+        placeable=True,
     ),
 ]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 POLL_INTERVAL = 0.1  # seconds between readiness probes
+LOOPBACK = "127.0.0.1"
 
 
 class ServiceError(RuntimeError):
@@ -44,6 +45,16 @@ def port_offset() -> int:
         raise ServiceError(f"MQUSERS_PORT_OFFSET must be an integer, got {raw!r}") from None
 
 
+def bind_host() -> str:
+    """Address a placeable service listens on and is probed at (env MQUSERS_BIND_HOST)."""
+    return os.environ.get("MQUSERS_BIND_HOST", "").strip() or LOOPBACK
+
+
+def netns() -> str | None:
+    """Network namespace a placeable service runs in (env MQUSERS_NETNS, as ``ip netns`` names it)."""
+    return os.environ.get("MQUSERS_NETNS", "").strip() or None
+
+
 @dataclass(frozen=True)
 class Ctx:
     """Where one service instance lives and which ports it uses."""
@@ -52,6 +63,10 @@ class Ctx:
     dir: Path
     ports: Mapping[str, int]
     offset: int
+    #: Listen address; probes connect to it from the caller's namespace, so it must be routable from here.
+    host: str = LOOPBACK
+    #: Launch through ``ip netns exec NETNS`` when set.
+    netns: str | None = None
 
     @property
     def pid_file(self) -> Path:
@@ -63,10 +78,12 @@ class Ctx:
         return self.dir / f"{self.name}.log"
 
 
-def make_ctx(name: str, base_ports: Mapping[str, int]) -> Ctx:
+def make_ctx(name: str, base_ports: Mapping[str, int], placeable: bool = False) -> Ctx:
+    """``placeable``: honour MQUSERS_BIND_HOST and MQUSERS_NETNS (otherwise 127.0.0.1, this namespace)."""
     offset = port_offset()
     ports = {key: port + offset for key, port in base_ports.items()}
-    return Ctx(name=name, dir=state_dir() / name, ports=ports, offset=offset)
+    host, namespace = (bind_host(), netns()) if placeable else (LOOPBACK, None)
+    return Ctx(name=name, dir=state_dir() / name, ports=ports, offset=offset, host=host, netns=namespace)
 
 
 # --------------------------------------------------------------------- processes
@@ -83,7 +100,10 @@ def spawn(
     """Start a daemon in its own session (so Ctrl-C on the CLI spares it).
 
     Output goes to ``log`` (default: the service log); the PID is recorded for ``stop``.
+    With ``ctx.netns``, ``ip netns exec`` execs ``argv`` in place: the PID is still the service's.
     """
+    if ctx.netns:
+        argv = ["ip", "netns", "exec", ctx.netns, *argv]
     ctx.dir.mkdir(parents=True, exist_ok=True)
     with open(log or ctx.log_file, "ab") as out:
         proc = subprocess.Popen(
@@ -204,7 +224,7 @@ def log_tail(paths: list[Path], since: Mapping[Path, int], lines: int = 20) -> s
 # ------------------------------------------------------------------------ probes
 
 
-def port_open(port: int, host: str = "127.0.0.1") -> bool:
+def port_open(port: int, host: str = LOOPBACK) -> bool:
     try:
         with socket.create_connection((host, port), timeout=1.0):
             return True
@@ -212,13 +232,13 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def stomp_handshake(port: int, login: str = "", passcode: str = "", vhost: str = "/") -> bool:
+def stomp_handshake(port: int, login: str = "", passcode: str = "", vhost: str = "/", host: str = LOOPBACK) -> bool:
     """A real STOMP 1.2 CONNECT → CONNECTED exchange: the listener is usable."""
     headers = f"accept-version:1.2\nhost:{vhost}\nheart-beat:0,0\n"
     if login:
         headers += f"login:{login}\npasscode:{passcode}\n"
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2.0) as sock:
+        with socket.create_connection((host, port), timeout=2.0) as sock:
             sock.sendall(f"CONNECT\n{headers}\n\0".encode())
             reply = sock.recv(4096)
             ok = reply.lstrip(b"\n").startswith(b"CONNECTED")

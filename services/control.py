@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .base import (
+    LOOPBACK,
     Ctx,
     ServiceError,
+    bind_host,
     ensure_package,
     live_pid,
     locked,
     log_sizes,
     log_tail,
     make_ctx,
+    netns,
     pid_alive,
     poll_until,
     port_open,
@@ -44,9 +48,29 @@ class Service:
     cleanup: Callable[[Ctx], None] | None = None
     # Optional: extra log files worth showing when start fails.
     logs: Callable[[Ctx], list[Path]] | None = None
+    # Listens on MQUSERS_BIND_HOST and runs in MQUSERS_NETNS (launch and ready must use ctx.host).
+    placeable: bool = False
 
     def ctx(self) -> Ctx:
-        return make_ctx(self.name, self.base_ports)
+        return make_ctx(self.name, self.base_ports, self.placeable)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _check_placement(service: Service, ctx: Ctx) -> None:
+    if not service.placeable and (bind_host() != LOOPBACK or netns()):
+        raise ServiceError(f"{service.name}: MQUSERS_BIND_HOST / MQUSERS_NETNS are supported for ActiveMQ only")
+    if ctx.netns and _loopback(ctx.host):
+        # The probes run here, where loopback is not the namespace's: they could "see" another broker.
+        raise ServiceError(
+            f"{service.name}: MQUSERS_NETNS={ctx.netns} needs MQUSERS_BIND_HOST set to an address of that "
+            "namespace that is routable from this one"
+        )
 
 
 def _wait_ready(service: Service, ctx: Ctx, pid: int, deadline: float) -> bool:
@@ -79,6 +103,7 @@ def start(service: Service, timeout: float = START_TIMEOUT) -> bool:
 
 def _start(service: Service, ctx: Ctx, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
+    _check_placement(service, ctx)
     pid = live_pid(ctx)
     if pid is not None:
         # Running already, maybe still booting (started by another process).
@@ -86,10 +111,10 @@ def _start(service: Service, ctx: Ctx, timeout: float) -> bool:
             return False
         raise _failure(service, ctx, pid, timeout, {})
     ctx.pid_file.unlink(missing_ok=True)  # stale: process gone or PID recycled
-    busy = sorted(port for port in ctx.ports.values() if port_open(port))
+    busy = sorted(port for port in ctx.ports.values() if port_open(port, ctx.host))
     if busy:
         raise ServiceError(
-            f"{service.name}: port(s) {busy} on 127.0.0.1 already in use by a process not started from {ctx.dir}"
+            f"{service.name}: port(s) {busy} on {ctx.host} already in use by a process not started from {ctx.dir}"
         )
     ensure_package(service.package)
     ctx.dir.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -44,7 +43,7 @@ from typing import IO, Any
 
 STATE = Path("/run/mqusers-netns")
 PREFIX = "mqn"
-POOL = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544 benchmarking range
+POOL = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking range
 ROLE_RE = re.compile(r"^[a-z0-9]{1,4}$")  # keeps mqnTAG-ROLE within IFNAMSIZ (15 characters)
 TAG_RE = re.compile(rf"^{PREFIX}([0-9a-f]{{6}})(?:-[a-z0-9]{{1,4}})?$")
 PROBE_PORT = 47999
@@ -178,15 +177,15 @@ def _kill_inside(namespace: str, grace: float) -> None:
                 os.kill(pid, sig)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and _ip("netns", "pids", namespace, check=False).stdout.split():
-            _reap()
+            _reap(pids)
             time.sleep(0.05)
 
 
-def _reap() -> None:
-    """Collect exited children, so a killed process of ours is not a zombie ``ip netns pids`` lists."""
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
+def _reap(pids: list[int]) -> None:
+    """Collect those of ``pids`` that are our exited children (a daemon the services API spawned)."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def _destroy(tag: str, grace: float = 5.0) -> list[str]:
@@ -206,7 +205,7 @@ def cleanup_leftovers() -> list[str]:
     A run is a leftover when no live process holds its lock. Call with the global lock held.
     """
     tags = {m.group(1) for name in [*_namespaces(), *_links()] if (m := TAG_RE.match(name))}
-    tags |= {path.stem for path in STATE.glob("*.lock")}
+    tags |= {path.stem for path in STATE.glob("*.lock") if re.fullmatch(r"[0-9a-f]{6}", path.stem)}
     removed = []
     for tag in sorted(tags):
         lock = STATE / f"{tag}.lock"
@@ -249,10 +248,14 @@ class Network:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> Network:
+        return self.start()
+
+    def start(self) -> Network:
+        """Clean up leftovers, build the network, check it; on any failure tear down and raise."""
         try:
             with _global_lock():
                 self.removed_leftovers = cleanup_leftovers()
-                self._lock = open(STATE / f"{self.tag}.lock", "w")  # noqa: SIM115 - held until close()
+                self._lock = open(STATE / f"{self.tag}.lock", "w")  # noqa: SIM115 - held (flocked) until close()
                 fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self.subnet = self._wanted_subnet or _free_subnet()
                 self._build(self.subnet)
@@ -370,12 +373,3 @@ class Network:
     def __repr__(self) -> str:
         hosts = ", ".join(f"{h.role}={h.address}@{h.netns}" for h in self.hosts.values())
         return f"Network({self.subnet}, {hosts})"
-
-
-def socket_reachable(address: str, port: int, timeout: float = 1.0) -> bool:
-    """A TCP connect from the caller's namespace (the root namespace reaches every host)."""
-    try:
-        with socket.create_connection((address, port), timeout=timeout):
-            return True
-    except OSError:
-        return False

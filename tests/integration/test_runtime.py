@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -38,8 +40,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def run_distributed(locustfile: str, broker: Broker, tmp_path: Path, *args: str, users: int) -> dict:  # type: ignore[type-arg]
-    """A headless master and two workers on loopback; the master's JSON report."""
+def run_distributed(
+    locustfile: str, broker: Broker, tmp_path: Path, *args: str, users: int, skews: tuple[str, str] = ("", "")
+) -> dict:  # type: ignore[type-arg]
+    """A headless master and two workers on loopback; the master's JSON report.
+
+    ``skews`` shifts a worker's wall clock with libfaketime (e.g. "+0.25s"): a real skewed clock.
+    """
     port, report = free_port(), tmp_path / "master.json"
     locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile)]
     master = subprocess.Popen(
@@ -50,12 +57,21 @@ def run_distributed(locustfile: str, broker: Broker, tmp_path: Path, *args: str,
     )  # fmt: skip
     workers = [
         subprocess.Popen(
-            [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+            [
+                *(["faketime", "-f", skew] if skew else []),
+                *locust,
+                "--worker",
+                "--master-host",
+                "127.0.0.1",
+                "--master-port",
+                str(port),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             cwd=ROOT,
+            env={**os.environ, "FAKETIME_DONT_FAKE_MONOTONIC": "1"},
         )
-        for _ in range(2)
+        for skew in skews
     ]
     output, _ = master.communicate(timeout=90)
     for worker in workers:
@@ -105,3 +121,20 @@ def test_tls_connection_verified_against_the_brokers_certificate(destination, tm
     assert untrusted.output.strip().splitlines()[-1] == (
         f"mqusers: cannot reach the broker at {url} (TLS: self-signed certificate; --mq-ca-file names the CA to trust)"
     )
+
+
+@pytest.mark.skipif(shutil.which("faketime") is None, reason="needs Debian's faketime (make test installs it)")
+def test_a_skewed_workers_clock_is_estimated_and_corrected(broker: Broker, destination, tmp_path: Path) -> None:
+    topic = destination("topic")
+    args = ("--mq-destination", topic, "--mq-total-messages", "400", "--mq-total-rate", "200")
+    document = run_distributed("pubsub.py", broker, tmp_path, *args, users=5, skews=("", "+0.25s"))
+    offsets = sorted(document["clock_offsets"].values(), key=lambda c: c["offset_ms"])
+    assert len(offsets) == 2
+    # The skewed worker is estimated within its error bound (plus faketime's own granularity).
+    assert abs(offsets[0]["offset_ms"]) <= offsets[0]["error_ms"] + 1
+    assert abs(offsets[1]["offset_ms"] - 250) <= offsets[1]["error_ms"] + 1
+    [row] = [r for r in document["destinations"] if r["destination"] == topic]
+    assert (row["sent"], row["received"]) == (400, 800)
+    # Uncorrected, messages between the workers would read 250 ms late or 250 ms negative.
+    assert row["negative_latencies"] == 0
+    assert row["latency_ms"]["max"] < 100

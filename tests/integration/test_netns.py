@@ -1,0 +1,191 @@
+"""A real distributed run across network namespaces: four "hosts" on one machine.
+
+    mqnTAG-b   198.18.N.1  ActiveMQ (services/ with MQUSERS_NETNS, MQUSERS_BIND_HOST)
+    mqnTAG-m   198.18.N.2  locust --master --headless --expect-workers 2
+    mqnTAG-w1  198.18.N.3  locust --worker, MQ_ROLE=producer (producers only)
+    mqnTAG-w2  198.18.N.4  locust --worker, MQ_ROLE=consumer (consumers only)
+
+Every message crosses from one worker's namespace through the broker's to the other's. The
+broker runs from its own MQUSERS_SERVICES_DIR under tmp_path, so the default local brokers on
+127.0.0.1 are never touched (inside its namespace the default ports are free). See netns.py for
+the network and locustfiles/split_roles.py for how producers and consumers land on one worker each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import services
+from tests.integration import broker_stats
+from tests.integration.conftest import ROOT
+from tests.integration.netns import NetnsError, Network, unavailable_reason
+
+_UNAVAILABLE = unavailable_reason()
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.activemq,
+    pytest.mark.skipif(_UNAVAILABLE is not None, reason=f"netns: {_UNAVAILABLE}"),
+]
+
+LOCUSTFILE = Path(__file__).parent / "locustfiles" / "split_roles.py"
+ROLES = {"w1": "producer", "w2": "consumer"}  # worker host -> MQ_ROLE
+MASTER_PORT = 5557  # Locust's default; the master's namespace has nothing else
+
+
+@pytest.fixture
+def network() -> Iterator[Network]:
+    net = Network(["b", "m", *ROLES])
+    try:
+        net.start()
+    except NetnsError as error:
+        if "Operation not permitted" in str(error):  # root without CAP_NET_ADMIN / CAP_SYS_ADMIN
+            pytest.skip(f"netns: {error}")
+        raise
+    try:
+        yield net
+    finally:
+        net.close()
+
+
+@dataclass(frozen=True)
+class NamespacedBroker:
+    host: str
+    port: int
+    netns: str
+
+    @property
+    def url(self) -> str:
+        return f"stomp://{self.host}:{self.port}"
+
+    def counters(self, destination: str) -> dict[str, int]:
+        """The broker's own statistics, asked from the root namespace (it reaches the bridge)."""
+        return broker_stats.activemq_destination_stats(self.port, destination, host=self.host)
+
+
+@pytest.fixture
+def broker(network: Network, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NamespacedBroker]:
+    monkeypatch.setenv("MQUSERS_SERVICES_DIR", str(tmp_path / "services"))
+    monkeypatch.setenv("MQUSERS_BIND_HOST", network.address("b"))
+    monkeypatch.setenv("MQUSERS_NETNS", network.name("b"))
+    services.start("activemq")
+    try:
+        yield NamespacedBroker(network.address("b"), services.ports("activemq")["stomp"], network.name("b"))
+    finally:
+        services.stop("activemq")  # the network's teardown would kill it anyway
+
+
+@dataclass
+class DistributedRun:
+    """What one run produced: the master's JSON report and the broker's counters, for assertions."""
+
+    code: int
+    output: str  # the master's
+    workers: dict[str, str]  # worker host -> its output
+    report: dict[str, Any]
+    broker: dict[str, int]
+    expected: int  # messages the producers were told to send
+    seconds: float  # wall time of the Locust processes
+
+    def row(self, destination: str) -> dict[str, Any]:
+        rows: list[dict[str, Any]] = [r for r in self.report.get("destinations", []) if r["destination"] == destination]
+        assert rows, f"no summary row for {destination}; master output:\n{self.output[-3000:]}"
+        return rows[0]
+
+    def operation(self, name: str) -> dict[str, Any]:
+        rows: list[dict[str, Any]] = [r for r in self.report.get("operations", []) if r["name"] == name]
+        assert rows, f"no operation {name!r}; master output:\n{self.output[-3000:]}"
+        return rows[0]
+
+
+def run_distributed(
+    net: Network,
+    broker: NamespacedBroker,
+    destination: str,
+    tmp_path: Path,
+    *,
+    per_worker: int = 2,
+    messages: int = 250,
+    rate: float = 125,
+    seconds: float = 6,
+    extra: Sequence[str] = (),
+) -> DistributedRun:
+    """Master in ``m``, one worker per ROLES entry; each producer sends ``messages`` at ``rate``/s."""
+    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
+    report, users = tmp_path / "master.json", str(per_worker * len(ROLES))
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("MQUSERS_", "LOCUST_"))}
+    began = time.monotonic()
+    logs = {role: open(tmp_path / f"{role}.log", "w+") for role in ["m", *ROLES]}  # noqa: SIM115
+    try:
+        master = net.popen(
+            "m",
+            [*locust, "--master", "--headless", "--master-bind-host", net.address("m"),
+             "--master-bind-port", str(MASTER_PORT), "--expect-workers", str(len(ROLES)),
+             "--expect-workers-max-wait", "30", "-u", users, "-r", users, "-t", f"{seconds}s",
+             "--host", broker.url, "--only-summary", "--mq-destination", destination,
+             "--mq-messages", str(messages), "--mq-rate", str(rate), "--mq-report-json", str(report), *extra],
+            stdout=logs["m"], stderr=subprocess.STDOUT, cwd=ROOT, env=env,
+        )  # fmt: skip
+        worker = [*locust, "--worker", "--master-host", net.address("m"), "--master-port", str(MASTER_PORT)]
+        workers = [
+            net.popen(host, worker, stdout=logs[host], stderr=subprocess.STDOUT, cwd=ROOT, env={**env, "MQ_ROLE": role})
+            for host, role in ROLES.items()
+        ]
+        code = master.wait(timeout=seconds + 60)
+        for proc in workers:
+            proc.wait(timeout=30)
+        seconds_taken = time.monotonic() - began
+        outputs = {}
+        for role, log in logs.items():
+            log.seek(0)
+            outputs[role] = log.read()
+    finally:
+        for log in logs.values():
+            log.close()
+    expected = per_worker * messages
+    counts: dict[str, int] = {}
+
+    def settled() -> bool:
+        # The broker's counters lag its clients (see broker_stats); wait until every ACK counted.
+        counts.update(broker.counters(destination))
+        return counts["enqueueCount"] >= expected and counts["dequeueCount"] >= expected
+
+    broker_stats.wait_for(settled, timeout=10, interval=0.2)
+    document = json.loads(report.read_text()) if report.exists() else {}
+    workers_out = {host: outputs[host] for host in ROLES}
+    return DistributedRun(code, outputs["m"], workers_out, document, dict(counts), expected, seconds_taken)
+
+
+def test_producers_on_one_worker_consumers_on_another(
+    network: Network, broker: NamespacedBroker, tmp_path: Path
+) -> None:
+    queue = f"/queue/mqusers.netns.{network.tag}"
+    run = run_distributed(network, broker, queue, tmp_path)
+    assert run.code == 0, run.output[-3000:]
+    for host, role in ROLES.items():
+        base = "StompProducerUser" if role == "producer" else "StompConsumerUser"
+        assert f"split_roles: MQ_ROLE={role}: Peer is a {base}" in run.workers[host], run.workers[host][-3000:]
+    # 2 producers on w1 x 250 messages, 2 competing consumers on w2: each message exactly once.
+    row = run.row(queue)
+    assert (row["sent"], row["received"], row["errors"]) == (run.expected, run.expected, 0), row
+    assert row.get("negative_latencies", 0) == 0  # one machine, one clock
+    latency = row["latency_ms"]
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"] < 1000, latency
+    assert (run.operation(f"connect {broker.url}")["count"], run.operation(f"subscribe {queue}")["count"]) == (4, 2)
+    # The broker's own truth: accepted, delivered and acknowledged each message once; nothing left.
+    counts = run.broker
+    assert (counts["enqueueCount"], counts["dispatchCount"], counts["dequeueCount"], counts["size"]) == (
+        run.expected,
+        run.expected,
+        run.expected,
+        0,
+    ), counts
