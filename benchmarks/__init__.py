@@ -1,0 +1,1 @@
+"""Benchmarks for mqusers: ``python -m benchmarks.core`` (see benchmarks/README.md)."""
