@@ -69,6 +69,9 @@ class LeanTransport(Transport):  # type: ignore[misc]
         # A plain lock: stomp.py's BoundedSemaphore yields to gevent's hub on every release, and
         # gevent's sendall asks the kernel for SO_SNDBUF each call; one send() mostly suffices.
         with self._send_lock:
+            if isinstance(sock, ssl.SSLSocket):
+                sock.sendall(encoded_frame)  # TLS records: leave partial writes to the TLS layer
+                return
             sent = sock.send(encoded_frame)
             if sent < len(encoded_frame):
                 sock.sendall(memoryview(encoded_frame)[sent:])
