@@ -70,6 +70,7 @@ class Settings:
     warmup: float = 0.0
     max_p99_ms: float | None = None
     max_errors: int | None = None
+    max_lost: int | None = None
     min_rate: float | None = None
     total_rate: float = 0.0
     drain: float = 2.0
@@ -210,6 +211,7 @@ def read_settings(options: Any, host: str | None) -> Settings:
         warmup=parse_number(text("mq_warmup") or "0", "--mq-warmup", integer=False),
         max_p99_ms=optional("mq_max_p99_ms", lambda v: parse_number(v, "--mq-max-p99-ms", integer=False)),
         max_errors=optional("mq_max_errors", lambda v: int(parse_number(v, "--mq-max-errors", integer=True))),
+        max_lost=optional("mq_max_lost", lambda v: int(parse_number(v, "--mq-max-lost", integer=True))),
         min_rate=optional("mq_min_rate", lambda v: parse_number(v, "--mq-min-rate", integer=False)),
         drain=parse_number(text("mq_drain") or "2", "--mq-drain", integer=False),
         total_rate=parse_number(text("mq_total_rate") or "0", "--mq-total-rate", integer=False),
@@ -263,4 +265,5 @@ def add_arguments(parser: Any) -> None:
     add("mq-warmup", "seconds at the start left out of the exact summary (Locust's own stats keep them)")
     add("mq-max-p99-ms", "gate: exit 3 when any destination's send-to-receive p99 exceeds this (ms)")
     add("mq-max-errors", "gate: exit 3 when any destination has more errors than this")
+    add("mq-max-lost", "gate: exit 3 when any destination lost more messages than this (the audit)")
     add("mq-min-rate", "gate: exit 3 when any destination receives fewer messages/s than this")

@@ -25,6 +25,7 @@ from gevent.event import Event
 
 from mqusers.client import ClientConfig, MqError, StompClient
 from mqusers.coordination import Coordinator
+from mqusers.measure.audit import Audit, ReceiveLedger, SentLedger
 from mqusers.measure.book import Book
 from mqusers.options import OptionError, Settings, add_arguments, read_settings
 from mqusers.report import destination_rows, format_summary, gate_failures, report_document, write_csv, write_json
@@ -54,6 +55,18 @@ class RunContext:
     ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
 
     coordinator: Coordinator | None = None
+    #: The message audit: what this process's producers sent and its subscriptions received, and
+    #: (master or local runner) everything merged.
+    sent: SentLedger = field(default_factory=SentLedger)
+    received: ReceiveLedger = field(default_factory=ReceiveLedger)
+    audit: Audit = field(default_factory=Audit)
+
+    def drain_audit(self) -> list[Any]:
+        return [self.sent.drain(), self.received.drain()]
+
+    def merge_audit(self, drained: list[Any] | None) -> None:
+        for delta in drained or ():
+            self.audit.merge(delta)
 
     def next_ordinal(self, user_class: type) -> int:
         """0, 1, 2... per User class and test: stable names for durable subscribers."""
@@ -69,6 +82,7 @@ def context(environment: Environment) -> RunContext:
     if ctx is None:
         ctx = _contexts[environment] = RunContext(read_settings(environment.parsed_options, environment.host))
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
+        ctx.sent.process = ctx.received.process = ctx.process_tag
         environment.events.request.add_listener(ctx.book.on_request)
     return ctx
 
@@ -126,9 +140,11 @@ def _on_init(environment: Environment, **_: Any) -> None:
     environment.events.test_stop.add_listener(_on_test_stop)
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        environment.events.report_to_master.add_listener(lambda data, **_: data.update(mqusers=ctx.book.drain()))
+        environment.events.report_to_master.add_listener(
+            lambda data, **_: data.update(mqusers=ctx.book.drain(), mqusers_audit=ctx.drain_audit())
+        )
     if isinstance(runner, MasterRunner):
-        environment.events.worker_report.add_listener(lambda data, **_: ctx.book.merge(data.get("mqusers") or {}))
+        environment.events.worker_report.add_listener(lambda data, **_: _merge_report(ctx, data))
         runner.register_message(FINAL_TALLIES, lambda msg, **_: _on_final(ctx, runner, msg))
     if isinstance(runner, WorkerRunner):
         runner.register_message(FINISH, lambda msg, **_: gevent.spawn(runner.stop))
@@ -170,6 +186,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         settings = ctx.settings
         coordinator.begin(_consumer_target(environment), settings.total_rate, settings.total_messages, producers)
     ctx.book.clear()
+    ctx.sent, ctx.received, ctx.audit = SentLedger(ctx.process_tag), ReceiveLedger(ctx.process_tag), Audit()
     ctx.started = time.time()
     if ctx.settings.warmup:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
@@ -199,8 +216,13 @@ def coordinator_for(environment: Environment, ctx: RunContext) -> Coordinator:
     return ctx.coordinator
 
 
+def _merge_report(ctx: RunContext, data: dict[str, Any]) -> None:
+    ctx.book.merge(data.get("mqusers") or {})
+    ctx.merge_audit(data.get("mqusers_audit"))
+
+
 def _on_final(ctx: RunContext, runner: MasterRunner, msg: Any) -> None:
-    ctx.book.merge(msg.data)
+    _merge_report(ctx, msg.data)
     ctx.finals.add(msg.node_id)
     if set(runner.clients.keys()) <= ctx.finals:
         ctx.finals_arrived.set()
@@ -224,19 +246,23 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
     if isinstance(runner, WorkerRunner):
         # A worker sends no stats report between "stop" and "client_stopped"; this message goes
         # first on the same socket, so the master's summary holds every last message.
-        runner.send_message(FINAL_TALLIES, ctx.book.drain())
+        runner.send_message(FINAL_TALLIES, {"mqusers": ctx.book.drain(), "mqusers_audit": ctx.drain_audit()})
         return
+    if not isinstance(runner, MasterRunner):
+        ctx.merge_audit(ctx.drain_audit())
     if isinstance(runner, MasterRunner):
         _collect_finals(ctx, runner)
     stopped = time.time()
     duration = stopped - ctx.started - ctx.settings.warmup
-    settings, rows = ctx.settings, destination_rows(ctx.book, duration)
-    clocks = _clock_offsets(ctx)
+    settings, clocks = ctx.settings, _clock_offsets(ctx)
+    offsets = ctx.coordinator.conductor.offsets_by_tag() if ctx.coordinator and ctx.coordinator.conductor else {}
+    verdict = ctx.audit.verdict(time.time_ns(), int(settings.drain * 1e9), offsets)
+    rows = destination_rows(ctx.book, duration, verdict)
     if ctx.book.tallies:
-        _summary_logger.info("\n%s\n", format_summary(ctx.book, duration, ctx.run_id, clocks))
+        _summary_logger.info("\n%s\n", format_summary(rows, ctx.book, duration, ctx.run_id, clocks))
     try:
         if settings.report_json:
-            document = report_document(ctx.book, ctx.started, stopped, ctx.run_id, settings, clocks)
+            document = report_document(rows, ctx.book, ctx.started, stopped, ctx.run_id, settings, clocks)
             write_json(settings.report_json, document)
         if settings.report_csv:
             write_csv(settings.report_csv, rows)

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from mqusers.client import REQUEST_TYPE, MqError, StompClient
 from mqusers.coordination import Follower
-from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, SENT_NS, SIZE, Headers, escape_bytes
+from mqusers.measure.audit import Subscription
+from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, SENT_NS, SEQ, SIZE, Headers, escape_bytes
 
 Observer = Callable[[Headers, bytes], None]
 
@@ -43,6 +44,8 @@ class Receiver:
         self._clock = clock
         self._offsets: dict[str, int] | None = None
         self._corrections: dict[bytes, int] = {}
+        #: The message audit's record of this subscription (set once it is subscribed).
+        self.audit: Subscription | None = None
         self.received = 0
         self._client = client
         self._fire = client.fire
@@ -74,6 +77,8 @@ class Receiver:
                 response_length=size, exception=None, context=self._context,
             )  # fmt: skip
         self.received += 1
+        if self.audit is not None and error is None:
+            self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(b"redelivered") == b"true")
         self._fire(
             request_type=REQUEST_TYPE,
             name=self.name,

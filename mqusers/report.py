@@ -13,8 +13,13 @@ from mqusers.options import Settings
 _LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
 
 
-def destination_rows(book: Book, duration_s: float) -> list[dict[str, Any]]:
-    """Per destination: sent, received, rates, send-to-receive latency (ms) and errors."""
+AUDIT_KEYS = ("lost", "duplicated", "reordered", "redelivered", "in_flight", "resent")
+
+
+def destination_rows(
+    book: Book, duration_s: float, verdict: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Per destination: sent, received (deliveries), rates, latency (ms), errors, and the audit's figures."""
     by_destination: dict[str, dict[str, Tally]] = {}
     for name, tally in book.tallies.items():
         operation, _, destination = name.partition(" ")
@@ -37,6 +42,7 @@ def destination_rows(book: Book, duration_s: float) -> list[dict[str, Any]]:
                 "latency_ms": received.latency_ms(),
                 "negative_latencies": received.negative,
                 "errors": sum(t.failures for t in operations.values()),
+                **{key: (verdict or {}).get(destination, {}).get(key, 0) for key in AUDIT_KEYS},
             }
         )
     return rows
@@ -57,13 +63,27 @@ def _ms(figures: dict[str, float], key: str) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def format_summary(book: Book, duration_s: float, run_id: str, clocks: dict[str, Any] | None = None) -> str:
+def format_summary(
+    rows: list[dict[str, Any]], book: Book, duration_s: float, run_id: str, clocks: dict[str, Any] | None = None
+) -> str:
     lines = [f"mqusers summary: run {run_id}, {duration_s:.1f} s (latency in ms, send to receive)"]
     for worker, clock in sorted((clocks or {}).items()):
         lines.append(f"clock of {worker}: {clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master")
-    header = ["destination", "sent", "received", "msg/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]
+    header = [
+        "destination",
+        "sent",
+        "received",
+        "msg/s",
+        "Mbit/s",
+        *_LATENCY_COLUMNS,
+        "lost",
+        "dup",
+        "reord",
+        "in-flight",
+        "errors",
+    ]
     table = [header]
-    for row in destination_rows(book, duration_s):
+    for row in rows:
         figures = row["latency_ms"]
         table.append(
             [
@@ -73,6 +93,7 @@ def format_summary(book: Book, duration_s: float, run_id: str, clocks: dict[str,
                 f"{row['receive_rate_msgs']:.1f}",
                 f"{row['receive_rate_mbit']:.2f}",
                 *(_ms(figures, key) for key in _LATENCY_COLUMNS),
+                *(str(row[key]) for key in ("lost", "duplicated", "reordered", "in_flight")),
                 str(row["errors"]),
             ]
         )
@@ -99,7 +120,13 @@ def _render(table: list[list[str]]) -> str:
 
 
 def report_document(
-    book: Book, started: float, stopped: float, run_id: str, settings: Settings, clocks: dict[str, Any]
+    rows: list[dict[str, Any]],
+    book: Book,
+    started: float,
+    stopped: float,
+    run_id: str,
+    settings: Settings,
+    clocks: dict[str, Any],
 ) -> dict[str, Any]:
     """The summary as JSON-ready data: rows per destination and operation, plus run metadata."""
     options = {k: v for k, v in asdict(settings).items() if k != "password"}
@@ -110,7 +137,7 @@ def report_document(
         "stopped": stopped,
         "options": options,
         "clock_offsets": clocks,
-        "destinations": destination_rows(book, stopped - started),
+        "destinations": rows,
         "operations": operation_rows(book),
     }
 
@@ -144,6 +171,8 @@ def gate_failures(rows: list[dict[str, Any]], settings: Settings) -> list[str]:
             failures.append(f"{where}: p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
         if settings.max_errors is not None and row["errors"] > settings.max_errors:
             failures.append(f"{where}: {row['errors']} errors > --mq-max-errors {settings.max_errors}")
+        if settings.max_lost is not None and row["lost"] > settings.max_lost:
+            failures.append(f"{where}: {row['lost']} lost > --mq-max-lost {settings.max_lost}")
         if settings.min_rate is not None and row["receive_rate_msgs"] < settings.min_rate:
             rate = row["receive_rate_msgs"]
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")

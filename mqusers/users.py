@@ -117,6 +117,7 @@ class StompProducerUser(StompUser):
         self._lag_name = f"schedule-lag {self.destination}"
         self._due_header = b""
         self.publisher = self.make_publisher(self.destination, {})
+        self._sent = self.mq.sent.producer(self.destination, self.producer_id)
 
     def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
         frame_headers = {**self.headers, **headers}
@@ -185,7 +186,8 @@ class StompProducerUser(StompUser):
 
     def emit(self, seq: int) -> None:
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
-        self.client.publish(self.publisher, seq, sync=self.receipts, extra=self._due_header)
+        if self.client.publish(self.publisher, seq, sync=self.receipts, extra=self._due_header):
+            self._sent.record(seq, time.time_ns())
 
 
 class StompConsumerUser(StompUser):
@@ -236,6 +238,10 @@ class StompConsumerUser(StompUser):
             headers["id"] = self.durable_name()
         first = self.subscription is None and not self._joined
         self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
+        # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
+        key = self.durable_name() if self.durable else f"{self.mq.process_tag}/{type(self).__name__}/{self.ordinal}"
+        kind = "topic" if self.destination.startswith(("/topic/", "/exchange/")) else "queue"
+        self.receiver.audit = self.mq.received.subscription(key, self.destination, kind, time.time_ns(), self.durable)
         if first:
             self._joined = True
             coordinator_for(self.environment, self.mq).joined()
@@ -244,6 +250,8 @@ class StompConsumerUser(StompUser):
         # Locust may call on_stop twice when a stop interrupts a task: act once. DISCONNECT ends a
         # plain subscription; an UNSUBSCRIBE racing in-flight deliveries makes RabbitMQ send ERRORs.
         subscription, self.subscription = self.subscription, None
+        if self.receiver.audit is not None:
+            self.receiver.audit.leave(time.time_ns())
         if self.client.connected and subscription is not None:
             self.receiver.flush()
             if self.durable and self.remove_durable_on_stop:

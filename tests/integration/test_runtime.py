@@ -97,6 +97,7 @@ def test_shared_schedule_and_start_barrier_across_workers(broker: Broker, destin
     [row] = [r for r in document["destinations"] if r["destination"] == topic]
     # Exactly N in total from 3 producers on 2 workers, and no subscriber missed the start.
     assert (row["sent"], row["received"], row["errors"]) == (333, 666, 0)
+    assert (row["lost"], row["duplicated"], row["in_flight"]) == (0, 0, 0)
     operations = {op["name"]: op for op in document["operations"]}
     assert operations[f"schedule-lag {topic}"]["count"] == 333
     assert operations[f"receive-due {topic}"]["count"] == 666

@@ -39,6 +39,7 @@ def test_pubsub_fans_out_every_message_to_every_subscriber(broker: Broker, desti
     assert run.code == 0, run.output[-3000:]
     row = run.row(topic)
     assert (row["sent"], row["received"], row["errors"]) == (300, 600, 0)
+    assert (row["lost"], row["duplicated"], row["in_flight"]) == (0, 0, 0)
     assert_plausible_latency(run, topic)
     assert_broker_counted(broker, topic, before, accepted=300, delivered=600)
 
@@ -52,6 +53,7 @@ def test_queue_consumers_compete(broker: Broker, destination, tmp_path: Path) ->
     assert run.code == 0, run.output[-3000:]
     row = run.row(queue)
     assert (row["sent"], row["received"], row["errors"]) == (400, 400, 0)
+    assert (row["lost"], row["duplicated"], row["in_flight"]) == (0, 0, 0)
     assert_plausible_latency(run, queue)
     assert_broker_counted(broker, queue, {}, accepted=400, delivered=400)
     assert broker.counters(queue)["held"] == 0

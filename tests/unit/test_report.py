@@ -54,5 +54,6 @@ def test_csv_has_one_row_per_destination(tmp_path) -> None:  # type: ignore[no-u
 
 
 def test_summary_table() -> None:
-    text = format_summary(book_of([1.0], sent=1, errors=1), 1.0, "run1")
+    book = book_of([1.0], sent=1, errors=1)
+    text = format_summary(destination_rows(book, 1.0), book, 1.0, "run1")
     assert "run run1" in text and "/queue/a" in text and "error x" in text

@@ -1,0 +1,421 @@
+"""Exact message audit from the sequence headers: sent, received, lost, duplicated, reordered...
+
+Pure bookkeeping, no I/O. Each process keeps a :class:`SentLedger` (what its producers handed to
+the socket) and a :class:`ReceiveLedger` (what its subscriptions received) and ships their
+:meth:`~SentLedger.drain` deltas, JSON-able, with its reports. Both keep only what came since the
+last drain, so a competing consumer's fragmented set never grows on a worker. The master
+:meth:`Audit.merge`\\ s deltas in any order and grouping (multisets are summed, counters added, times
+combined by min/max) and asks :meth:`Audit.verdict`.
+
+What is recorded
+
+- A *producer* is a (destination, producer id) pair, its id unique to one process; a
+  *subscription* is a (destination, key) pair, the key stable and unique per subscriber (e.g.
+  ``"<worker>/<user ordinal>"``; a durable subscriber reuses it when it comes back). Each carries
+  the ``process`` whose clock stamped its times.
+- Per producer: the multiset of seqs sent (how many times each), and *checkpoints*: (seq, send
+  time) of a new highest seq at most every ``CHECKPOINT_NS`` (100 ms) of send time, the first send
+  always one; and its last send time.
+- Per subscription: its sessions (SUBSCRIBE receipt time; leave time or none), and per producer
+  the multiset of seqs delivered, ``reordered`` (deliveries whose seq is lower than the highest seq
+  the subscription already had from that producer, so a late redelivery counts too) and
+  ``redelivered`` (deliveries the broker flagged ``redelivered``).
+
+A time T to a seq boundary, for producer P (T on P's clock; mqusers producers first-send seqs in
+increasing order): ``before(T)``, the highest seq up to which all were certainly sent before T, is
+the last checkpoint before T (every seq if P's last send was before T); ``after(T)``, the lowest
+seq from which all were certainly sent after T, is the first checkpoint after T. Seqs in between
+(at most 100 ms of sends) are *uncertain*. Times from other processes are converted with
+``clock_offsets``: process → its clock minus the master's, in ns (as the coordination measures
+them; missing means 0).
+
+Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_ns``)
+
+- ``sent``: distinct seqs sent, Σ over producers; ``resent``: sends of a seq beyond its first;
+  ``skipped``: seqs a producer never sent below its highest (gaps in its numbering, from 1).
+- ``foreign``: deliveries from producers no SentLedger reported (an outside producer, another
+  run): left out of every other receive figure.
+- Expected set, per producer. **queue** (the destination's subscriptions of kind ``"queue"``
+  compete as one group): every seq sent, once for the group, if the group has any subscription.
+  **topic** (each ``"topic"`` subscription on its own), per session: from the producer's first seq
+  if the subscription joined before the producer's first send, else from ``after(joined)``; up to
+  ``before(left)``, or every seq while subscribed; the uncertain seqs at either end are not
+  expected. A **durable** subscription has one window from its first join to its latest session's
+  leave (open while subscribed), so messages sent while it was offline are expected.
+- ``expected``: Σ |expected set|; ``subscriptions``, ``producers``: how many.
+- ``received``: distinct seqs received from known producers (queue: over the whole group; topic:
+  Σ per subscription); ``unexpected``: of those, seqs not expected (sent in an uncertain zone or
+  before joining, or whose send record has not been merged yet).
+- ``duplicated``: deliveries of a seq beyond the number of times it was sent (queue: over the
+  group, so a redelivery to another consumer after an un-ACKed delivery counts, and as
+  ``redelivered`` too if flagged; topic: Σ per subscription). A producer's resend is not one.
+- ``in_flight``: expected, not received, and possibly sent after ``before(horizon)``, or, for a
+  subscription that left at L, after ``before(L - drain_ns)``: uncertain counts as in flight.
+- ``lost``: expected, not received and not in flight.
+- ``reordered``, ``redelivered``: Σ over subscriptions, for known producers.
+- ``kind``: ``"queue"``, ``"topic"``, ``"mixed"`` or ``None`` (no subscription).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from itertools import accumulate, pairwise
+from typing import Any
+
+from mqusers.measure.intervals import IntervalBag, IntervalSet
+
+CHECKPOINT_NS = 100_000_000
+KINDS = ("queue", "topic")
+FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "in_flight",
+           "duplicated", "reordered", "redelivered", "foreign", "unexpected")  # fmt: skip
+Drained = dict[str, Any]
+Figures = dict[str, Any]
+_END = (1 << 63) - 1
+
+
+def _text(key: str | bytes) -> str:
+    return key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+
+
+class SentStream:
+    """What one producer sent to one destination since the last drain; :meth:`record` is the hot path."""
+
+    __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "bag", "destination", "last_ns", "producer",
+                 "seqs")  # fmt: skip
+
+    def __init__(self, destination: str, producer: str):
+        self.destination, self.producer = destination, producer
+        self.bag = IntervalBag()
+        self.seqs = self.bag.distinct
+        self.last_ns = self._shipped_ns = self._due_ns = self._hwm = -1
+        self._checkpoints: list[list[int]] = []
+
+    def record(self, seq: int, sent_ns: int) -> None:
+        if not self.seqs.add(seq):
+            self.bag.again(seq)
+        elif sent_ns >= self._due_ns:
+            self._mark(seq, sent_ns)
+        self.last_ns = sent_ns
+
+    def _mark(self, seq: int, sent_ns: int) -> None:
+        if seq == self.seqs.last and seq > self._hwm:  # a new highest seq, not a gap filled in or a resend
+            self._checkpoints.append([seq, sent_ns])
+            self._due_ns = sent_ns + CHECKPOINT_NS
+
+    def _drain(self, process: str) -> Drained | None:
+        if not (self.seqs or self._checkpoints or self.last_ns != self._shipped_ns):
+            return None
+        entry = {"destination": self.destination, "producer": self.producer, "process": process,
+                 "seqs": self.bag.encode(), "checkpoints": self._checkpoints, "last_ns": self.last_ns}  # fmt: skip
+        self._hwm = max(self._hwm, self.seqs.last or -1)
+        self.bag, self._checkpoints, self._shipped_ns = IntervalBag(), [], self.last_ns
+        self.seqs = self.bag.distinct
+        return entry
+
+
+class SentLedger:
+    """Producer side, one per process: ``record(destination, producer, seq, sent_ns)`` per send."""
+
+    def __init__(self, process: str = ""):
+        self.process = process
+        self._streams: dict[tuple[str, str], SentStream] = {}
+
+    def producer(self, destination: str, producer: str) -> SentStream:
+        """The stream of one producer, to call ``record(seq, sent_ns)`` on without a lookup."""
+        stream = self._streams.get((destination, producer))
+        if stream is None:
+            stream = self._streams[(destination, producer)] = SentStream(destination, producer)
+        return stream
+
+    def record(self, destination: str, producer: str, seq: int, sent_ns: int) -> None:
+        stream = self._streams.get((destination, producer))
+        if stream is None:
+            stream = self.producer(destination, producer)
+        if not stream.seqs.add(seq):  # SentStream.record, inlined: this runs once per message
+            stream.bag.again(seq)
+        elif sent_ns >= stream._due_ns:
+            stream._mark(seq, sent_ns)
+        stream.last_ns = sent_ns
+
+    def drain(self) -> Drained:
+        """What changed since the last drain, JSON-able, for :meth:`Audit.merge`."""
+        return {"producers": [e for s in self._streams.values() if (e := s._drain(self.process)) is not None]}
+
+
+class _Received:
+    __slots__ = ("bag", "redelivered", "reordered", "seqs", "top")
+
+    def __init__(self) -> None:
+        self.bag = IntervalBag()
+        self.seqs = self.bag.distinct
+        self.top = -1
+        self.reordered = self.redelivered = 0
+
+
+class Subscription:
+    """One subscription's receipts; :meth:`record` is the per-message hot path."""
+
+    __slots__ = ("_dirty", "_streams", "destination", "durable", "key", "kind", "sessions")
+
+    def __init__(self, key: str, destination: str, kind: str, durable: bool):
+        if kind not in KINDS:
+            raise ValueError(f"subscription kind must be one of {KINDS}, not {kind!r}")
+        self.key, self.destination, self.kind, self.durable = key, destination, kind, durable
+        self.sessions: list[list[int | None]] = []
+        self._streams: dict[str | bytes, _Received] = {}
+        self._dirty = False
+
+    def record(self, producer: str | bytes, seq: int, redelivered: bool = False) -> None:
+        stream = self._streams.get(producer)
+        if stream is None:
+            stream = self._streams[producer] = _Received()
+        if seq > stream.top:
+            stream.top = seq
+        elif seq < stream.top:
+            stream.reordered += 1
+        if not stream.seqs.add(seq):
+            stream.bag.again(seq)
+        if redelivered:
+            stream.redelivered += 1
+
+    def join(self, joined_ns: int) -> None:
+        self.sessions.append([joined_ns, None])
+        self._dirty = True
+
+    def leave(self, left_ns: int) -> None:
+        if self.sessions and self.sessions[-1][1] is None:
+            self.sessions[-1][1] = left_ns
+            self._dirty = True
+
+    def _drain(self, process: str) -> Drained | None:
+        streams: dict[str, list[Any]] = {}
+        for producer, s in self._streams.items():
+            if s.seqs:
+                old = streams.setdefault(_text(producer), [IntervalBag(), 0, 0])  # str and bytes ids: one
+                old[0].merge(s.bag)
+                old[1] += s.reordered
+                old[2] += s.redelivered
+                s.bag, s.reordered, s.redelivered = IntervalBag(), 0, 0
+                s.seqs = s.bag.distinct
+        if not (streams or self._dirty):
+            return None
+        self._dirty = False
+        return {"destination": self.destination, "key": self.key, "kind": self.kind, "durable": self.durable,
+                "process": process, "sessions": [list(x) for x in self.sessions],
+                "streams": [[name, e[0].encode(), e[1], e[2]] for name, e in streams.items()]}  # fmt: skip
+
+
+class ReceiveLedger:
+    """Consumer side, one per process: a :class:`Subscription` per subscriber."""
+
+    def __init__(self, process: str = ""):
+        self.process = process
+        self._subs: dict[tuple[str, str], Subscription] = {}
+
+    def subscription(
+        self, key: str, destination: str, kind: str, joined_ns: int, durable: bool = False
+    ) -> Subscription:
+        """Open (or, same key, resume) a subscription confirmed at ``joined_ns``."""
+        sub = self._subs.get((destination, key))
+        if sub is None:
+            sub = self._subs[(destination, key)] = Subscription(key, destination, kind, durable)
+        sub.join(joined_ns)
+        return sub
+
+    def drain(self) -> Drained:
+        return {"subscriptions": [e for s in self._subs.values() if (e := s._drain(self.process)) is not None]}
+
+
+class _Producer:
+    __slots__ = ("_bounds", "bag", "cp_ns", "cp_seq", "last_ns", "monotone", "process")
+
+    def __init__(self) -> None:
+        self.process, self.bag, self.last_ns, self.monotone = "", IntervalBag(), -1, True
+        self.cp_seq, self.cp_ns = array("q"), array("q")
+        self._bounds: tuple[Any, Any] | None = None
+
+    def add_checkpoints(self, pairs: list[list[int]]) -> None:
+        seqs, times = self.cp_seq, self.cp_ns
+        if not pairs:
+            return
+        if all(a[0] < b[0] for a, b in pairwise(pairs)) and (not seqs or pairs[0][0] > seqs[-1]):
+            joined = [*times[-1:], *(t for _, t in pairs)]
+            self.monotone = self.monotone and all(a <= b for a, b in pairwise(joined))
+            seqs.extend(s for s, _ in pairs)
+            times.extend(t for _, t in pairs)
+        else:
+            merged = dict(zip(seqs, times, strict=True))
+            for s, t in pairs:
+                merged[s] = min(t, merged.get(s, t))
+            order = sorted(merged)
+            self.cp_seq, self.cp_ns = array("q", order), array("q", (merged[s] for s in order))
+            self.monotone = all(merged[a] <= merged[b] for a, b in pairwise(order))
+        self._bounds = None
+
+    def _prefix_suffix(self) -> tuple[Any, Any]:
+        if self._bounds is None:
+            t = self.cp_ns
+            self._bounds = (t, t) if self.monotone else (
+                list(accumulate(t, max)), list(accumulate(reversed(t), min))[::-1])  # fmt: skip
+        return self._bounds
+
+    @property
+    def first_ns(self) -> int:
+        return self.cp_ns[0] if self.cp_ns else -1
+
+    def before(self, t: int) -> int:
+        """The highest seq up to which every seq was certainly sent before ``t`` (-1: none)."""
+        top = self.bag.distinct.last
+        if top is None or self.last_ns < t:
+            return -1 if top is None else top
+        i = bisect_left(self._prefix_suffix()[0], t)
+        return self.cp_seq[i - 1] if i else -1
+
+    def after(self, t: int) -> int:
+        """The lowest seq from which every seq was certainly sent after ``t``."""
+        j = bisect_right(self._prefix_suffix()[1], t)
+        return self.cp_seq[j] if j < len(self.cp_seq) else (self.bag.distinct.last or 0) + 1
+
+
+class _Sub:
+    __slots__ = ("durable", "kind", "process", "sessions", "streams")
+
+    def __init__(self, kind: str) -> None:
+        self.kind, self.durable, self.process = kind, False, ""
+        self.sessions: dict[int, int | None] = {}
+        self.streams: dict[str, list[Any]] = {}  # producer -> [IntervalBag, reordered, redelivered]
+
+
+def _pick(a: str, b: str) -> str:
+    return min(a, b) if a and b else a or b
+
+
+class Audit:
+    """Master side: merges drained deltas from any workers, in any order; see the module docs."""
+
+    def __init__(self) -> None:
+        self._producers: dict[tuple[str, str], _Producer] = {}
+        self._subs: dict[tuple[str, str], _Sub] = {}
+        self._queues: dict[tuple[str, str], IntervalBag] = {}  # what a destination's queue group received
+
+    def merge(self, delta: Drained) -> None:
+        """Add a :meth:`SentLedger.drain`, :meth:`ReceiveLedger.drain` or :meth:`snapshot` (or all)."""
+        for e in delta.get("producers", ()):
+            p = self._producers.setdefault((e["destination"], e["producer"]), _Producer())
+            p.process = _pick(p.process, e.get("process", ""))
+            p.bag.merge(IntervalBag.decode(e["seqs"]))
+            p.last_ns = max(p.last_ns, e["last_ns"])
+            p.add_checkpoints(e["checkpoints"])
+        for e in delta.get("subscriptions", ()):
+            destination, kind = e["destination"], e["kind"]
+            sub = self._subs.setdefault((destination, e["key"]), _Sub(kind))
+            sub.kind, sub.durable = min(sub.kind, kind), sub.durable or bool(e["durable"])
+            sub.process = _pick(sub.process, e.get("process", ""))
+            for joined, left in e["sessions"]:
+                old = sub.sessions.get(joined, left)
+                sub.sessions[joined] = left if old is None else old if left is None else max(old, left)
+            for producer, seqs, reordered, redelivered in e["streams"]:
+                stream = sub.streams.setdefault(producer, [IntervalBag(), 0, 0])
+                stream[1] += reordered
+                stream[2] += redelivered  # a queue group's receipts are one bag per destination and producer
+                bag = self._queues.setdefault((destination, producer), IntervalBag()) if kind == "queue" else stream[0]
+                bag.merge(IntervalBag.decode(seqs))
+        for destination, producer, seqs in delta.get("queues", ()):
+            self._queues.setdefault((destination, producer), IntervalBag()).merge(IntervalBag.decode(seqs))
+
+    def snapshot(self) -> Drained:
+        """The whole state as one canonical delta: merging it into an empty Audit reproduces it."""
+        return {
+            "producers": [{"destination": d, "producer": n, "process": p.process, "seqs": p.bag.encode(),
+                           "checkpoints": [list(c) for c in zip(p.cp_seq, p.cp_ns, strict=True)],
+                           "last_ns": p.last_ns} for (d, n), p in sorted(self._producers.items())],
+            "subscriptions": [{"destination": d, "key": k, "kind": s.kind, "durable": s.durable, "process": s.process,
+                               "sessions": sorted([j, left] for j, left in s.sessions.items()),
+                               "streams": [[n, x[0].encode(), x[1], x[2]] for n, x in sorted(s.streams.items())]}
+                              for (d, k), s in sorted(self._subs.items())],
+            "queues": [[d, n, bag.encode()] for (d, n), bag in sorted(self._queues.items())],
+        }  # fmt: skip
+
+    def verdict(self, now_ns: int, drain_ns: int, clock_offsets: dict[str, int] | None = None) -> dict[str, Figures]:
+        """Figures per destination (see the module docs); ``now_ns`` is on the master's clock."""
+        offsets = clock_offsets or {}
+        horizon = now_ns - drain_ns
+        out: dict[str, Figures] = {}
+        known: dict[str, dict[str, _Producer]] = {}
+        for (destination, name), p in sorted(self._producers.items()):
+            fig, sent = _figures(out, destination), p.bag.distinct
+            fig["producers"] += 1
+            fig["sent"] += len(sent)
+            fig["resent"] += len(p.bag) - len(sent)
+            if sent:
+                fig["skipped"] += sent.missing_in(min(1, sent.first or 0), sent.last or 0)
+            known.setdefault(destination, {})[name] = p
+        queues: set[str] = set()
+        for (destination, _), sub in sorted(self._subs.items()):
+            fig, producers = _figures(out, destination), known.get(destination, {})
+            fig["subscriptions"] += 1
+            fig["kind"] = sub.kind if fig["kind"] in (None, sub.kind) else "mixed"
+            for name, (bag, reordered, redelivered) in sub.streams.items():
+                if name in producers:
+                    fig["reordered"] += reordered
+                    fig["redelivered"] += redelivered
+                else:
+                    fig["foreign"] += len(bag)
+            if sub.kind == "queue":
+                queues.add(destination)
+                continue
+            for name, p in producers.items():
+                received = sub.streams[name][0] if name in sub.streams else IntervalBag()
+                window, zone = _topic_window(sub, p, offsets, drain_ns, horizon)
+                _tally(fig, p, p.bag.distinct.intersection(window), received, zone)
+        for (destination, name), received in sorted(self._queues.items()):
+            if name not in known.get(destination, {}):
+                out[destination]["foreign"] += len(received)
+        for destination in queues:
+            for name, p in known.get(destination, {}).items():
+                zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, _END)])
+                received = self._queues.get((destination, name), IntervalBag())
+                _tally(out[destination], p, p.bag.distinct, received, zone)
+        return out
+
+    running = verdict  # linear in intervals: cheap enough to call every few seconds
+
+
+def _figures(out: dict[str, Figures], destination: str) -> Figures:
+    fig = out.get(destination)
+    if fig is None:
+        fig = out[destination] = {"kind": None, **dict.fromkeys(FIGURES, 0)}
+    return fig
+
+
+def _topic_window(
+    sub: _Sub, p: _Producer, offsets: dict[str, int], drain_ns: int, horizon: int
+) -> tuple[IntervalSet, IntervalSet]:
+    """Seqs of ``p`` that ``sub`` expects, and the seqs that may still be in flight to it."""
+    shift = offsets.get(p.process, 0) - offsets.get(sub.process, 0)  # subscriber clock -> producer clock
+    window, zone = IntervalSet(), IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, _END)])
+    sessions = sorted(sub.sessions.items())
+    if sub.durable and sessions:
+        sessions = [(sessions[0][0], sessions[-1][1])]
+    for joined, left in sessions:
+        start = joined + shift
+        lo = 0 if start < p.first_ns else p.after(start)
+        hi = _END if left is None else p.before(left + shift)
+        if left is not None:
+            zone.add_range(max(lo, p.before(left + shift - drain_ns) + 1), hi)
+        window.add_range(lo, hi)
+    return window, zone
+
+
+def _tally(fig: Figures, p: _Producer, expected: IntervalSet, bag: IntervalBag, zone: IntervalSet) -> None:
+    received = bag.distinct
+    missing = expected.difference(received)
+    lost = len(missing.difference(zone))
+    fig["expected"] += len(expected)
+    fig["received"] += len(received)
+    fig["lost"] += lost
+    fig["in_flight"] += len(missing) - lost
+    fig["unexpected"] += len(received.difference(expected))
+    # deliveries beyond sends: received more than k times, sent at most k times
+    fig["duplicated"] += sum(len(bag.layers[k].difference(p.bag.above(k))) for k in range(1, len(bag.layers)))
