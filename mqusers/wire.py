@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 RUN = b"mq-run"
 PRODUCER = b"mq-producer"
@@ -58,18 +57,6 @@ def encode_frame(command: str, headers: Mapping[str, str], body: bytes = b"") ->
     return ("\n".join(lines) + "\n\n").encode() + body + b"\x00"
 
 
-@dataclass(frozen=True)
-class Stamp:
-    """The mqusers headers of one received message, decoded."""
-
-    run: bytes
-    producer: bytes
-    seq: int
-    sent_ns: int
-    size: int
-    crc: int
-
-
 class SendFrames:
     """Pre-encoded SEND frames from one producer to one destination.
 
@@ -98,21 +85,6 @@ class SendFrames:
     def frame_with(self, seq: int, sent_ns: int, extra: bytes) -> bytes:
         """``extra`` is pre-encoded header lines, e.g. ``b"receipt:r7\\n"``."""
         return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), extra, self._tail))
-
-
-def read_stamp(headers: Headers) -> Stamp | None:
-    """The message's mqusers headers, or ``None`` when any is missing or malformed."""
-    try:
-        return Stamp(
-            run=headers[RUN],
-            producer=headers[PRODUCER],
-            seq=int(headers[SEQ]),
-            sent_ns=int(headers[SENT_NS]),
-            size=int(headers[SIZE]),
-            crc=int(headers[CRC]),
-        )
-    except (KeyError, ValueError):
-        return None
 
 
 def _unescape(value: bytes) -> bytes:
