@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BROKERS := activemq activemq-persistent rabbitmq
 DEMO_SECONDS ?= 30
 
-.PHONY: install demo test unit integration lint bench services-up services-down clean
+.PHONY: install demo test unit lint bench bench-listener dashboards services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,7 @@ demo: install
 test: install lint
 	@command -v faketime >/dev/null || apt-get install -y -qq faketime
 	$(PY) -m services start $(BROKERS)
-	$(PY) -m pytest tests; status=$$?; $(PY) -m services stop $(BROKERS); exit $$status
+	$(PY) -m pytest tests; status=$$?; $(PY) -m services stop all; exit $$status
 
 unit: install
 	$(PY) -m pytest tests/unit
@@ -42,6 +42,13 @@ lint: install
 bench: install
 	$(PY) -m services start activemq
 	$(PY) -m benchmarks.core --host stomp://127.0.0.1:61613 --messages 100000 --size 1KB
+
+bench-listener: install
+	$(PY) -m services start activemq
+	$(PY) -m benchmarks.listener --host stomp://127.0.0.1:61613
+
+dashboards: install
+	$(PY) -m mqusers.sinks.dashboards
 
 services-up: install
 	$(PY) -m services start $(BROKERS)

@@ -267,3 +267,6 @@ def add_arguments(parser: Any) -> None:
     add("mq-max-errors", "gate: exit 3 when any destination has more errors than this")
     add("mq-max-lost", "gate: exit 3 when any destination lost more messages than this (the audit)")
     add("mq-min-rate", "gate: exit 3 when any destination receives fewer messages/s than this")
+    from mqusers.sinks.settings import add_influx_arguments  # here: the sinks import this module
+
+    add_influx_arguments(group)

@@ -29,6 +29,7 @@ from mqusers.measure.audit import Audit, ReceiveLedger, SentLedger
 from mqusers.measure.book import Book
 from mqusers.options import OptionError, Settings, add_arguments, read_settings
 from mqusers.report import destination_rows, format_summary, gate_failures, report_document, write_csv, write_json
+from mqusers.sinks import influx
 
 logger = logging.getLogger(__name__)
 _summary_logger = logging.getLogger("locust.stats_logger")
@@ -148,6 +149,11 @@ def _on_init(environment: Environment, **_: Any) -> None:
         runner.register_message(FINAL_TALLIES, lambda msg, **_: _on_final(ctx, runner, msg))
     if isinstance(runner, WorkerRunner):
         runner.register_message(FINISH, lambda msg, **_: gevent.spawn(runner.stop))
+    # Last: the listener's test_stop must run after the one above has collected the workers' finals.
+    try:
+        influx.attach(environment, ctx, audit=lambda: _audit_totals(ctx))
+    except OptionError as error:
+        _fail(str(error))
 
 
 def _on_test_start(environment: Environment, **_: Any) -> None:
@@ -214,6 +220,15 @@ def coordinator_for(environment: Environment, ctx: RunContext) -> Coordinator:
     if ctx.coordinator is None:
         ctx.coordinator = Coordinator(environment, ctx)
     return ctx.coordinator
+
+
+def _audit_totals(ctx: RunContext) -> dict[str, dict[str, Any]]:
+    """The audit's running totals for the live stack (merged so far on the master)."""
+    drain_ns = int(ctx.settings.drain * 1e9)
+    return {
+        d: {k: f.get(k, 0) for k in ("lost", "duplicated", "in_flight")}
+        for d, f in ctx.audit.verdict(time.time_ns(), drain_ns).items()
+    }
 
 
 def _merge_report(ctx: RunContext, data: dict[str, Any]) -> None:

@@ -22,9 +22,8 @@ from typing import Any, Protocol
 
 import gevent
 
-from mqusers.measure.book import Book
 from mqusers.sinks import points, schema
-from mqusers.sinks.intervals import IntervalMerger, RunTotals, drain
+from mqusers.sinks.intervals import IntervalBook, IntervalMerger, RunTotals, drain
 from mqusers.sinks.probes import LoopLag
 from mqusers.sinks.settings import InfluxSettings, http_sender
 from mqusers.sinks.writer import LineWriter
@@ -34,6 +33,7 @@ logger = logging.getLogger(__name__)
 REPORT_KEY = "mqusers_influx"
 FINAL_MESSAGE = "mqusers_influx_final"
 CPU_WARNING_EVERY_S = 60.0
+FINAL_WAIT_S = 10.0
 AuditSource = Callable[[], Mapping[str, Mapping[str, float]]]
 
 
@@ -68,7 +68,7 @@ class InfluxSink:
         self.node = runner.client_id if isinstance(runner, WorkerRunner) else self.role
         self.scenario = Path(environment.locustfile or "mqusers").stem
         self.interval_ms = max(1, round(settings.interval * 1000))
-        self.book = Book()
+        self.book = IntervalBook()
         self.totals = RunTotals()
         grace_ms = int(WORKER_REPORT_INTERVAL * 1000) + 2 * self.interval_ms + 1000
         self.merger = IntervalMerger(self.interval_ms, grace_ms)
@@ -86,6 +86,7 @@ class InfluxSink:
         )
         self.running = False
         self.started_ms = self.interval_start_ms = 0
+        self.finals: set[str] = set()  # master: workers whose final intervals arrived this test
         self._last_cpu_warning = 0.0
         self._audit_errors: set[str] = set()
         self._ticker: Any = None
@@ -124,7 +125,7 @@ class InfluxSink:
         self.book.clear()
         self.totals.clear()
         self.merger.clear()
-        self.outbox, self.seen_own, self.seen_merged = [], set(), set()
+        self.outbox, self.seen_own, self.seen_merged, self.finals = [], set(), set(), set()
         self.started_ms = self.interval_start_ms = _now_ms()
         self.running = True
         if self.role != "worker":
@@ -134,6 +135,28 @@ class InfluxSink:
     def on_test_stop(self, **_: Any) -> None:
         if not self.running:
             return
+        runner = self.environment.runner
+        if isinstance(runner, MasterRunner):
+            self._wait_for_finals(runner)
+        try:
+            self._final_points()
+        except Exception:  # never turn a listener bug into a failed test (Locust's exit code 2)
+            logger.exception("mqusers: influx: the final interval is lost")
+        self.running = False
+        self.writer.wake()
+
+    def _wait_for_finals(self, runner: MasterRunner) -> None:
+        """Workers still connected have not sent their last intervals yet: give them a moment.
+
+        A worker that stopped sent them before Locust's "client_stopped" (which removes it from
+        ``runner.clients``); on --run-time, mqusers' own test_stop listener (before this one) has
+        just asked the workers to stop.
+        """
+        deadline = time.monotonic() + FINAL_WAIT_S
+        while not set(runner.clients.keys()) <= self.finals and time.monotonic() < deadline:
+            gevent.sleep(0.05)
+
+    def _final_points(self) -> None:
         now = _now_ms()
         lines = self._own_interval(now) if self.role != "master" else []
         if self.role == "worker":
@@ -147,9 +170,7 @@ class InfluxSink:
             duration_s = max(now - self.started_ms, 1) / 1000.0
             lines += points.summary_lines(self.tags(), self.totals, now, duration_s)
             lines.append(self._event_line("test_stop", f"test stop after {duration_s:.1f} s", now))
-        self.running = False
         self.writer.add(lines)
-        self.writer.wake()
 
     def close(self, **_: Any) -> None:
         """Final flush (bounded by ``--influx-flush-timeout``) and the one line saying what was lost."""
@@ -184,27 +205,30 @@ class InfluxSink:
             boundary = max((now // self.interval_ms + 1) * self.interval_ms, last + self.interval_ms)
             gevent.sleep((boundary - now) / 1000.0)
             last = boundary
-            lines = self._own_interval(boundary) if self.running and self.role != "master" else []
-            if self.role != "worker" and self.running:
-                lines += self._run_lines(boundary - self.interval_ms)
-            lines.append(self._process_line(boundary - self.interval_ms))
-            self.writer.add(lines)
+            try:
+                lines = self._own_interval(boundary) if self.running and self.role != "master" else []
+                if self.role != "worker" and self.running:
+                    lines += self._run_lines(boundary - self.interval_ms)
+                lines.append(self._process_line(boundary - self.interval_ms))
+                self.writer.add(lines)
+            except Exception:  # a bug here must cost one interval, not the listener or the test
+                logger.exception("mqusers: influx: interval at %d lost", boundary)
 
     def _own_interval(self, end_ms: int) -> list[str]:
         """This process's points for the interval ending now; ships it (worker) or merges it (local)."""
-        tallies, drained = drain(self.book)
+        tallies, drained = drain(self.book, encode=self.role == "worker")
         start_ms, self.interval_start_ms = self.interval_start_ms, end_ms
         ts = start_ms // self.interval_ms * self.interval_ms
         duration_s = max(end_ms - start_ms, 1) / 1000.0
-        lines = points.ops_lines(schema.OPS, self.tags(worker=self.node), ts, duration_s, tallies, self.seen_own, {})
+        figures = points.interval_fields(tallies)
+        lines = points.ops_lines(schema.OPS, self.tags(worker=self.node), ts, duration_s, figures, self.seen_own, {})
         if self.role == "worker":
             if drained:
                 self.outbox.append([ts, duration_s, drained])
         elif self.role == "local":
             self.totals.add(tallies)
-            lines += points.ops_lines(
-                schema.MERGED, self.tags(), ts, duration_s, tallies, self.seen_merged, {"sources": 1}
-            )
+            extra = {"sources": 1}
+            lines += points.ops_lines(schema.MERGED, self.tags(), ts, duration_s, figures, self.seen_merged, extra)
         return lines
 
     def _run_lines(self, ts: int, final: bool = False) -> list[str]:
@@ -214,7 +238,13 @@ class InfluxSink:
             for merged in self.merger.ready(_now_ms(), everything=final):
                 self.totals.add(merged.tallies)
                 extra = {"sources": merged.sources}
-                args = (merged.ts_ms, merged.duration_s, merged.tallies, self.seen_merged, extra)
+                args = (
+                    merged.ts_ms,
+                    merged.duration_s,
+                    points.interval_fields(merged.tallies),
+                    self.seen_merged,
+                    extra,
+                )
                 lines += points.ops_lines(schema.MERGED, self.tags(), *args)
         lines += points.destination_lines(self.tags(), self.totals, ts)
         lines.append(schema.line(schema.RUNS, self.tags(), self._run_fields(), ts))
@@ -225,10 +255,11 @@ class InfluxSink:
         runner = self.environment.runner
         if isinstance(runner, MasterRunner):
             cpu = max((float(c.cpu_usage) for c in runner.clients.values()), default=0.0)
-            return {"users": runner.user_count, "workers": runner.worker_count, "cpu_max_percent": cpu}
-        users = runner.user_count if runner is not None else 0
-        cpu = float(getattr(runner, "current_cpu_usage", 0.0))
-        return {"users": users, "workers": 1, "cpu_max_percent": cpu, "late_intervals": self.merger.late}
+            users, workers = runner.user_count, runner.worker_count
+        else:
+            users, workers = (runner.user_count if runner is not None else 0), 1
+            cpu = float(getattr(runner, "current_cpu_usage", 0.0))
+        return {"users": users, "workers": workers, "cpu_max_percent": cpu, "late_intervals": self.merger.late}
 
     def _audit_lines(self, ts: int) -> list[str]:
         if self.audit is None:
@@ -291,5 +322,6 @@ def register_final_message(runner: MasterRunner, sink: InfluxSink | None) -> Non
     def on_final(msg: Any, **_: Any) -> None:
         if sink is not None:
             sink.receive_intervals(msg.node_id, (msg.data or {}).get("intervals") or [])
+            sink.finals.add(msg.node_id)
 
     runner.register_message(FINAL_MESSAGE, on_final)

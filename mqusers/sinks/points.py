@@ -19,24 +19,26 @@ def remember_flow(seen: set[str], names: Iterable[str]) -> None:
     seen.update(name for name in names if split_name(name)[0] in FLOW_OPERATIONS)
 
 
+def interval_fields(tallies: Mapping[str, Tally]) -> dict[str, dict[str, schema.FieldValue]]:
+    """Counts and latency figures per event name: computed once, written as one or two series."""
+    return {name: dict(tally_fields(tally)) for name, tally in tallies.items()}
+
+
 def ops_lines(
     measurement: schema.Measurement,
     tags: Mapping[str, str],
     ts: int,
     duration_s: float,
-    tallies: Mapping[str, Tally],
+    figures: Mapping[str, Mapping[str, schema.FieldValue]],
     seen: set[str],
     extra: Mapping[str, schema.FieldValue],
 ) -> list[str]:
     """One point per event name of the interval, plus a zero point per flow operation seen before."""
-    remember_flow(seen, tallies)
+    remember_flow(seen, figures)
     lines = []
-    for name in sorted(set(tallies) | seen):
+    for name in sorted(set(figures) | seen):
         operation, destination = split_name(name)
-        tally = tallies.get(name)
-        fields: dict[str, schema.FieldValue] = {"count": 0, "errors": 0, "bytes": 0}
-        if tally is not None:
-            fields.update(tally_fields(tally))
+        fields: dict[str, schema.FieldValue] = {"count": 0, "errors": 0, "bytes": 0, **figures.get(name, {})}
         fields.update(extra, interval_s=duration_s)
         point_tags = {**tags, schema.OPERATION: operation, schema.DESTINATION: destination}
         lines.append(schema.line(measurement, point_tags, fields, ts))

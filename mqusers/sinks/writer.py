@@ -77,8 +77,12 @@ class LineWriter:
         if not batch:
             return
         if self._copy is not None:
-            self._copy.write("\n".join(batch) + "\n")
-            self._copy.flush()  # whole lines on disk at once: readers never see half a point
+            try:
+                self._copy.write("\n".join(batch) + "\n")
+                self._copy.flush()  # whole lines on disk at once: readers never see half a point
+            except OSError as error:  # a full disk ends the copy, not the listener
+                logger.error("mqusers: influx: stopped copying points to %s: %s", self._copy.name, error)
+                self._copy = None
         self._lines.extend(batch)
         self._trim()
         if len(self._lines) >= self.batch:

@@ -1,0 +1,293 @@
+"""The Grafana dashboards, generated from :mod:`mqusers.sinks.schema`: ``python -m mqusers.sinks.dashboards``.
+
+Writes ``grafana/dashboards/{overview,drilldown,comparison}.json`` (committed; a test checks that
+regenerating changes nothing). Every query is raw InfluxQL, so the same dashboards work on InfluxDB
+1.x, 2.x (DBRP / v1 compatibility) and 3.x. Every selected value is aliased (``AS "p99"``): the
+alias is the column a panel shows, and the column the tests expect back from a real InfluxDB.
+
+Rates divide a bucket's summed counts by its length (``$__interval_ms``), so they are exact for any
+zoom at or above the listener's interval (the datasource's minimum interval, 1 s by default).
+Percentile panels show the worst interval in each bucket: interval percentiles cannot be merged.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mqusers.sinks import schema as s
+
+DATASOURCE = {"type": "influxdb", "uid": "mqusers-influxql"}
+SCHEMA_VERSION = 39
+OUTPUT = Path(__file__).resolve().parents[2] / "grafana" / "dashboards"
+RUN = f"\"{s.RUN}\" = '$run'"
+RUNS = f'"{s.RUN}" =~ /^$run$/'
+DESTINATION = f'"{s.DESTINATION}" =~ /^$destination$/'
+WORKER = f'"{s.WORKER}" =~ /^$worker$/'
+PER_S = "* 1000 / $__interval_ms"  # a bucket's sum -> per second
+
+
+def select(
+    measurement: s.Measurement,
+    columns: list[tuple[str, str]],
+    where: list[str],
+    *,
+    by_time: bool = True,
+    by: tuple[str, ...] = (),
+) -> str:
+    """``SELECT expr AS "alias", ... FROM m WHERE ... AND $timeFilter GROUP BY ...``."""
+    fields = ", ".join(f'{expression} AS "{alias}"' for expression, alias in columns)
+    groups = (["time($__interval)"] if by_time else []) + [f'"{tag}"' for tag in by]
+    query = f'SELECT {fields} FROM "{measurement.name}" WHERE {" AND ".join([*where, "$timeFilter"])}'
+    if groups:
+        query += f" GROUP BY {', '.join(groups)}"
+    return query + (" fill(none)" if by_time else "")
+
+
+def f(function: str, field: str, tail: str = "") -> str:
+    return f'{function}("{field}"){" " + tail if tail else ""}'
+
+
+def latency(function: str = "max") -> list[tuple[str, str]]:
+    return [(f(function, key), alias) for key, alias in (("p50", "p50"), ("p90", "p90"), ("p99", "p99"))] + [
+        (f(function, "p999"), "p99.9"),
+        (f(function, "max"), "max"),
+    ]
+
+
+class Board:
+    """Panels laid out left to right, 24 columns wide, in the order added."""
+
+    def __init__(self, uid: str, title: str, description: str):
+        self.uid, self.title, self.description = uid, title, description
+        self.panels: list[dict[str, Any]] = []
+        self._x = self._y = self._row_height = 0
+
+    def panel(
+        self, kind: str, title: str, queries: list[str], *, unit: str = "short", width: int = 12, **extra: Any
+    ) -> None:
+        height = 8 if kind != "stat" else 4
+        if self._x + width > 24:
+            self._x, self._y = 0, self._y + self._row_height
+            self._row_height = 0
+        panel: dict[str, Any] = {
+            "id": len(self.panels) + 1,
+            "type": kind,
+            "title": title,
+            "datasource": DATASOURCE,
+            "gridPos": {"x": self._x, "y": self._y, "w": width, "h": height},
+            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+            "targets": [
+                {
+                    "refId": chr(ord("A") + index),
+                    "datasource": DATASOURCE,
+                    "rawQuery": True,
+                    "query": query,
+                    "resultFormat": "table" if kind == "table" else "time_series",
+                }
+                for index, query in enumerate(queries)
+            ],
+            **extra,
+        }
+        if kind == "timeseries":
+            panel["options"] = {"legend": {"displayMode": "table", "placement": "bottom", "calcs": ["mean", "max"]}}
+            panel["interval"] = "1s"
+        self.panels.append(panel)
+        self._x += width
+        self._row_height = max(self._row_height, height)
+
+    def render(self, variables: list[dict[str, Any]], events_where: str) -> dict[str, Any]:
+        text = f'SELECT "text" AS "text" FROM "{s.EVENTS.name}" WHERE {events_where} AND $timeFilter'
+        return {
+            "uid": self.uid,
+            "title": self.title,
+            "description": self.description,
+            "tags": ["mqusers", "stomp", "locust"],
+            "schemaVersion": SCHEMA_VERSION,
+            "version": 1,
+            "editable": False,
+            "graphTooltip": 1,
+            "time": {"from": "now-15m", "to": "now"},
+            "refresh": "5s",
+            "timezone": "",
+            "templating": {"list": variables},
+            "annotations": {
+                "list": [
+                    {
+                        "name": "mqusers events",
+                        "datasource": DATASOURCE,
+                        "enable": True,
+                        "iconColor": "orange",
+                        "query": text,
+                        "textColumn": "text",
+                        "tagsColumn": f"{s.KIND},{s.WORKER}",
+                    }
+                ]
+            },
+            "panels": self.panels,
+        }
+
+
+def variable(name: str, query: str, *, multi: bool) -> dict[str, Any]:
+    return {
+        "name": name,
+        "label": name.replace("_", " "),
+        "type": "query",
+        "datasource": DATASOURCE,
+        "query": query,
+        "definition": query,
+        "refresh": 2,  # on time range change, so a new run appears
+        "sort": 1,
+        "multi": multi,
+        "includeAll": multi,
+        **({"allValue": ".*"} if multi else {}),
+    }
+
+
+def run_variable(measurement: s.Measurement, *, multi: bool = False) -> dict[str, Any]:
+    return variable("run", f'SHOW TAG VALUES FROM "{measurement.name}" WITH KEY = "{s.RUN}"', multi=multi)
+
+
+def destination_variable(measurement: s.Measurement, run_filter: str) -> dict[str, Any]:
+    query = f'SHOW TAG VALUES FROM "{measurement.name}" WITH KEY = "{s.DESTINATION}" WHERE {run_filter}'
+    # Connects are tagged with the broker URL; only real destinations (leading "/") are offered.
+    return variable("destination", query + f' AND "{s.DESTINATION}" =~ /^\\//', multi=True)
+
+
+def worker_variable() -> dict[str, Any]:
+    query = f'SHOW TAG VALUES FROM "{s.PROCESSES.name}" WITH KEY = "{s.WORKER}" WHERE {RUN}'
+    return variable("worker", query, multi=True)
+
+
+def overview() -> dict[str, Any]:
+    board = Board("mqusers-overview", "mqusers: overview", "Throughput, latency, errors, backlog and generator health.")
+    flow = [RUN, DESTINATION]
+    sent = select(s.MERGED, [(f("sum", "count", PER_S), "sent")], [*flow, "\"operation\" = 'send'"])
+    received = select(s.MERGED, [(f("sum", "count", PER_S), "received")], [*flow, "\"operation\" = 'receive'"])
+    board.panel("timeseries", "Messages/s: sent vs received", [sent, received], unit="short")
+    bits = f("sum", "bytes", "* 8 / 1000 / $__interval_ms")
+    out = select(s.MERGED, [(bits, "sent Mbit/s")], [*flow, "\"operation\" = 'send'"])
+    back = select(s.MERGED, [(bits, "received Mbit/s")], [*flow, "\"operation\" = 'receive'"])
+    board.panel("timeseries", "Mbit/s", [out, back], unit="Mbits")
+    latency_q = select(s.MERGED, latency(), [*flow, "\"operation\" = 'receive'"])
+    board.panel("timeseries", "Send-to-receive latency, worst interval (ms)", [latency_q], unit="ms")
+    errors = select(s.MERGED, [(f("sum", "errors", PER_S), "errors/s")], [RUN], by=(s.OPERATION,))
+    board.panel("timeseries", "Errors/s by operation", [errors], unit="short")
+    users = select(s.RUNS, [(f("last", "users"), "users"), (f("last", "workers"), "workers")], [RUN])
+    board.panel("timeseries", "Users and workers", [users], width=8)
+    backlog = select(s.DESTINATIONS, [(f("last", "backlog"), "backlog")], flow, by=(s.DESTINATION,))
+    board.panel("timeseries", "Backlog: expected - received", [backlog], width=8)
+    audit = [(f("last", name), name) for name in s.AUDIT_FIELDS]
+    board.panel(
+        "timeseries", "Lost, duplicated, in flight", [select(s.AUDIT, audit, flow, by=(s.DESTINATION,))], width=8
+    )
+    table = [
+        (f("sum", "count"), "count"),
+        ('sum("count") / sum("interval_s")', "msg/s"),
+        (f("sum", "errors"), "errors"),
+        (f("mean", "mean"), "mean"),
+        *latency(),
+    ]
+    rows = select(s.MERGED, table, [RUN], by_time=False, by=(s.OPERATION, s.DESTINATION))
+    board.panel("table", "Per operation and destination (latency: worst interval, ms)", [rows], width=24)
+    worker = [RUN, WORKER]
+    cpu = select(s.PROCESSES, [(f("max", "cpu_percent"), "cpu %")], worker, by=(s.WORKER,))
+    board.panel("timeseries", "Generator CPU per worker", [cpu], unit="percent", width=8)
+    lag = select(s.PROCESSES, [(f("max", "loop_lag_max_ms"), "lag max")], worker, by=(s.WORKER,))
+    board.panel("timeseries", "gevent loop lag (ms)", [lag], unit="ms", width=8)
+    sink = [(f("max", "points_buffered"), "buffered"), (f("max", "points_dropped"), "dropped")]
+    board.panel(
+        "timeseries", "Listener points buffered / dropped", [select(s.PROCESSES, sink, worker, by=(s.WORKER,))], width=8
+    )
+    return board.render([run_variable(s.RUNS), destination_variable(s.MERGED, RUN), worker_variable()], RUN)
+
+
+def drilldown() -> dict[str, Any]:
+    board = Board("mqusers-drilldown", "mqusers: per destination and worker", "Each worker's own figures.")
+    scope = [RUN, DESTINATION, WORKER]
+    rate = select(s.OPS, [(f("sum", "count", PER_S), "msg/s")], scope, by=(s.WORKER, s.OPERATION))
+    board.panel("timeseries", "Messages/s per worker and operation", [rate])
+    errors = select(s.OPS, [(f("sum", "errors", PER_S), "errors/s")], scope, by=(s.WORKER, s.OPERATION))
+    board.panel("timeseries", "Errors/s per worker and operation", [errors])
+    receive = [*scope, "\"operation\" = 'receive'"]
+    p99 = select(s.OPS, [(f("max", "p99"), "p99")], receive, by=(s.WORKER, s.DESTINATION))
+    board.panel("timeseries", "Receive p99 per worker (ms)", [p99], unit="ms")
+    p50 = select(s.OPS, [(f("max", "p50"), "p50")], receive, by=(s.WORKER, s.DESTINATION))
+    board.panel("timeseries", "Receive p50 per worker (ms)", [p50], unit="ms")
+    synchronous = [*scope, '"operation" =~ /^(receipt|request)$/']
+    sync = select(s.OPS, latency(), synchronous, by=(s.OPERATION, s.DESTINATION))
+    board.panel("timeseries", "Receipt and request round trip, worst interval (ms)", [sync], unit="ms", width=24)
+    table = [
+        (f("sum", "count"), "count"),
+        ('sum("count") / sum("interval_s")', "msg/s"),
+        (f("sum", "errors"), "errors"),
+    ]
+    rows = select(s.OPS, [*table, *latency()], scope, by_time=False, by=(s.WORKER, s.OPERATION, s.DESTINATION))
+    board.panel("table", "Per worker, operation and destination (latency: worst interval, ms)", [rows], width=24)
+    mine = [RUN, WORKER]
+    cpu = select(s.PROCESSES, [(f("max", "cpu_percent"), "cpu %"), (f("last", "users"), "users")], mine, by=(s.WORKER,))
+    board.panel("timeseries", "CPU and users per worker", [cpu])
+    lag = select(
+        s.PROCESSES,
+        [(f("max", "loop_lag_max_ms"), "max"), (f("mean", "loop_lag_mean_ms"), "mean")],
+        mine,
+        by=(s.WORKER,),
+    )
+    board.panel("timeseries", "gevent loop lag per worker (ms)", [lag], unit="ms")
+    return board.render([run_variable(s.RUNS), destination_variable(s.OPS, RUN), worker_variable()], RUN)
+
+
+def comparison() -> dict[str, Any]:
+    board = Board("mqusers-comparison", "mqusers: run comparison", "Exact whole-run figures, one row per run.")
+    summary = [
+        (f("last", "count"), "count"),
+        (f("last", "rate"), "msg/s"),
+        (f("last", "mbit"), "Mbit/s"),
+        (f("last", "errors"), "errors"),
+        (f("last", "mean"), "mean"),
+        *latency("last"),
+        (f("last", "duration_s"), "seconds"),
+    ]
+    scope = [RUNS, DESTINATION]
+    for operation in ("receive", "send"):
+        where = [*scope, f"\"operation\" = '{operation}'"]
+        rows = select(s.SUMMARY, summary, where, by_time=False, by=(s.RUN, s.SCENARIO, s.DESTINATION))
+        board.panel("table", f"Runs: {operation} per destination (latency ms)", [rows], width=24)
+    others = select(
+        s.SUMMARY,
+        summary,
+        [RUNS, '"operation" !~ /^(send|receive)$/'],
+        by_time=False,
+        by=(s.RUN, s.OPERATION, s.DESTINATION),
+    )
+    board.panel("table", "Runs: other operations (latency ms)", [others], width=24)
+    where = [*scope, "\"operation\" = 'receive'"]
+    trend = select(s.SUMMARY, [(f("last", "p50"), "p50"), (f("last", "p99"), "p99")], where, by=(s.SCENARIO,))
+    board.panel("timeseries", "Run over run: receive latency (ms, at each run's end)", [trend], unit="ms")
+    rate = select(s.SUMMARY, [(f("last", "rate"), "msg/s")], where, by=(s.SCENARIO,))
+    board.panel("timeseries", "Run over run: received msg/s", [rate])
+    return board.render([run_variable(s.SUMMARY, multi=True), destination_variable(s.SUMMARY, RUNS)], RUNS)
+
+
+DASHBOARDS = {"overview": overview, "drilldown": drilldown, "comparison": comparison}
+
+
+def render_all() -> dict[str, str]:
+    """File name -> JSON text, exactly as committed."""
+    return {f"{name}.json": json.dumps(build(), indent=2, sort_keys=True) + "\n" for name, build in DASHBOARDS.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    target = Path(args[0]) if args else OUTPUT
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in render_all().items():
+        (target / name).write_text(text, encoding="utf-8")
+        print(f"wrote {target / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

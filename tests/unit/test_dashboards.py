@@ -1,0 +1,102 @@
+"""The Grafana dashboards: generated from the schema, valid for file provisioning, every name real."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mqusers.sinks import dashboards, schema
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAFANA = ROOT / "grafana"
+COMMITTED = sorted((GRAFANA / "dashboards").glob("*.json"))
+
+_FROM = re.compile(r'FROM "([^"]+)"')
+_ALIAS = re.compile(r'AS "([^"]+)"')
+_QUOTED = re.compile(r'(AS )?"([^"]+)"')
+
+
+def load(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(path.read_text())
+    return document
+
+
+def queries(board: dict[str, Any]) -> list[str]:
+    """Every InfluxQL text a dashboard runs: panel targets, variables, annotations."""
+    found = [t["query"] for p in board["panels"] for t in p["targets"]]
+    found += [v["query"] for v in board["templating"]["list"]]
+    found += [a["query"] for a in board["annotations"]["list"] if "query" in a]
+    return found
+
+
+def test_regenerating_gives_the_committed_files() -> None:
+    rendered = dashboards.render_all()
+    assert sorted(rendered) == [path.name for path in COMMITTED]
+    for path in COMMITTED:
+        assert path.read_text() == rendered[path.name], f"run `python -m mqusers.sinks.dashboards`: {path} is stale"
+
+
+def test_the_datasource_is_provisioned_for_influxql_on_influxdb_2() -> None:
+    [source] = yaml.safe_load((GRAFANA / "provisioning/datasources/mqusers.yml").read_text())["datasources"]
+    assert (source["uid"], source["type"]) == (dashboards.DATASOURCE["uid"], dashboards.DATASOURCE["type"])
+    data = source["jsonData"]
+    assert data.get("version", "InfluxQL") == "InfluxQL"  # not Flux: InfluxQL runs on 1.x, 2.x and 3.x
+    assert data["dbName"] == "${INFLUX_BUCKET}" and data["httpHeaderName1"] == "Authorization"
+    # The token comes from the environment; no secret lives in the repository.
+    assert source["secureJsonData"] == {"httpHeaderValue1": "Token ${INFLUX_TOKEN}"}
+
+
+def test_the_dashboard_provider_reads_the_folder_compose_mounts() -> None:
+    [provider] = yaml.safe_load((GRAFANA / "provisioning/dashboards/mqusers.yml").read_text())["providers"]
+    assert provider["type"] == "file"
+    compose = (ROOT / "docker-compose.yml").read_text()
+    assert f"./grafana/dashboards:{provider['options']['path']}:ro" in compose
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
+def test_dashboard_is_valid_for_provisioning(path: Path) -> None:
+    board = load(path)
+    assert re.fullmatch(r"[a-z0-9-]{1,40}", board["uid"]) and board["title"].startswith("mqusers")
+    assert isinstance(board["schemaVersion"], int) and board["schemaVersion"] >= 36
+    assert board["panels"] and "id" not in board  # file provisioning assigns the database id
+    ids = [panel["id"] for panel in board["panels"]]
+    assert len(set(ids)) == len(ids)
+    for panel in board["panels"]:
+        assert panel["datasource"] == dashboards.DATASOURCE, panel["title"]
+        assert panel["type"] in {"timeseries", "table", "stat"} and panel["targets"]
+        assert set(panel["gridPos"]) == {"x", "y", "w", "h"} and panel["gridPos"]["x"] + panel["gridPos"]["w"] <= 24
+        for target in panel["targets"]:
+            assert target["datasource"] == dashboards.DATASOURCE and target["rawQuery"] is True
+    names = {variable["name"] for variable in board["templating"]["list"]}
+    assert {"run", "destination"} <= names and (path.stem == "comparison" or "worker" in names)
+    [events] = board["annotations"]["list"]
+    assert events["datasource"] == dashboards.DATASOURCE and events["textColumn"] in schema.EVENTS.fields
+    assert set(events["tagsColumn"].split(",")) <= set(schema.EVENTS.tags)
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
+def test_every_measurement_field_and_tag_a_query_names_exists_in_the_schema(path: Path) -> None:
+    board = load(path)
+    for query in queries(board):
+        [measurement_name] = _FROM.findall(query)
+        measurement = schema.MEASUREMENTS[measurement_name]
+        known = set(measurement.tags) | set(measurement.fields)
+        for alias, name in _QUOTED.findall(_FROM.sub("", query)):
+            if not alias:
+                assert name in known, f"{name!r} is not a tag or field of {measurement_name}: {query}"
+        assert "$timeFilter" in query or query.startswith("SHOW TAG VALUES")
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
+def test_every_selected_value_is_aliased_and_only_influxql_is_used(path: Path) -> None:
+    for query in queries(load(path)):
+        assert query.startswith(("SELECT ", "SHOW TAG VALUES ")), query
+        assert "|>" not in query  # Flux pipes: not InfluxQL
+        if query.startswith("SELECT "):
+            selected = query[len("SELECT ") : query.index(" FROM ")]
+            assert len(_ALIAS.findall(selected)) == selected.count(" AS "), query

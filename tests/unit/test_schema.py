@@ -1,0 +1,81 @@
+"""The schema: names, tags that cannot explode, and line protocol that InfluxDB parses as meant."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from mqusers.measure.book import Book, new_histogram
+from mqusers.sinks import schema
+from mqusers.sinks.intervals import figures
+
+ALLOWED_TAGS = {schema.RUN, schema.SCENARIO, schema.WORKER, schema.OPERATION, schema.DESTINATION, schema.KIND}
+
+
+def test_every_measurement_is_tagged_by_run_and_scenario_and_nothing_unbounded() -> None:
+    assert len({m.name for m in schema.MEASUREMENTS.values()}) == len(schema.MEASUREMENTS)
+    for measurement in schema.MEASUREMENTS.values():
+        assert measurement.name.startswith("mqusers_")
+        assert {schema.RUN, schema.SCENARIO} <= set(measurement.tags) <= ALLOWED_TAGS
+        assert measurement.fields and not set(measurement.fields) & set(measurement.tags)
+        assert measurement.doc
+
+
+def test_latency_fields_are_the_percentiles_the_issue_asks_for() -> None:
+    assert set(schema.LATENCY) == {"mean", "p50", "p90", "p99", "p999", "max"}
+    assert schema.PERCENTILE_FIELDS == {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
+    for measurement in (schema.OPS, schema.MERGED, schema.SUMMARY):
+        assert set(schema.LATENCY) | set(schema.COUNTS) <= set(measurement.fields)
+    assert set(schema.AUDIT.fields) == {"lost", "duplicated", "in_flight"}
+
+
+def test_line_types_sorted_tags_and_millisecond_timestamp() -> None:
+    tags = {schema.RUN: "r1", schema.WORKER: "w1", schema.SCENARIO: "pubsub", "operation": "receive"}
+    tags[schema.DESTINATION] = "/topic/a"
+    fields = {"count": 3, "p50": 0.25, "interval_s": 1.0}
+    text = schema.line(schema.OPS, tags, fields, 1_700_000_000_000)
+    assert text == (
+        "mqusers_ops,destination=/topic/a,operation=receive,run=r1,scenario=pubsub,worker=w1 "
+        "count=3i,p50=0.25,interval_s=1.0 1700000000000"
+    )
+
+
+def test_line_escapes_separators_and_leaves_out_empty_tags_and_non_finite_numbers() -> None:
+    tags = {schema.RUN: "a b,c=d", schema.SCENARIO: "", schema.WORKER: "back\\slash"}
+    text = schema.line(schema.PROCESSES, tags, {"cpu_percent": float("nan"), "users": 2}, 5)
+    assert text == "mqusers_process,run=a\\ b\\,c\\=d,worker=back/slash users=2i 5"
+    event = schema.line(schema.EVENTS, {schema.KIND: "phase"}, {"text": 'say "hi"\\\nnow'}, 6)
+    assert event == 'mqusers_event,kind=phase text="say \\"hi\\"\\\\ now" 6'
+
+
+def test_line_refuses_names_outside_the_schema() -> None:
+    with pytest.raises(KeyError, match="no tag 'exception'"):
+        schema.line(schema.OPS, {"exception": "boom"}, {"count": 1}, 0)
+    with pytest.raises(KeyError, match="no field 'message_id'"):
+        schema.line(schema.OPS, {}, {"message_id": 1}, 0)
+    with pytest.raises(ValueError, match="at least one field"):
+        schema.line(schema.OPS, {}, {"p50": float("inf")}, 0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fast_figures_equal_hdrhistograms_own_methods(seed: int) -> None:
+    rng = random.Random(seed)
+    book = Book()
+    for _ in range(rng.randint(1, 20_000)):
+        ms = rng.lognormvariate(rng.uniform(-2, 3), rng.uniform(0.1, 2.0))
+        book.on_request(request_type="STOMP", name="receive /q", response_time=ms, response_length=1, exception=None)
+    histogram = book.tallies["receive /q"].histogram
+    # Also as the master sees it: decoded from a worker's report (a truncated counts array).
+    decoded = HdrHistogram.decode(histogram.encode())
+    for hist in (histogram, decoded):
+        got = figures(hist)
+        assert got["mean"] == pytest.approx(hist.get_mean_value() / 1000.0)
+        assert got["max"] == hist.get_max_value() / 1000.0
+        for key, percentile in schema.PERCENTILE_FIELDS.items():
+            assert got[key] == hist.get_value_at_percentile(percentile) / 1000.0
+
+
+def test_figures_of_an_empty_histogram_are_absent() -> None:
+    assert figures(new_histogram()) == {}
