@@ -220,19 +220,24 @@ def read_settings(options: Any, host: str | None) -> Settings:
     )
 
 
+def add_option(group: Any, name: str, help_text: str, *, default: str, secret: bool, ui: bool) -> None:
+    """One string option on Locust's parser, with its ``LOCUST_*`` env var."""
+    action = group.add_argument(
+        f"--{name}", type=str, default=default, env_var=f"LOCUST_{name.upper().replace('-', '_')}", help=help_text
+    )
+    # Locust reads these attributes to build the web UI's custom parameters.
+    action.include_in_web_ui = ui
+    action.is_secret = secret
+    action.is_required = False
+    action.is_multiple = False
+
+
 def add_arguments(parser: Any) -> None:
     """Register the mqusers argument group on Locust's parser."""
     group = parser.add_argument_group("mqusers", "STOMP messaging parameters (empty = the scenario's default)")
 
     def add(name: str, help_text: str, *, default: str = "", secret: bool = False, ui: bool = True) -> None:
-        action = group.add_argument(
-            f"--{name}", type=str, default=default, env_var=f"LOCUST_{name.upper().replace('-', '_')}", help=help_text
-        )
-        # Locust reads these attributes to build the web UI's custom parameters.
-        action.include_in_web_ui = ui
-        action.is_secret = secret
-        action.is_required = False
-        action.is_multiple = False
+        add_option(group, name, help_text, default=default, secret=secret, ui=ui)
 
     add("mq-destination", "destination, e.g. /queue/orders or /topic/prices")
     add("mq-size", "message body size: 100, 646, 1KB, 10KB, 20KB, 1MiB (K = 1024)")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from mqusers.options import OptionError, parse_number
+from mqusers.options import OptionError, add_option, parse_number
 from mqusers.sinks.writer import StoreRejected
 
 #: The store's HTTP status codes that mean "this batch will never be accepted".
@@ -38,13 +38,8 @@ def add_influx_arguments(group: Any) -> None:
     """Register ``--influx-*`` on an argument group (or a parser) of Locust's configargparse parser."""
 
     def add(name: str, help_text: str, *, default: str = "", secret: bool = False) -> None:
-        action = group.add_argument(
-            f"--{name}", type=str, default=default, env_var=f"LOCUST_{name.upper().replace('-', '_')}", help=help_text
-        )
-        action.include_in_web_ui = False
-        action.is_secret = secret
-        action.is_required = False
-        action.is_multiple = False
+        # Never in the web UI: Locust would embed an env-supplied token in the page.
+        add_option(group, name, help_text, default=default, secret=secret, ui=False)
 
     add("influx-url", "stream live figures to this InfluxDB 2.x / 3.x (or VictoriaMetrics) URL (empty: off)")
     add("influx-org", "InfluxDB organisation", default="mqusers")
