@@ -172,8 +172,9 @@ class StompProducerUser(StompUser):
             self._index, self._block_end = start, start + count
         due = self._t0 + self._index * self._interval
         self._index += 1
-        self._due_header = b"mq-due-ns:%d\n" % (time.time_ns() + int((due - time.perf_counter()) * 1e9))
         if self._interval:
+            # Unpaced, nothing is "due": only a schedule gives a coordinated-omission-corrected latency.
+            self._due_header = b"mq-due-ns:%d\n" % (time.time_ns() + int((due - time.perf_counter()) * 1e9))
             delay = due - time.perf_counter()
             if delay > 0:
                 gevent.sleep(delay)
