@@ -10,6 +10,7 @@ operation claimed). ``response_length`` is the body size. The client holds no Us
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import logging
 import socket
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import gevent
 import stomp
 from gevent.event import AsyncResult, Event
 from stomp import exception as stomp_exception
@@ -41,6 +43,19 @@ class MqError(Exception):
 
 class BrokerError(MqError):
     """The broker sent an ERROR frame; the message is its ``message`` header."""
+
+
+class ConnectionLost(MqError):
+    """The connection dropped while an answer was pending: the outcome is unknown."""
+
+
+class Sent(enum.IntEnum):
+    """What became of one message handed to :meth:`StompClient.publish`."""
+
+    FAILED = 0  # not written, or refused by the broker: not sent
+    WRITTEN = 1  # written to the socket; no receipt asked
+    CONFIRMED = 2  # the broker's RECEIPT arrived
+    UNCONFIRMED = 3  # written, but no RECEIPT before the timeout or the connection dropped
 
 
 @dataclass(frozen=True)
@@ -114,6 +129,7 @@ class StompClient:
         self._connection: LeanConnection | None = None
         self._transport: Any = None
         self._connected = Event()
+        self._disconnected = Event()
         self._refusal: str | None = None
         self._handlers: dict[bytes, MessageHandler] = {}
         self._waiters: dict[bytes, AsyncResult] = {}
@@ -121,11 +137,23 @@ class StompClient:
         self._context: dict[str, Any] = {}
         #: Set while disconnecting: unacknowledged deliveries now will go to another consumer.
         self.closing = False
+        #: Successful connects so far; a change tells holders of ack ids that theirs are void.
+        self.generation = 0
+        #: True when the last connection ended without this client closing it (a drop).
+        self.dropped = False
+        self.connected_at = 0.0
+        #: Destination of the last SUBSCRIBE and when its RECEIPT came: an ERROR soon after refuses it.
+        self._last_subscribe: tuple[str, float] | None = None
 
     @property
     def connected(self) -> bool:
         # No syscall per message: the reader clears the event when the connection drops.
         return self._connected.is_set() and self._transport is not None
+
+    def send_progress(self) -> tuple[bool, int]:
+        """(a send is in progress, frames sent so far): the same pair twice, a while apart, is a blocked send."""
+        transport = self._transport
+        return (False, 0) if transport is None else (transport.in_send, transport.sends)
 
     def connect(self) -> None:
         """Connect and wait for CONNECTED; raise :class:`MqError` with one line on failure."""
@@ -154,8 +182,10 @@ class StompClient:
         )
         connection.set_listener("mqusers", _Listener(self))
         self._connected.clear()
+        self._disconnected.clear()
         self._refusal = None
         self.closing = False
+        self._last_subscribe = None
         try:
             connection.connect(config.user, config.password, wait=False, headers=headers)
         except stomp_exception.ConnectFailedException:
@@ -165,25 +195,48 @@ class StompClient:
             reason = self._refusal or f"no CONNECTED frame within {config.timeout:g}s"
             self._close_quietly()
             raise MqError(f"broker at {config.address} refused the connection: {reason}")
+        self.generation += 1
+        self.dropped = False
+        self.connected_at = time.monotonic()
 
     def disconnect(self) -> None:
+        """DISCONNECT politely within ``timeout`` (a stalled broker never answers), then close the socket."""
         self.closing = True
-        if self._connection is not None and self.connected:
-            with contextlib.suppress(stomp_exception.StompException):
-                self._connection.disconnect(receipt=f"mq-bye-{next(self._ids)}")
+        connection = self._connection
+        if connection is not None and self.connected:
+            with (
+                gevent.Timeout(self.config.timeout, False),
+                contextlib.suppress(stomp_exception.StompException, OSError),
+            ):
+                connection.disconnect(receipt=f"mq-bye-{next(self._ids)}")
+                # The broker closes the socket after its RECEIPT; the reader then signals the end.
+                self._disconnected.wait()
+        self._close_quietly()
+
+    def abort(self) -> None:
+        """Close at once, without DISCONNECT (e.g. after a refused SUBSCRIBE)."""
+        self.closing = True
         self._close_quietly()
 
     def _close_quietly(self) -> None:
+        """Close without waiting on the broker: shutting the socket down ends the reader greenlet too."""
         connection, self._connection, self._transport = self._connection, None, None
         self._connected.clear()
-        if connection is not None:
-            connection.transport.stop()
-            connection.transport.disconnect_socket()
+        if connection is None:
+            return
+        transport = connection.transport
+        transport.running = False
+        sock = transport.socket
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
 
     # -- sending -----------------------------------------------------------------------------
 
-    def publish(self, publisher: Publisher, seq: int, *, sync: bool = False, extra: bytes = b"") -> bool:
-        """Send message ``seq``; with ``sync`` wait for its RECEIPT. True when it went out.
+    def publish(self, publisher: Publisher, seq: int, *, sync: bool = False, extra: bytes = b"") -> Sent:
+        """Send message ``seq``; with ``sync`` wait for its RECEIPT.
 
         ``extra`` is pre-encoded header lines (e.g. the message's due time on a shared schedule).
         """
@@ -198,10 +251,16 @@ class StompClient:
         else:
             data = frames.frame(seq, time.time_ns())
         if not self._write(publisher.send_name, start, frames.body_size, data):
-            return False
-        if sync:
-            self._await(waiter, receipt, publisher.receipt_name, start, frames.body_size, "RECEIPT")
-        return True
+            if sync:
+                self._waiters.pop(receipt, None)
+            return Sent.FAILED
+        if not sync:
+            return Sent.WRITTEN
+        error = self._await(waiter, receipt, publisher.receipt_name, start, frames.body_size, "RECEIPT")
+        if error is None:
+            return Sent.CONFIRMED
+        # An ERROR frame answering the receipt is the broker refusing the message: it was not sent.
+        return Sent.FAILED if isinstance(error, BrokerError) else Sent.UNCONFIRMED
 
     def request(self, publisher: Publisher, seq: int, reply_to: str) -> bool:
         """Send a request with ``reply-to`` and wait for the reply carrying its correlation id."""
@@ -213,7 +272,9 @@ class StompClient:
         if not self._write(publisher.send_name, start, publisher.frames.body_size, data):
             self._waiters.pop(correlation, None)
             return False
-        return self._await(waiter, correlation, publisher.request_name, start, publisher.frames.body_size, "reply")
+        return (
+            self._await(waiter, correlation, publisher.request_name, start, publisher.frames.body_size, "reply") is None
+        )
 
     def send_raw(self, data: bytes) -> None:
         """Write a pre-encoded frame (ACKs, replies); raise :class:`MqError` when not connected."""
@@ -222,6 +283,7 @@ class StompClient:
         try:
             self._transport.send(data)
         except (OSError, stomp_exception.StompException) as error:
+            self._transport.in_send = False
             raise MqError(f"connection lost: {error or type(error).__name__}") from None
 
     def _write(self, name: str, start: float, size: int, data: bytes) -> bool:
@@ -240,19 +302,27 @@ class StompClient:
         )
         return True
 
-    def _await(self, waiter: AsyncResult, key: bytes, name: str, start: float, size: int, what: str) -> bool:
+    def _await(self, waiter: AsyncResult, key: bytes, name: str, start: float, size: int, what: str) -> MqError | None:
+        """Wait for ``waiter``, fire ``name`` with the outcome, return the error (None: answered).
+
+        ``wait`` returns on timeout instead of raising ``gevent.Timeout``, a BaseException that would
+        end the User's greenlet (and could be another, outer timeout's).
+        """
         try:
-            answered = waiter.get(timeout=self.config.timeout)
-        except BrokerError as error:
-            self._fire(name, start, size, error)
-            return False
-        except Exception:  # gevent.Timeout and friends: the wait itself failed
-            self._fire(name, start, size, MqError(f"no {what} within {self.config.timeout:g}s"))
-            return False
+            waiter.wait(self.config.timeout)
         finally:
             self._waiters.pop(key, None)
-        self._fire(name, start, size, None, end=answered)
-        return True
+        error: MqError | None
+        if not waiter.ready():
+            error = MqError(f"no {what} within {self.config.timeout:g}s")
+        elif waiter.successful():
+            self._fire(name, start, size, None, end=waiter.value)
+            return None
+        else:
+            exception = waiter.exception
+            error = exception if isinstance(exception, MqError) else MqError(str(exception))
+        self._fire(name, start, size, error)
+        return error
 
     # -- subscriptions -----------------------------------------------------------------------
 
@@ -263,6 +333,7 @@ class StompClient:
         self.frame_with_receipt(
             f"subscribe {destination}", "SUBSCRIBE", {"destination": destination, "id": sub_id, "ack": ack, **headers}
         )
+        self._last_subscribe = (destination, time.perf_counter())
         return sub_id
 
     def route(self, subscription: str, handler: MessageHandler) -> None:
@@ -283,13 +354,16 @@ class StompClient:
         except MqError as error:
             self._fire(name, start, 0, error)
             raise
-        if not self._await(waiter, receipt, name, start, 0, "RECEIPT"):
-            raise MqError(f"{name} failed")
+        refused = self._await(waiter, receipt, name, start, 0, "RECEIPT")
+        if refused is not None:
+            raise refused
 
     # -- the reader greenlet -----------------------------------------------------------------
 
     def _take_frame(self, command: bytes, headers: Headers, body: bytes) -> bool:
         if command == b"MESSAGE":
+            if self._last_subscribe is not None:
+                self._last_subscribe = None  # a delivery proves the subscription works
             handler = self._handlers.get(headers.get(b"subscription", b""))
             if handler is not None:
                 handler(headers, body)
@@ -327,6 +401,12 @@ class StompClient:
         if waiter is not None:
             waiter.set_exception(error)
             return
+        subscribed = self._last_subscribe
+        if subscribed is not None and time.perf_counter() - subscribed[1] < self.config.timeout:
+            # RabbitMQ confirms a SUBSCRIBE to a missing queue or exchange, then refuses it in an ERROR.
+            self._last_subscribe = None
+            self._fire(f"subscribe {subscribed[0]}", subscribed[1], 0, error)
+            return
         self._fire(f"error {self.config.address}", time.perf_counter(), 0, error)
 
     def _on_connected(self, headers: dict[str, str]) -> None:
@@ -335,10 +415,13 @@ class StompClient:
         self._connected.set()
 
     def _on_disconnected(self) -> None:
+        if not self.closing and self._connected.is_set():
+            self.dropped = True
         self._connected.clear()
+        self._disconnected.set()
         for waiter in list(self._waiters.values()):
             if not waiter.ready():
-                waiter.set_exception(BrokerError("connection lost"))
+                waiter.set_exception(ConnectionLost("connection lost"))
 
     def _fire(self, name: str, start: float, size: int, error: Exception | None, end: float | None = None) -> None:
         self.fire(

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
 
 import itertools
 import time
@@ -157,7 +157,8 @@ class Coordinator:
         self.follower.go.wait(timeout)
         return self.follower.plan
 
-    def next_block(self, timeout: float) -> tuple[int, int]:
+    def next_block(self, timeout: float) -> tuple[int, int] | None:
+        """The next (start, count) of the shared schedule; None when the master did not answer in time."""
         runner = self.environment.runner
         if not isinstance(runner, WorkerRunner):
             return self.conductor.allocate() if self.conductor is not None else (0, 0)
@@ -165,9 +166,13 @@ class Coordinator:
         waiter = self.follower._requests[request_id] = AsyncResult()
         runner.send_message(_BLOCK, {"request": request_id})
         try:
-            start, count = waiter.get(timeout=timeout)
+            # wait() returns on timeout; get() would raise gevent.Timeout and end the User's greenlet.
+            waiter.wait(timeout)
         finally:
             self.follower._requests.pop(request_id, None)
+        if not waiter.successful():
+            return None
+        start, count = waiter.value
         return int(start), int(count)
 
     def producer_finished(self) -> None:
@@ -216,7 +221,7 @@ class Coordinator:
             self._maybe_finish()
 
     def _maybe_finish(self) -> None:
-        """With --mq-total-messages: once every producer has sent its share, drain, then stop the run."""
+        """With --mq-total-messages: once every producer has sent its share, end the run."""
         conductor, runner = self.conductor, self.environment.runner
         if conductor is None or not conductor.total or conductor.next_index < conductor.total:
             return
@@ -226,12 +231,14 @@ class Coordinator:
         )  # fmt: skip
         if conductor.finished_producers >= producers and not conductor.finishing:
             conductor.finishing = True
-            gevent.spawn(self._drain_then_stop, self.ctx.settings.drain)
+            gevent.spawn(self._finish)
 
-    def _drain_then_stop(self, drain_s: float) -> None:
-        # Messages sent last are still on their way: give them the drain period, then stop.
-        gevent.sleep(drain_s)
+    def _finish(self) -> None:
+        # Stopping drains first (mqusers' test_stopping): the run ends once every message is in.
         runner, options = self.environment.runner, self.environment.parsed_options
+        if runner.state not in (STATE_RUNNING, STATE_SPAWNING):
+            return  # already ending (-t, the web UI's stop)
+        self.ctx.ended_by = "count"
         if options is not None and options.headless:
             runner.quit()
         else:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 ACK_MODES = ("auto", "client", "client-individual")
 BROKERS = ("auto", "activemq", "rabbitmq", "artemis")
 REPLY_MODES = ("temp", "queue")
+OTHER_RUNS = ("apart", "fail", "receive")
 SCHEMES = {"stomp": False, "stomp+ssl": True, "stomp+tls": True}
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)(i?)[bB]?\s*$")
@@ -73,9 +74,12 @@ class Settings:
     max_lost: int | None = None
     min_rate: float | None = None
     total_rate: float = 0.0
-    drain: float = 2.0
+    drain: float = 5.0
+    drain_max: float = 30.0
     total_messages: int = 0
     ca_file: str | None = None
+    other_runs: str | None = None
+    fail_on_saturation: bool = False
 
 
 def parse_size(text: str, option: str = "--mq-size") -> int:
@@ -213,7 +217,10 @@ def read_settings(options: Any, host: str | None) -> Settings:
         max_errors=optional("mq_max_errors", lambda v: int(parse_number(v, "--mq-max-errors", integer=True))),
         max_lost=optional("mq_max_lost", lambda v: int(parse_number(v, "--mq-max-lost", integer=True))),
         min_rate=optional("mq_min_rate", lambda v: parse_number(v, "--mq-min-rate", integer=False)),
-        drain=parse_number(text("mq_drain") or "2", "--mq-drain", integer=False),
+        drain=parse_number(text("mq_drain") or "5", "--mq-drain", integer=False),
+        drain_max=parse_number(text("mq_drain_max") or "30", "--mq-drain-max", integer=False),
+        other_runs=optional("mq_other_runs", lambda v: _choice(v, "--mq-other-runs", OTHER_RUNS)),
+        fail_on_saturation=parse_bool(text("mq_fail_on_saturation") or "false", "--mq-fail-on-saturation"),
         total_rate=parse_number(text("mq_total_rate") or "0", "--mq-total-rate", integer=False),
         total_messages=int(parse_number(text("mq_total_messages") or "0", "--mq-total-messages", integer=True)),
         ca_file=optional("mq_ca_file", _readable_file),
@@ -249,7 +256,18 @@ def add_arguments(parser: Any) -> None:
     add("mq-rate", "messages/s per producer user (0 = as fast as possible)")
     add("mq-total-rate", "messages/s shared by all producers on all workers, on one schedule (open model)")
     add("mq-total-messages", "messages sent in total by all producers on all workers")
-    add("mq-drain", "seconds consumers keep receiving after the last of --mq-total-messages is sent", default="2")
+    add(
+        "mq-drain",
+        "idle timeout of the drain at the end: the run waits until every message arrived or none came for this "
+        "many seconds",
+        default="5",
+    )
+    add("mq-drain-max", "at most this many seconds of drain after -t, the web UI's stop or Ctrl-C", default="30")
+    add(
+        "mq-other-runs",
+        f"messages of other runs or without mqusers headers: {', '.join(OTHER_RUNS)} (apart: counted apart; fail: "
+        "also Locust failures; receive: other runs' messages count as received, e.g. draining a backlog)",
+    )
     add("mq-messages", "messages each producer user sends, then idles (0 = until the run ends)")
     add("mq-consumers", "consumer (or responder) users; the other users produce")
     add("mq-user", "broker login (or env LOCUST_MQ_USER)")
@@ -272,6 +290,7 @@ def add_arguments(parser: Any) -> None:
     add("mq-max-errors", "gate: exit 3 when any destination has more errors than this")
     add("mq-max-lost", "gate: exit 3 when any destination lost more messages than this (the audit)")
     add("mq-min-rate", "gate: exit 3 when any destination receives fewer messages/s than this")
+    add("mq-fail-on-saturation", "gate: exit 3 when the load generator was saturated (true/false)", default="false")
     from mqusers.sinks.settings import add_influx_arguments  # here: the sinks import this module
 
     add_influx_arguments(group)

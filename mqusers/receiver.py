@@ -6,6 +6,7 @@ lookups, one CRC-32 and one event; nothing here allocates per message beyond the
 
 from __future__ import annotations
 
+import logging
 import time
 import zlib
 from collections.abc import Callable
@@ -13,12 +14,15 @@ from collections.abc import Callable
 from mqusers.client import REQUEST_TYPE, MqError, StompClient
 from mqusers.coordination import Follower
 from mqusers.measure.audit import Subscription
-from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, SENT_NS, SEQ, SIZE, Headers, escape_bytes
+from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, RUN, SENT_NS, SEQ, SIZE, Headers, escape_bytes
 
 Observer = Callable[[Headers, bytes], None]
 
-_NO_STAMP = MqError("message without mqusers headers (mq-sent-ns, mq-size, mq-crc32)")
+_NO_STAMP = MqError("message of this run without its mqusers headers (mq-sent-ns, mq-size, mq-crc32)")
 _CORRUPT = MqError("body does not match its mq-size / mq-crc32 headers")
+_FOREIGN = MqError("message without mqusers headers (not sent by mqusers)")
+_OTHER_RUN = MqError("message of another mqusers run")
+logger = logging.getLogger(__name__)
 
 
 class Receiver:
@@ -37,6 +41,8 @@ class Receiver:
         ack_every: int = 1,
         observer: Observer | None = None,
         clock: Follower | None = None,
+        run_id: str = "",
+        other_runs: str = "apart",
     ):
         self.name = f"receive {destination}"
         self.due_name = f"receive-due {destination}"
@@ -54,11 +60,18 @@ class Receiver:
         self._unacked: bytes | None = None
         self._observer = observer
         self._context: dict[str, object] = {}
+        self._run = run_id.encode()
+        #: ``apart``: other runs' and foreign messages are counted apart; ``fail``: also Locust failures;
+        #: ``receive``: other mqusers runs' messages count as received (draining a backlog).
+        self._other_runs = other_runs
+        self._warned = False
 
     def __call__(self, headers: Headers, body: bytes) -> None:
         received_ns = time.time_ns()
         if self._acks and self._client.closing:
             return  # never acknowledged, so the broker redelivers it to another consumer
+        if headers.get(RUN) != self._run and self._stray(headers, len(body)):
+            return
         size = len(body)
         error: MqError | None = None
         if self._clock is not None and self._clock.offsets:
@@ -94,6 +107,33 @@ class Receiver:
         if self._observer is not None:
             self._observer(headers, body)
 
+    def _stray(self, headers: Headers, size: int) -> bool:
+        """Count a message that is not this run's apart; False when it is to be received as usual."""
+        foreign = RUN not in headers
+        if not foreign and self._other_runs == "receive":
+            return False
+        if self.audit is not None:
+            if foreign:
+                self.audit.foreign += 1
+            else:
+                self.audit.other_run += 1
+        if self._other_runs == "fail":
+            self._fire(request_type=REQUEST_TYPE, name=self.name, response_time=0.0, response_length=size,
+                       exception=_FOREIGN if foreign else _OTHER_RUN, context=self._context)  # fmt: skip
+        elif not self._warned:
+            self._warned = True
+            what = "messages without mqusers headers" if foreign else "messages of another run"
+            logger.warning("mqusers: %s: %s arrive; counted apart (foreign / other_run), not as received",
+                           self.name.split(" ", 1)[1], what)  # fmt: skip
+        if self._acks:
+            self._unacked = headers.get(b"ack")
+            self.flush()
+        return True
+
+    def reset(self) -> None:
+        """A new connection: ack ids of the old one mean nothing to the broker now."""
+        self._unacked = None
+
     def _correction(self, producer: bytes) -> int:
         """This process's clock offset minus the producer's (its id starts with its process tag)."""
         clock = self._clock
@@ -114,6 +154,8 @@ class Receiver:
             try:
                 self._client.send_raw(b"ACK\nid:%s\n\n\x00" % escape_bytes(ack_id))
             except MqError as error:
+                if self._client.closing:
+                    return  # closing: the broker redelivers what was not acknowledged
                 self._fire(
                     request_type=REQUEST_TYPE,
                     name=f"ack {self.name.split(' ', 1)[1]}",

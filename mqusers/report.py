@@ -1,48 +1,79 @@
-"""The end-of-run summary: one row per destination, then the timed operations."""
+"""The end-of-run summary: one row per destination, the timed operations, and how the run ended."""
 
 from __future__ import annotations
 
 import csv
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mqusers.ending import DrainOutcome
+from mqusers.health import blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book, Tally
 from mqusers.options import Settings
 
 _LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
+AUDIT_KEYS = ("lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered", "redelivered",
+              "in_flight", "resent", "foreign", "other_run")  # fmt: skip
+#: The target rate counts as reached within this fraction.
+SHORTFALL_TOLERANCE = 0.05
+_ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
+            "interrupt": "interrupted (Ctrl-C or SIGTERM)"}  # fmt: skip
 
 
-AUDIT_KEYS = ("lost", "duplicated", "reordered", "redelivered", "in_flight", "resent")
+@dataclass
+class RunFacts:
+    """What the summary says besides the rows: identity, how it ended, clocks, the generator."""
+
+    run_id: str
+    started: float
+    stopped: float
+    ended_by: str
+    drain: DrainOutcome
+    clocks: dict[str, Any] = field(default_factory=dict)
+    generator: dict[str, Any] = field(default_factory=lambda: {"verdict": "ok", "processes": {}})
 
 
-def destination_rows(
-    book: Book, duration_s: float, verdict: dict[str, dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
-    """Per destination: sent, received (deliveries), rates, latency (ms), errors, and the audit's figures."""
-    by_destination: dict[str, dict[str, Tally]] = {}
+def _by_destination(book: Book) -> dict[str, dict[str, Tally]]:
+    out: dict[str, dict[str, Tally]] = {}
     for name, tally in book.tallies.items():
         operation, _, destination = name.partition(" ")
         if destination.startswith("/"):
-            by_destination.setdefault(destination, {})[operation] = tally
+            out.setdefault(destination, {})[operation] = tally
+    return out
+
+
+def destination_rows(book: Book, verdict: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Per destination: counts, rates over its measured span, latency (ms), errors, the audit's figures.
+
+    The span runs from the destination's first send (or receive) to its last receive (or send):
+    start-up, idle time and the drain's wait are not in it; nor is the warm-up, which the book skips.
+    """
     rows = []
-    seconds = max(duration_s, 1e-9)
-    for destination, operations in sorted(by_destination.items()):
+    for destination, operations in sorted(_by_destination(book).items()):
         if "send" not in operations and "receive" not in operations:
             continue
         sent, received = operations.get("send", Tally()), operations.get("receive", Tally())
+        active = [t for t in (sent, received) if t.count]
+        span = max(t.last for t in active) - min(t.first for t in active) if active else 0.0
+        seconds = max(span, 1e-3)
+        sent_ok = sent.count - sent.failures
+        audit = (verdict or {}).get(destination, {})
         rows.append(
             {
                 "destination": destination,
-                "sent": sent.count - sent.failures,
+                "sent": sent_ok,
                 "received": received.count,
-                "send_rate_msgs": (sent.count - sent.failures) / seconds,
+                "span_s": span,
+                "send_rate_msgs": sent_ok / seconds,
+                "send_rate_mbit": sent.bytes * 8 / seconds / 1e6,
                 "receive_rate_msgs": received.count / seconds,
                 "receive_rate_mbit": received.bytes * 8 / seconds / 1e6,
                 "latency_ms": received.latency_ms(),
                 "negative_latencies": received.negative,
                 "errors": sum(t.failures for t in operations.values()),
-                **{key: (verdict or {}).get(destination, {}).get(key, 0) for key in AUDIT_KEYS},
+                **{key: audit.get(key, 0) for key in AUDIT_KEYS},
+                "by_subscription": audit.get("by_subscription", []),
             }
         )
     return rows
@@ -63,50 +94,87 @@ def _ms(figures: dict[str, float], key: str) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def format_summary(
-    rows: list[dict[str, Any]], book: Book, duration_s: float, run_id: str, clocks: dict[str, Any] | None = None
-) -> str:
-    lines = [f"mqusers summary: run {run_id}, {duration_s:.1f} s (latency in ms, send to receive)"]
-    for worker, clock in sorted((clocks or {}).items()):
-        lines.append(f"clock of {worker}: {clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master")
-    header = [
-        "destination",
-        "sent",
-        "received",
-        "msg/s",
-        "Mbit/s",
-        *_LATENCY_COLUMNS,
-        "lost",
-        "dup",
-        "reord",
-        "in-flight",
-        "errors",
+def shortfall(book: Book, settings: Settings) -> str | None:
+    """One line when the open model's target rate was not reached, with the schedule lag."""
+    if not settings.total_rate:
+        return None
+    sends = [t for name, t in book.tallies.items() if name.startswith("send ") and t.count]
+    if not sends:
+        return None
+    count = sum(t.count - t.failures for t in sends)
+    span = max(t.last for t in sends) - min(t.first for t in sends)
+    achieved = count / span if span > 0 else float(count)
+    if achieved >= settings.total_rate * (1 - SHORTFALL_TOLERANCE) or count < 2:
+        return None
+    lags = [t for name, t in book.tallies.items() if name.startswith("schedule-lag ")]
+    lag = max((t.latency_ms().get("p99", 0.0) for t in lags), default=0.0)
+    short = 100.0 * (1 - achieved / settings.total_rate)
+    return (
+        f"target rate not reached: --mq-total-rate {settings.total_rate:g} msg/s asked, {achieved:,.1f} msg/s "
+        f"sent ({short:.0f} % short); schedule lag p99 {lag:,.1f} ms"
+    )
+
+
+def notes(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> list[str]:
+    """The plain sentences under the tables: how the run ended and what limits its figures."""
+    lines = [
+        f"{_ENDINGS.get(facts.ended_by, facts.ended_by)}; drain: {facts.drain.reason} ({facts.drain.seconds:.1f} s)"
     ]
-    table = [header]
+    for node, report in sorted(facts.generator.get("processes", {}).items()):
+        if report["verdict"] == "saturated":
+            sentence = saturation_sentence(node, report["cpu_percent_max"], report["loop_lag_ms_max"])
+            lines.append(f"{sentence} ({report['saturated_s']} of {report['seconds']} s saturated)")
+    for destination, blocked in sorted(blocked_by_destination(facts.generator.get("processes", {})).items()):
+        lines.append(
+            f"producers to {destination} were blocked by the broker {blocked['episodes']:g} time(s), the longest "
+            f"{blocked['longest_s']:.1f} s: producer flow control, a full store or a stalled broker"
+        )
+    if (line := shortfall(book, settings)) is not None:
+        lines.append(line)
+    for row in rows:
+        if row["unreceived"] or row["unconfirmed"]:
+            lines.append(
+                f"{row['destination']}: {row['unreceived']} unreceived (still queued at the broker or lost: the client "
+                f"cannot tell), {row['unconfirmed']} unconfirmed (sent, outcome unknown)"
+            )
+        if row["foreign"] or row["other_run"]:
+            lines.append(
+                f"{row['destination']}: {row['foreign']} foreign and {row['other_run']} other runs' messages, "
+                "counted apart from this run's figures"
+            )
+    return lines
+
+
+def format_summary(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> str:
+    duration = facts.stopped - facts.started
+    lines = [f"mqusers summary: run {facts.run_id}, {duration:.1f} s (latency in ms, send to receive; rates over "
+             "each destination's first send to last receive)"]  # fmt: skip
+    for worker, clock in sorted(facts.clocks.items()):
+        lines.append(f"clock of {worker}: {clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master")
+    table = [["destination", "sent", "received", "span s", "sent/s", "recv/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]]
+    audit = [["destination", "lost", "unreceived", "unconfirmed", "dup", "dup-reconnect", "reord", "redeliv",
+              "foreign", "other-run"]]  # fmt: skip
     for row in rows:
         figures = row["latency_ms"]
         table.append(
-            [
-                row["destination"],
-                str(row["sent"]),
-                str(row["received"]),
-                f"{row['receive_rate_msgs']:.1f}",
-                f"{row['receive_rate_mbit']:.2f}",
-                *(_ms(figures, key) for key in _LATENCY_COLUMNS),
-                *(str(row[key]) for key in ("lost", "duplicated", "reordered", "in_flight")),
-                str(row["errors"]),
-            ]
-        )
+            [row["destination"], str(row["sent"]), str(row["received"]), f"{row['span_s']:.1f}",
+             f"{row['send_rate_msgs']:.1f}", f"{row['receive_rate_msgs']:.1f}", f"{row['receive_rate_mbit']:.2f}",
+             *(_ms(figures, key) for key in _LATENCY_COLUMNS), str(row["errors"])]
+        )  # fmt: skip
+        audit.append([row["destination"], *(str(row[k]) for k in ("lost", "unreceived", "unconfirmed", "duplicated",
+                      "after_reconnect", "reordered", "redelivered", "foreign", "other_run"))])  # fmt: skip
+    if rows:
+        lines += [_render(table), _render(audit)]
     operations = operation_rows(book)
-    lines.append(_render(table))
     if operations:
         op_table = [["operation", "count", *_LATENCY_COLUMNS, "errors"]]
-        for row in operations:
-            figures = row["latency_ms"]
+        for op in operations:
+            figures = op["latency_ms"]
             op_table.append(
-                [row["name"], str(row["count"]), *(_ms(figures, k) for k in _LATENCY_COLUMNS), str(row["errors"])]
+                [op["name"], str(op["count"]), *(_ms(figures, k) for k in _LATENCY_COLUMNS), str(op["errors"])]
             )
         lines.append(_render(op_table))
+    lines += notes(rows, book, facts, settings)
     return "\n".join(lines)
 
 
@@ -119,26 +187,22 @@ def _render(table: list[list[str]]) -> str:
     return "\n".join(rendered)
 
 
-def report_document(
-    rows: list[dict[str, Any]],
-    book: Book,
-    started: float,
-    stopped: float,
-    run_id: str,
-    settings: Settings,
-    clocks: dict[str, Any],
-) -> dict[str, Any]:
+def report_document(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> dict[str, Any]:
     """The summary as JSON-ready data: rows per destination and operation, plus run metadata."""
     options = {k: v for k, v in asdict(settings).items() if k != "password"}
     options["broker"] = str(settings.broker) if settings.broker else None
     return {
-        "run_id": run_id,
-        "started": started,
-        "stopped": stopped,
+        "run_id": facts.run_id,
+        "started": facts.started,
+        "stopped": facts.stopped,
+        "ended_by": facts.ended_by,
+        "drain": asdict(facts.drain),
         "options": options,
-        "clock_offsets": clocks,
+        "clock_offsets": facts.clocks,
+        "generator": facts.generator,
         "destinations": rows,
         "operations": operation_rows(book),
+        "notes": notes(rows, book, facts, settings),
     }
 
 
@@ -148,11 +212,12 @@ def write_json(path: str, document: dict[str, Any]) -> None:
         handle.write("\n")
 
 
-CSV_COLUMNS = ("destination", "sent", "received", "errors", "send_rate_msgs", "receive_rate_msgs", "receive_rate_mbit")
+CSV_COLUMNS = ("destination", "sent", "received", "errors", "span_s", "send_rate_msgs", "send_rate_mbit",
+               "receive_rate_msgs", "receive_rate_mbit", *AUDIT_KEYS)  # fmt: skip
 
 
 def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
-    """One line per destination: the counts, rates and every latency figure (ms) flattened."""
+    """One line per destination: the counts, rates, audit and every latency figure (ms) flattened."""
     latency_keys = sorted({key for row in rows for key in row["latency_ms"]})
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
@@ -161,19 +226,23 @@ def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
             writer.writerow([*(row[c] for c in CSV_COLUMNS), *(row["latency_ms"].get(k, "") for k in latency_keys)])
 
 
-def gate_failures(rows: list[dict[str, Any]], settings: Settings) -> list[str]:
-    """One line per gate a destination fails (``--mq-max-p99-ms``, ``--mq-max-errors``, ``--mq-min-rate``)."""
+def gate_failures(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> list[str]:
+    """One line per gate failed: per destination (p99, lost, rate), and run-wide (errors, generator)."""
     failures = []
     for row in rows:
         where = row["destination"]
         p99 = row["latency_ms"].get("p99")
         if settings.max_p99_ms is not None and p99 is not None and p99 > settings.max_p99_ms:
             failures.append(f"{where}: p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
-        if settings.max_errors is not None and row["errors"] > settings.max_errors:
-            failures.append(f"{where}: {row['errors']} errors > --mq-max-errors {settings.max_errors}")
         if settings.max_lost is not None and row["lost"] > settings.max_lost:
             failures.append(f"{where}: {row['lost']} lost > --mq-max-lost {settings.max_lost}")
         if settings.min_rate is not None and row["receive_rate_msgs"] < settings.min_rate:
             rate = row["receive_rate_msgs"]
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+    # Every failed operation counts, broker ERROR frames and connects included, not only a destination's.
+    errors = sum(t.failures for t in book.tallies.values())
+    if settings.max_errors is not None and errors > settings.max_errors:
+        failures.append(f"{errors} errors in all operations > --mq-max-errors {settings.max_errors}")
+    if settings.fail_on_saturation and facts.generator.get("verdict") == "saturated":
+        failures.append("the load generator was saturated and --mq-fail-on-saturation is set")
     return failures

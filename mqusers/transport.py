@@ -45,6 +45,9 @@ class LeanTransport(Transport):  # type: ignore[misc]
         self.on_frame = on_frame
         self._parser = FrameParser(self._dispatch)
         self._send_lock = threading.Lock()
+        #: Read by the health monitor: a send in progress whose count does not move is blocked.
+        self.in_send = False
+        self.sends = 0
 
     def attempt_connection(self) -> None:
         super().attempt_connection()
@@ -69,12 +72,15 @@ class LeanTransport(Transport):  # type: ignore[misc]
         # A plain lock: stomp.py's BoundedSemaphore yields to gevent's hub on every release, and
         # gevent's sendall asks the kernel for SO_SNDBUF each call; one send() mostly suffices.
         with self._send_lock:
+            self.in_send = True
+            self.sends += 1
             if isinstance(sock, ssl.SSLSocket):
                 sock.sendall(encoded_frame)  # TLS records: leave partial writes to the TLS layer
-                return
-            sent = sock.send(encoded_frame)
-            if sent < len(encoded_frame):
-                sock.sendall(memoryview(encoded_frame)[sent:])
+            else:
+                sent = sock.send(encoded_frame)
+                if sent < len(encoded_frame):
+                    sock.sendall(memoryview(encoded_frame)[sent:])
+            self.in_send = False
 
     def receive(self) -> bytes | None:
         try:

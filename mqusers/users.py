@@ -12,17 +12,20 @@ from locust.exception import StopUser
 
 import contextlib
 import logging
+import random
 import time
 from typing import Any, ClassVar
 
 import gevent
 
-from mqusers.client import REQUEST_TYPE, MqError, Publisher, StompClient
+from mqusers.client import REQUEST_TYPE, MqError, Publisher, Sent, StompClient
 from mqusers.plugin import RunContext, client_config, context, coordinator_for
 from mqusers.receiver import Receiver, Replier
 from mqusers.wire import SendFrames, make_body
 
 _RETRY_MIN_S, _RETRY_MAX_S = 0.5, 5.0
+#: A connection that lived this long has worked: the next reconnect starts the back-off afresh.
+_STABLE_S = _RETRY_MAX_S
 logger = logging.getLogger(__name__)
 
 
@@ -50,6 +53,7 @@ class StompUser(User):
         self.client = self.client_cls(client_config(settings, self.client_id()), environment.events.request.fire)
         self._retry_at = 0.0
         self._retry_s = _RETRY_MIN_S
+        self._lost_generation = 0
 
     def client_id(self) -> str | None:
         """The CONNECT ``client-id``; only durable subscribers need a stable one."""
@@ -62,24 +66,47 @@ class StompUser(User):
         self.client.disconnect()
 
     def ensure_connected(self) -> bool:
-        """Connect if needed, at most once per back-off period; the connect event records each try."""
-        if self.client.connected:
+        """Connect if needed, at most once per back-off period; the connect event records each try.
+
+        The back-off (doubling, jittered, capped) starts afresh only after a connection that lasted:
+        a broker that accepts CONNECT and then refuses the subscription must not be hammered.
+        """
+        client = self.client
+        if client.connected:
             return True
         now = time.monotonic()
+        if client.generation != self._lost_generation:
+            self._lost_generation = client.generation
+            if now - client.connected_at >= _STABLE_S:
+                self._retry_s, self._retry_at = _RETRY_MIN_S, 0.0
+            else:
+                self._back_off(now)
+            self.on_connection_lost(client.dropped)
         if now < self._retry_at:
             return False
         try:
-            self.client.connect()
+            client.connect()
             self.on_connected()
         except MqError:
-            self._retry_at = now + self._retry_s
-            self._retry_s = min(self._retry_s * 2, _RETRY_MAX_S)
+            client.abort()
+            self._lost_generation = client.generation
+            self._back_off(now)
             return False
-        self._retry_s = _RETRY_MIN_S
         return True
+
+    def _back_off(self, now: float) -> None:
+        self._retry_at = now + self._retry_s * random.uniform(0.5, 1.0)
+        self._retry_s = min(self._retry_s * 2, _RETRY_MAX_S)
+
+    def backoff_remaining(self) -> float:
+        """Seconds until the next reconnect attempt (0 when connected or due)."""
+        return 0.0 if self.client.connected else max(0.0, self._retry_at - time.monotonic())
 
     def on_connected(self) -> None:
         """Subscribe or prepare frames once connected (again)."""
+
+    def on_connection_lost(self, dropped: bool) -> None:
+        """The connection ended (``dropped``: not by this User); called once, before reconnecting."""
 
     def setting(self, name: str) -> Any:
         """The run's ``--mq-<name>`` value when given, else this class's attribute."""
@@ -118,6 +145,9 @@ class StompProducerUser(StompUser):
         self._due_header = b""
         self.publisher = self.make_publisher(self.destination, {})
         self._sent = self.mq.sent.producer(self.destination, self.producer_id)
+        #: The first seq sent on the current connection.
+        self._connection_seq = 1
+        self.mq.producers.append((self.destination, self.client))
 
     def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
         frame_headers = {**self.headers, **headers}
@@ -150,11 +180,22 @@ class StompProducerUser(StompUser):
         super().on_start()
 
     def done(self) -> bool:
-        return self._finished or 0 < self.max_messages <= self.seq
+        return self._finished or not self.mq.producing or 0 < self.max_messages <= self.seq
+
+    def on_connected(self) -> None:
+        self._connection_seq = self.seq + 1
+
+    def on_connection_lost(self, dropped: bool) -> None:
+        if dropped and not self.receipts and self.seq >= self._connection_seq:
+            # No receipts: what the broker made of the dropped connection's messages is unknown.
+            self._sent.unconfirmed.add_range(self._connection_seq, self.seq)
 
     @task
     def send(self) -> None:
-        if self.done() or not self.ensure_connected():
+        if self.done():
+            return
+        if not self.ensure_connected():
+            gevent.sleep(min(self.backoff_remaining(), 1.0))
             return
         if self.shared and not self._wait_for_slot():
             return
@@ -164,7 +205,15 @@ class StompProducerUser(StompUser):
     def _wait_for_slot(self) -> bool:
         """Take the next global index from the shared schedule and sleep until it is due."""
         if self._index >= self._block_end:
-            start, count = self.coordinator.next_block(self.mq.settings.timeout)
+            block = self.coordinator.next_block(self.mq.settings.timeout)
+            if block is None:
+                self.environment.events.request.fire(
+                    request_type=REQUEST_TYPE, name=self._lag_name, response_time=self.mq.settings.timeout * 1000.0,
+                    response_length=0, exception=MqError("no block of the shared schedule from the master in time"),
+                    context={},
+                )  # fmt: skip
+                return False
+            start, count = block
             if count == 0:
                 self._finished = True
                 self.coordinator.producer_finished()
@@ -187,8 +236,11 @@ class StompProducerUser(StompUser):
 
     def emit(self, seq: int) -> None:
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
-        if self.client.publish(self.publisher, seq, sync=self.receipts, extra=self._due_header):
+        outcome = self.client.publish(self.publisher, seq, sync=self.receipts, extra=self._due_header)
+        if outcome:
             self._sent.record(seq, time.time_ns())
+            if outcome is Sent.UNCONFIRMED:
+                self._sent.unconfirmed.add(seq)
 
 
 class StompConsumerUser(StompUser):
@@ -206,6 +258,9 @@ class StompConsumerUser(StompUser):
     remove_durable_on_stop = False
     #: Extra SUBSCRIBE headers, e.g. ``{"selector": "type = 'a'"}``.
     subscribe_headers: ClassVar[dict[str, str]] = {}
+    #: Messages of other runs and foreign ones: ``apart`` (counted apart), ``fail`` (also Locust
+    #: failures) or ``receive`` (other runs' messages count as received: draining a backlog).
+    other_runs = "apart"
 
     def __init__(self, environment: Any):
         super().__init__(environment)  # calls client_id(), which settles self.durable
@@ -229,9 +284,19 @@ class StompConsumerUser(StompUser):
         # Small batches: ActiveMQ pages 200 messages in at a time and waits for their ACKs.
         ack_every = max(1, min(self.prefetch or 100, 100) // 2)
         clock = coordinator_for(self.environment, self.mq).follower
-        return Receiver(self.client, self.destination, self.ack, ack_every=ack_every, clock=clock)
+        return Receiver(
+            self.client, self.destination, self.ack, ack_every=ack_every, clock=clock, **self.receiver_options()
+        )
+
+    def receiver_options(self) -> dict[str, Any]:
+        return {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
+
+    def on_connection_lost(self, dropped: bool) -> None:
+        if self.receiver.audit is not None:
+            self.receiver.audit.leave(time.time_ns(), dropped)
 
     def on_connected(self) -> None:
+        self.receiver.reset()
         dialect = self.client.dialect
         headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size)}
         if self.durable:
@@ -280,7 +345,9 @@ class StompResponderUser(StompConsumerUser):
     def make_receiver(self) -> Receiver:
         replier = Replier(self.client, self.destination)
         clock = coordinator_for(self.environment, self.mq).follower
-        return Receiver(self.client, self.destination, self.ack, observer=replier, clock=clock)
+        return Receiver(
+            self.client, self.destination, self.ack, observer=replier, clock=clock, **self.receiver_options()
+        )
 
 
 class StompRequesterUser(StompProducerUser):
@@ -296,6 +363,7 @@ class StompRequesterUser(StompProducerUser):
         self.reply_destination = ""
 
     def on_connected(self) -> None:
+        super().on_connected()
         needs_subscribe = self.client.dialect.temp_queue_needs_subscribe
         name = self.producer_id.replace(".", "-")
         if self.reply_to == "temp" and needs_subscribe is not None:

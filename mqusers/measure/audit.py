@@ -67,8 +67,12 @@ from mqusers.measure.intervals import IntervalBag, IntervalSet
 
 CHECKPOINT_NS = 100_000_000
 KINDS = ("queue", "topic")
-FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "in_flight",
-           "duplicated", "reordered", "redelivered", "foreign", "unexpected")  # fmt: skip
+FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
+           "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
+           "other_run", "drops", "unexpected")  # fmt: skip
+#: A subscription's own share of its destination's figures (a queue's only receives and order).
+SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
+               "redelivered", "unexpected")  # fmt: skip
 Drained = dict[str, Any]
 Figures = dict[str, Any]
 _END = (1 << 63) - 1
@@ -82,7 +86,7 @@ class SentStream:
     """What one producer sent to one destination since the last drain; :meth:`record` is the hot path."""
 
     __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "bag", "destination", "last_ns", "producer",
-                 "seqs")  # fmt: skip
+                 "seqs", "unconfirmed")  # fmt: skip
 
     def __init__(self, destination: str, producer: str):
         self.destination, self.producer = destination, producer
@@ -90,6 +94,8 @@ class SentStream:
         self.seqs = self.bag.distinct
         self.last_ns = self._shipped_ns = self._due_ns = self._hwm = -1
         self._checkpoints: list[list[int]] = []
+        #: Seqs written whose outcome is unknown (no RECEIPT, or sent on a connection that dropped).
+        self.unconfirmed = IntervalSet()
 
     def record(self, seq: int, sent_ns: int) -> None:
         if not self.seqs.add(seq):
@@ -104,13 +110,15 @@ class SentStream:
             self._due_ns = sent_ns + CHECKPOINT_NS
 
     def _drain(self, process: str) -> Drained | None:
-        if not (self.seqs or self._checkpoints or self.last_ns != self._shipped_ns):
+        if not (self.seqs or self._checkpoints or self.unconfirmed or self.last_ns != self._shipped_ns):
             return None
         entry = {"destination": self.destination, "producer": self.producer, "process": process,
-                 "seqs": self.bag.encode(), "checkpoints": self._checkpoints, "last_ns": self.last_ns}  # fmt: skip
+                 "seqs": self.bag.encode(), "checkpoints": self._checkpoints, "last_ns": self.last_ns,
+                 "unconfirmed": self.unconfirmed.encode()}  # fmt: skip
         self._hwm = max(self._hwm, self.seqs.last or -1)
         self.bag, self._checkpoints, self._shipped_ns = IntervalBag(), [], self.last_ns
         self.seqs = self.bag.distinct
+        self.unconfirmed = IntervalSet()
         return entry
 
 
@@ -156,7 +164,8 @@ class _Received:
 class Subscription:
     """One subscription's receipts; :meth:`record` is the per-message hot path."""
 
-    __slots__ = ("_dirty", "_streams", "destination", "durable", "key", "kind", "sessions")
+    __slots__ = ("_dirty", "_streams", "destination", "drops", "durable", "foreign", "key", "kind", "other_run",
+                 "sessions")  # fmt: skip
 
     def __init__(self, key: str, destination: str, kind: str, durable: bool):
         if kind not in KINDS:
@@ -165,6 +174,10 @@ class Subscription:
         self.sessions: list[list[int | None]] = []
         self._streams: dict[str | bytes, _Received] = {}
         self._dirty = False
+        #: Deliveries without mqusers headers, and deliveries stamped by another run: kept apart.
+        self.foreign = self.other_run = 0
+        #: Sessions that ended with the connection dropping (not an orderly leave).
+        self.drops = 0
 
     def record(self, producer: str | bytes, seq: int, redelivered: bool = False) -> None:
         stream = self._streams.get(producer)
@@ -183,10 +196,11 @@ class Subscription:
         self.sessions.append([joined_ns, None])
         self._dirty = True
 
-    def leave(self, left_ns: int) -> None:
+    def leave(self, left_ns: int, dropped: bool = False) -> None:
         if self.sessions and self.sessions[-1][1] is None:
             self.sessions[-1][1] = left_ns
             self._dirty = True
+            self.drops += dropped
 
     def _drain(self, process: str) -> Drained | None:
         streams: dict[str, list[Any]] = {}
@@ -198,12 +212,15 @@ class Subscription:
                 old[2] += s.redelivered
                 s.bag, s.reordered, s.redelivered = IntervalBag(), 0, 0
                 s.seqs = s.bag.distinct
-        if not (streams or self._dirty):
+        strays = (self.foreign, self.other_run, self.drops)
+        if not (streams or self._dirty or any(strays)):
             return None
         self._dirty = False
+        self.foreign = self.other_run = self.drops = 0
         return {"destination": self.destination, "key": self.key, "kind": self.kind, "durable": self.durable,
                 "process": process, "sessions": [list(x) for x in self.sessions],
-                "streams": [[name, e[0].encode(), e[1], e[2]] for name, e in streams.items()]}  # fmt: skip
+                "streams": [[name, e[0].encode(), e[1], e[2]] for name, e in streams.items()],
+                "foreign": strays[0], "other_run": strays[1], "drops": strays[2]}  # fmt: skip
 
 
 class ReceiveLedger:
@@ -228,10 +245,11 @@ class ReceiveLedger:
 
 
 class _Producer:
-    __slots__ = ("_bounds", "bag", "cp_ns", "cp_seq", "last_ns", "monotone", "process")
+    __slots__ = ("_bounds", "bag", "cp_ns", "cp_seq", "last_ns", "monotone", "process", "unconfirmed")
 
     def __init__(self) -> None:
         self.process, self.bag, self.last_ns, self.monotone = "", IntervalBag(), -1, True
+        self.unconfirmed = IntervalSet()
         self.cp_seq, self.cp_ns = array("q"), array("q")
         self._bounds: tuple[Any, Any] | None = None
 
@@ -279,10 +297,11 @@ class _Producer:
 
 
 class _Sub:
-    __slots__ = ("durable", "kind", "process", "sessions", "streams")
+    __slots__ = ("drops", "durable", "foreign", "kind", "other_run", "process", "sessions", "streams")
 
     def __init__(self, kind: str) -> None:
         self.kind, self.durable, self.process = kind, False, ""
+        self.foreign = self.other_run = self.drops = 0
         self.sessions: dict[int, int | None] = {}
         self.streams: dict[str, list[Any]] = {}  # producer -> [IntervalBag, reordered, redelivered]
 
@@ -307,11 +326,15 @@ class Audit:
             p.bag.merge(IntervalBag.decode(e["seqs"]))
             p.last_ns = max(p.last_ns, e["last_ns"])
             p.add_checkpoints(e["checkpoints"])
+            p.unconfirmed.union(IntervalSet.decode(e.get("unconfirmed", [])))
         for e in delta.get("subscriptions", ()):
             destination, kind = e["destination"], e["kind"]
             sub = self._subs.setdefault((destination, e["key"]), _Sub(kind))
             sub.kind, sub.durable = min(sub.kind, kind), sub.durable or bool(e["durable"])
             sub.process = _pick(sub.process, e.get("process", ""))
+            sub.foreign += e.get("foreign", 0)
+            sub.other_run += e.get("other_run", 0)
+            sub.drops += e.get("drops", 0)
             for joined, left in e["sessions"]:
                 old = sub.sessions.get(joined, left)
                 sub.sessions[joined] = left if old is None else old if left is None else max(old, left)
@@ -329,16 +352,24 @@ class Audit:
         return {
             "producers": [{"destination": d, "producer": n, "process": p.process, "seqs": p.bag.encode(),
                            "checkpoints": [list(c) for c in zip(p.cp_seq, p.cp_ns, strict=True)],
-                           "last_ns": p.last_ns} for (d, n), p in sorted(self._producers.items())],
+                           "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode()}
+                          for (d, n), p in sorted(self._producers.items())],
             "subscriptions": [{"destination": d, "key": k, "kind": s.kind, "durable": s.durable, "process": s.process,
                                "sessions": sorted([j, left] for j, left in s.sessions.items()),
-                               "streams": [[n, x[0].encode(), x[1], x[2]] for n, x in sorted(s.streams.items())]}
+                               "streams": [[n, x[0].encode(), x[1], x[2]] for n, x in sorted(s.streams.items())],
+                               "foreign": s.foreign, "other_run": s.other_run, "drops": s.drops}
                               for (d, k), s in sorted(self._subs.items())],
             "queues": [[d, n, bag.encode()] for (d, n), bag in sorted(self._queues.items())],
         }  # fmt: skip
 
-    def verdict(self, now_ns: int, drain_ns: int, clock_offsets: dict[str, int] | None = None) -> dict[str, Figures]:
-        """Figures per destination (see the module docs); ``now_ns`` is on the master's clock."""
+    def verdict(
+        self, now_ns: int, drain_ns: int, clock_offsets: dict[str, int] | None = None, *, settled: bool = True
+    ) -> dict[str, Figures]:
+        """Figures per destination (see the module docs); ``now_ns`` is on the master's clock.
+
+        ``settled`` says the consumers went idle before the end: a missing message below one that
+        arrived from the same producer is then lost; otherwise every missing one is unreceived.
+        """
         offsets = clock_offsets or {}
         horizon = now_ns - drain_ns
         out: dict[str, Figures] = {}
@@ -352,23 +383,33 @@ class Audit:
                 fig["skipped"] += sent.missing_in(min(1, sent.first or 0), sent.last or 0)
             known.setdefault(destination, {})[name] = p
         queues: set[str] = set()
-        for (destination, _), sub in sorted(self._subs.items()):
+        for (destination, key), sub in sorted(self._subs.items()):
             fig, producers = _figures(out, destination), known.get(destination, {})
             fig["subscriptions"] += 1
             fig["kind"] = sub.kind if fig["kind"] in (None, sub.kind) else "mixed"
+            fig["foreign"] += sub.foreign
+            fig["other_run"] += sub.other_run
+            fig["drops"] += sub.drops
+            own = _sub_figures(key, sub)
+            fig["by_subscription"].append(own)
             for name, (bag, reordered, redelivered) in sub.streams.items():
                 if name in producers:
                     fig["reordered"] += reordered
                     fig["redelivered"] += redelivered
+                    own["reordered"] += reordered
+                    own["redelivered"] += redelivered
+                    own["received"] += len(bag.distinct)
                 else:
                     fig["foreign"] += len(bag)
             if sub.kind == "queue":
                 queues.add(destination)
                 continue
+            own["received"] = 0  # counted again, with the rest, by _tally
             for name, p in producers.items():
                 received = sub.streams[name][0] if name in sub.streams else IntervalBag()
                 window, zone = _topic_window(sub, p, offsets, drain_ns, horizon)
-                _tally(fig, p, p.bag.distinct.intersection(window), received, zone)
+                for figures in (fig, own):
+                    _tally(figures, p, p.bag.distinct.intersection(window), received, zone, settled)
         for (destination, name), received in sorted(self._queues.items()):
             if name not in known.get(destination, {}):
                 out[destination]["foreign"] += len(received)
@@ -376,17 +417,26 @@ class Audit:
             for name, p in known.get(destination, {}).items():
                 zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, _END)])
                 received = self._queues.get((destination, name), IntervalBag())
-                _tally(out[destination], p, p.bag.distinct, received, zone)
+                _tally(out[destination], p, p.bag.distinct, received, zone, settled)
+        for fig in out.values():
+            if fig["drops"]:
+                # At-least-once: what a dropped connection had not acknowledged comes again.
+                fig["after_reconnect"], fig["duplicated"] = fig["duplicated"], 0
         return out
-
-    running = verdict  # linear in intervals: cheap enough to call every few seconds
 
 
 def _figures(out: dict[str, Figures], destination: str) -> Figures:
     fig = out.get(destination)
     if fig is None:
-        fig = out[destination] = {"kind": None, **dict.fromkeys(FIGURES, 0)}
+        fig = out[destination] = {"kind": None, **dict.fromkeys(FIGURES, 0), "by_subscription": []}
     return fig
+
+
+def _sub_figures(key: str, sub: _Sub) -> Figures:
+    """One subscription's own figures; a queue's are only what it took of the group's deliveries."""
+    return {"key": key, "kind": sub.kind, "durable": sub.durable, "process": sub.process,
+            "sessions": len(sub.sessions), "drops": sub.drops, "foreign": sub.foreign, "other_run": sub.other_run,
+            **dict.fromkeys(SUB_FIGURES, 0)}  # fmt: skip
 
 
 def _topic_window(
@@ -408,14 +458,23 @@ def _topic_window(
     return window, zone
 
 
-def _tally(fig: Figures, p: _Producer, expected: IntervalSet, bag: IntervalBag, zone: IntervalSet) -> None:
+def _tally(
+    fig: Figures, p: _Producer, expected: IntervalSet, bag: IntervalBag, zone: IntervalSet, settled: bool
+) -> None:
     received = bag.distinct
     missing = expected.difference(received)
-    lost = len(missing.difference(zone))
+    unconfirmed = missing.intersection(p.unconfirmed)
+    rest = missing.difference(p.unconfirmed)
+    waiting = rest.difference(zone)
+    top = received.last
+    # Evidence of loss: a later message of the same producer arrived, and the consumers went idle.
+    lost = len(waiting.intersection(IntervalSet([(0, top)]))) if settled and top is not None else 0
     fig["expected"] += len(expected)
     fig["received"] += len(received)
     fig["lost"] += lost
-    fig["in_flight"] += len(missing) - lost
+    fig["unreceived"] += len(waiting) - lost
+    fig["unconfirmed"] += len(unconfirmed)
+    fig["in_flight"] += len(rest) - len(waiting)
     fig["unexpected"] += len(received.difference(expected))
     # deliveries beyond sends: received more than k times, sent at most k times
     fig["duplicated"] += sum(len(bag.layers[k].difference(p.bag.above(k))) for k in range(1, len(bag.layers)))

@@ -10,6 +10,8 @@ clipped into the histogram.
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,9 @@ class Tally:
     bytes: int = 0
     negative: int = 0
     histogram: HdrHistogram = field(default_factory=new_histogram)
+    #: Epoch seconds of the first and the last event: the span rates are measured over.
+    first: float = math.inf
+    last: float = 0.0
 
     def add(self, other: Tally) -> None:
         self.count += other.count
@@ -39,6 +44,8 @@ class Tally:
         self.bytes += other.bytes
         self.negative += other.negative
         self.histogram.add(other.histogram)
+        self.first = min(self.first, other.first)
+        self.last = max(self.last, other.last)
 
     def latency_ms(self) -> dict[str, float]:
         """mean, p50 ... p99.99 and max of the successful samples, in milliseconds."""
@@ -70,9 +77,11 @@ class Book:
     ) -> None:
         if request_type != self.request_type or not self.recording:
             return
+        now = time.time()
         tally = self.tallies.get(name)
         if tally is None:
-            tally = self.tallies[name] = Tally()
+            tally = self.tallies[name] = Tally(first=now)
+        tally.last = now
         tally.count += 1
         tally.bytes += response_length
         if exception is not None:
@@ -90,13 +99,14 @@ class Book:
         """Everything since the last drain, encoded for a worker report; then start afresh."""
         tallies, self.tallies = self.tallies, {}
         return {
-            name: [t.count, t.failures, t.bytes, t.negative, t.histogram.encode().decode("ascii")]
+            name: [t.count, t.failures, t.bytes, t.negative, t.histogram.encode().decode("ascii"), t.first, t.last]
             for name, t in tallies.items()
         }
 
     def merge(self, drained: dict[str, list[Any]]) -> None:
-        for name, (count, failures, size, negative, encoded) in drained.items():
-            other = Tally(count, failures, size, negative, HdrHistogram.decode(encoded.encode("ascii")))
+        for name, (count, failures, size, negative, encoded, first, last) in drained.items():
+            histogram = HdrHistogram.decode(encoded.encode("ascii"))
+            other = Tally(count, failures, size, negative, histogram, first, last)
             tally = self.tallies.get(name)
             if tally is None:
                 self.tallies[name] = other

@@ -1,0 +1,117 @@
+"""How a run ends: producers stop first, consumers drain, and only then do the Users stop.
+
+Every end takes the same path. Locust fires ``test_stopping`` before it stops any User (on
+``-t``, the web UI's stop button, Ctrl-C via :func:`interrupted`, and mqusers' own end of a
+``--mq-total-messages`` run); :meth:`Drain.run` then
+
+1. stops every producer (workers hear it in one message),
+2. waits until every expected delivery of this run has arrived (the audit), or no delivery has
+   arrived for ``--mq-drain`` seconds (an idle timeout), or, for a run ended by time or by the user,
+   ``--mq-drain-max`` seconds have passed or Ctrl-C came again.
+
+The drain *settles* when the consumers went idle or everything arrived: a missing message below
+one that arrived is then lost. A drain cut short leaves missing messages ``unreceived``.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gevent
+from gevent.event import Event
+
+logger = logging.getLogger(__name__)
+POLL_S = 0.1
+#: How often the audit is asked whether everything arrived (linear in its intervals).
+AUDIT_EVERY_S = 0.25
+
+
+@dataclass
+class DrainOutcome:
+    settled: bool
+    seconds: float
+    reason: str
+
+
+class Drain:
+    """One run's drain. ``received`` counts this run's deliveries so far; ``complete`` asks the
+    audit whether every expected one arrived; ``refresh`` pulls the latest figures in first."""
+
+    def __init__(
+        self,
+        received: Callable[[], int],
+        complete: Callable[[], bool],
+        refresh: Callable[[], None] = lambda: None,
+    ):
+        self.received, self.complete, self.refresh = received, complete, refresh
+        self.running = False
+        self.outcome: DrainOutcome | None = None
+        self.cut = False  # a second Ctrl-C: end the drain now
+        self._deadline = float("inf")
+        self._done = Event()
+
+    def run(self, idle_s: float, limit_s: float | None) -> DrainOutcome:
+        """Wait as described in the module docs; runs once per test, later callers get the outcome."""
+        if self.outcome is not None:
+            return self.outcome
+        began = time.monotonic()
+        if limit_s is not None:
+            # A later end (e.g. -t during a fixed-count drain) can only shorten the drain.
+            self._deadline = min(self._deadline, began + limit_s)
+        if self.running:
+            self._done.wait()
+            assert self.outcome is not None
+            return self.outcome
+        self.running = True
+        last_change = began
+        count, checked = self.received(), 0.0
+        previous = _catch_second_interrupt(self)
+        try:
+            while True:
+                now = time.monotonic()
+                if now - checked >= AUDIT_EVERY_S:
+                    checked = now
+                    self.refresh()
+                    if self.complete():
+                        outcome = DrainOutcome(True, now - began, "every expected message arrived")
+                        break
+                latest = self.received()
+                if latest != count:
+                    count, last_change = latest, now
+                elif now - last_change >= idle_s:
+                    outcome = DrainOutcome(True, now - began, f"no delivery for {idle_s:g} s")
+                    break
+                if self.cut or now >= self._deadline:
+                    outcome = DrainOutcome(False, now - began, "cut short: messages may still be queued")
+                    break
+                gevent.sleep(POLL_S)
+        finally:
+            _restore(previous)
+        self.outcome = outcome
+        self.running = False
+        self._done.set()
+        if not outcome.settled:
+            logger.warning("mqusers: drain %s after %.1f s", outcome.reason, outcome.seconds)
+        return outcome
+
+
+def _catch_second_interrupt(drain: Drain) -> Any:
+    """While draining, Ctrl-C cuts the drain short instead of raising KeyboardInterrupt mid-report."""
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        drain.cut = True
+
+    try:
+        return signal.signal(signal.SIGINT, on_interrupt)
+    except ValueError:  # not the main thread (tests): leave signals alone
+        return None
+
+
+def _restore(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,184 @@
+"""The generator's own health: is this process, rather than the broker, the limit?
+
+One greenlet per process samples, while a test runs:
+
+- **gevent loop lag**: it sleeps ``LAG_PERIOD_S`` and records by how much each wake-up overshot.
+  A busy loop stamps receive times late and paces sends late, so latency measured meanwhile is the
+  generator's own.
+- **CPU**: the process's CPU time over each second, in percent of one core (gevent runs on one).
+- **Blocked sends**: a producer whose send is in progress and has not moved for ``BLOCKED_S`` is
+  blocked by the broker (producer flow control, a full store, a stalled broker): the broker's
+  doing, reported apart from the generator's verdict.
+
+A second is *saturated* when CPU >= ``CPU_SATURATED`` or the loop lag in it reached
+``LAG_SATURATED_MS``; the process's verdict is ``saturated`` when at least ``SATURATED_SECONDS``
+seconds were, else ``ok``. The thresholds come from runs on a 2-core machine (README, "The
+generator's verdict"): a paced light run stays below 25 % CPU and 3 ms lag; an unpaced run pins
+one core at 97-100 % with lag of 20-200 ms.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import gevent
+from hdrh.histogram import HdrHistogram
+
+CPU_SATURATED = 90.0
+LAG_SATURATED_MS = 20.0
+SATURATED_SECONDS = 3
+LAG_PERIOD_S = 0.05
+BLOCKED_S = 1.0
+VERDICTS = ("ok", "saturated")
+
+logger = logging.getLogger(__name__)
+
+
+class Sender(Protocol):
+    def send_progress(self) -> tuple[bool, int]: ...
+
+
+@dataclass
+class Blocked:
+    """Blocked-send episodes of one destination's producers."""
+
+    episodes: int = 0
+    longest_s: float = 0.0
+    now: int = 0  # producers blocked at the last sample
+
+    def as_dict(self) -> dict[str, float]:
+        return {"episodes": self.episodes, "longest_s": round(self.longest_s, 3), "blocked_now": self.now}
+
+
+@dataclass
+class _Watch:
+    sends: int
+    since: float
+    counted: bool = False
+
+
+@dataclass
+class Health:
+    """One process's monitor; :meth:`report` is JSON-able and merges on the master by process."""
+
+    node: str
+    producers: Callable[[], Iterable[tuple[str, Sender]]] = lambda: ()
+    cpu_percent_max: float = 0.0
+    seconds: int = 0
+    saturated_s: int = 0
+    lag: HdrHistogram = field(default_factory=lambda: HdrHistogram(1, 3_600_000_000, 2))
+    blocked: dict[str, Blocked] = field(default_factory=dict)
+    _watch: dict[int, _Watch] = field(default_factory=dict)
+    _greenlet: Any = None
+    _warned: bool = False
+
+    def start(self) -> None:
+        self.stop()
+        self.cpu_percent_max, self.seconds, self.saturated_s, self._warned = 0.0, 0, 0, False
+        self.lag.reset()
+        self.blocked, self._watch = {}, {}
+        self._greenlet = gevent.spawn(self._run)
+
+    def stop(self) -> None:
+        if self._greenlet is not None:
+            self._greenlet.kill(block=True)
+            self._greenlet = None
+
+    def _run(self) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        second_lag = 0.0
+        while True:
+            began = time.perf_counter()
+            gevent.sleep(LAG_PERIOD_S)
+            now = time.perf_counter()
+            lag_ms = max(0.0, now - began - LAG_PERIOD_S) * 1000.0
+            self.lag.record_value(max(1, int(lag_ms * 1000.0)))
+            second_lag = max(second_lag, lag_ms)
+            if now - wall >= 1.0:
+                cpu_now = time.process_time()
+                self._second(100.0 * (cpu_now - cpu) / (now - wall), second_lag)
+                self._sample_blocked(now)
+                wall, cpu, second_lag = now, cpu_now, 0.0
+
+    def _second(self, cpu_percent: float, lag_ms: float) -> None:
+        self.seconds += 1
+        self.cpu_percent_max = max(self.cpu_percent_max, cpu_percent)
+        if cpu_percent >= CPU_SATURATED or lag_ms >= LAG_SATURATED_MS:
+            self.saturated_s += 1
+            if self.saturated_s == SATURATED_SECONDS and not self._warned:
+                self._warned = True
+                logger.warning("mqusers: %s", saturation_sentence(self.node, cpu_percent, lag_ms))
+
+    def _sample_blocked(self, now: float) -> None:
+        live: set[int] = set()
+        for blocked in self.blocked.values():
+            blocked.now = 0
+        for destination, sender in self.producers():
+            in_send, sends = sender.send_progress()
+            key = id(sender)
+            watch = self._watch.get(key)
+            if not in_send or watch is None or watch.sends != sends:
+                if in_send:
+                    self._watch[key] = _Watch(sends, now)
+                    live.add(key)
+                continue
+            live.add(key)
+            stalled = now - watch.since
+            if stalled < BLOCKED_S:
+                continue
+            entry = self.blocked.setdefault(destination, Blocked())
+            entry.now += 1
+            entry.longest_s = max(entry.longest_s, stalled)
+            if not watch.counted:
+                watch.counted = True
+                entry.episodes += 1
+                logger.warning(
+                    "mqusers: a producer to %s is blocked by the broker (flow control, a full store or a stalled "
+                    "broker): its send has not moved for %.0f s", destination, stalled,
+                )  # fmt: skip
+        self._watch = {k: w for k, w in self._watch.items() if k in live}
+
+    def verdict(self) -> str:
+        return "saturated" if self.saturated_s >= SATURATED_SECONDS else "ok"
+
+    def report(self) -> dict[str, Any]:
+        lag = self.lag
+        return {
+            "node": self.node,
+            "cpu_percent_max": round(self.cpu_percent_max, 1),
+            "loop_lag_ms_max": lag.get_max_value() / 1000.0 if lag.get_total_count() else 0.0,
+            "loop_lag_ms_p99": lag.get_value_at_percentile(99) / 1000.0 if lag.get_total_count() else 0.0,
+            "seconds": self.seconds,
+            "saturated_s": self.saturated_s,
+            "verdict": self.verdict(),
+            "blocked": {d: b.as_dict() for d, b in self.blocked.items()},
+        }
+
+
+def saturation_sentence(node: str, cpu_percent: float, lag_ms: float) -> str:
+    """The one plain sentence a user reads when the generator was the limit."""
+    return (
+        f"the load generator ({node}) is saturated (CPU {cpu_percent:.0f} %, loop lag {lag_ms:.0f} ms): latency "
+        "figures of this period are the generator's, not the broker's; add workers (--processes) or lower the rate"
+    )
+
+
+def overall(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run's ``generator`` section: every process's figures and the worst verdict."""
+    worst = max((r["verdict"] for r in reports.values()), key=VERDICTS.index, default="ok")
+    return {"verdict": worst, "processes": reports}
+
+
+def blocked_by_destination(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Blocked-send episodes summed over processes, per destination."""
+    out: dict[str, dict[str, float]] = {}
+    for report in reports.values():
+        for destination, b in report.get("blocked", {}).items():
+            mine = out.setdefault(destination, {"episodes": 0, "longest_s": 0.0})
+            mine["episodes"] += b["episodes"]
+            mine["longest_s"] = max(mine["longest_s"], b["longest_s"])
+    return out
