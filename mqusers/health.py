@@ -28,6 +28,8 @@ from typing import Any, Protocol
 import gevent
 from hdrh.histogram import HdrHistogram
 
+from mqusers.client import REQUEST_TYPE
+
 CPU_SATURATED = 90.0
 LAG_SATURATED_MS = 20.0
 SATURATED_SECONDS = 3
@@ -36,6 +38,11 @@ BLOCKED_S = 1.0
 VERDICTS = ("ok", "saturated")
 
 logger = logging.getLogger(__name__)
+BLOCKED_MESSAGE = "send blocked by the broker for over 1 s (producer flow control, a full store or a stalled broker)"
+
+
+class BlockedError(Exception):
+    """A producer's send did not move: the broker stopped reading."""
 
 
 class Sender(Protocol):
@@ -67,6 +74,8 @@ class Health:
 
     node: str
     producers: Callable[[], Iterable[tuple[str, Sender]]] = lambda: ()
+    #: ``events.request.fire``: each blocked episode is also a failure in Locust's statistics.
+    fire: Callable[..., Any] | None = None
     cpu_percent_max: float = 0.0
     seconds: int = 0
     saturated_s: int = 0
@@ -136,6 +145,9 @@ class Health:
             if not watch.counted:
                 watch.counted = True
                 entry.episodes += 1
+                if self.fire is not None:
+                    self.fire(request_type=REQUEST_TYPE, name=f"blocked {destination}", response_time=stalled * 1000.0,
+                              response_length=0, exception=BlockedError(BLOCKED_MESSAGE), context={})  # fmt: skip
                 logger.warning(
                     "mqusers: a producer to %s is blocked by the broker (flow control, a full store or a stalled "
                     "broker): its send has not moved for %.0f s", destination, stalled,

@@ -139,7 +139,7 @@ def context(environment: Environment) -> RunContext:
             if isinstance(runner, MasterRunner)
             else "local"
         )
-        ctx.health = Health(node, producers=lambda: ctx.producers)
+        ctx.health = Health(node, producers=lambda: ctx.producers, fire=environment.events.request.fire)
     return ctx
 
 

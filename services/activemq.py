@@ -38,15 +38,15 @@ BROKER_XML = """\
           brokerName={broker_name} dataDirectory={data}
           persistent="{persistent}" useJmx="false"
           schedulerSupport="false" advisorySupport="false">
-    <!-- Load tests must measure the broker, not flow-control stalls. Without
-         flow control memoryUsage only decides when cursors stop caching
-         (persistent broker) and what memoryPercentUsage reports. -->
+    <!-- Load tests must measure the broker, not flow-control stalls (except on the
+         broker that tests them). Without flow control memoryUsage only decides when
+         cursors stop caching (persistent broker) and what memoryPercentUsage reports. -->
     <destinationPolicy>
       <policyMap>
         <policyEntries>
           <policyEntry queue="&gt;" producerFlowControl="false"/>
           <policyEntry topic="&gt;" producerFlowControl="false"/>
-        </policyEntries>
+{flow_policy}        </policyEntries>
       </policyMap>
     </destinationPolicy>
 {persistence}{tls_context}
@@ -136,10 +136,17 @@ def _tls_keystore(ctx: Ctx) -> Path:
     return keystore
 
 
-def write_config(ctx: Ctx, persistent: bool) -> Path:
+#: On the broker that tests producer flow control, queues named mqusers.flow.* block their producers
+#: once 1 MB of messages waits (a non-persistent broker has no temp store to spool to).
+FLOW_POLICY = """\
+          <policyEntry queue="mqusers.flow.&gt;" producerFlowControl="true" memoryLimit="1 mb"/>
+"""
+
+
+def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False) -> Path:
     """Write conf/activemq.xml and conf/log4j.properties; return the XML path.
 
-    One function for both flavours: only persistence and ports differ.
+    One function for every flavour: only persistence, flow control and ports differ.
     """
     conf, data = ctx.dir / "conf", ctx.dir / "data"
     for folder in (conf, data, ctx.dir / "tmp"):
@@ -160,6 +167,7 @@ def write_config(ctx: Ctx, persistent: bool) -> Path:
         persistence=persistence,
         openwire=ctx.ports["openwire"],
         stomp=ctx.ports["stomp"],
+        flow_policy=FLOW_POLICY if flow_control else "",
     )
     (conf / "activemq.xml").write_text(xml)
     (conf / "log4j.properties").write_text(LOG4J.format(log=ctx.log_file))
@@ -192,9 +200,9 @@ def _java_argv(ctx: Ctx, xml: Path) -> list[str]:
     ]
 
 
-def _launcher(persistent: bool) -> Callable[[Ctx], int]:
+def _launcher(persistent: bool, flow_control: bool = False) -> Callable[[Ctx], int]:
     def launch(ctx: Ctx) -> int:
-        xml = write_config(ctx, persistent)
+        xml = write_config(ctx, persistent, flow_control)
         # console.log catches what happens before log4j is up (JVM errors).
         return spawn(ctx, _java_argv(ctx, xml), log=ctx.dir / "console.log")
 
@@ -230,5 +238,15 @@ SERVICES = [
         ready=ready,
         logs=_logs,
         placeable=True,
+    ),
+    # For the stress tests: frozen with SIGSTOP and under producer flow control, so the brokers
+    # other tests share are never touched.
+    Service(
+        name="activemq-stress",
+        package="activemq",
+        base_ports={"stomp": 61618, "openwire": 61619},
+        launch=_launcher(persistent=False, flow_control=True),
+        ready=ready,
+        logs=_logs,
     ),
 ]
