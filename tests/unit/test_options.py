@@ -6,6 +6,7 @@ import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
 from mqusers.options import BrokerAddress, OptionError, parse_broker_url, parse_destination, parse_size, read_settings
+from mqusers.wire import make_body
 
 
 @pytest.mark.parametrize(
@@ -128,3 +129,11 @@ def test_password_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
     secret = tmp_path / "pw"
     secret.write_text("from-file\n")
     assert read_settings(parse("--mq-password-file", str(secret)), None).password == "from-file"
+
+
+@pytest.mark.parametrize("size", [1, 61, 62, 1000, 64 * 1024 * 1024])  # up to the largest --mq-size
+def test_bodies_are_printable_at_every_size(size: int) -> None:
+    body = make_body(size)
+    assert len(body) == size and body.isalnum()
+    if size >= 1000:
+        assert len(set(body)) == 62  # every letter and digit is in use
