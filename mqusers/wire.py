@@ -29,10 +29,14 @@ FrameHandler = Callable[[bytes, Headers, bytes], None]
 _ESCAPES = {b"\\n": b"\n", b"\\r": b"\r", b"\\c": b":", b"\\\\": b"\\"}
 
 
+_ALPHABET = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_TO_ALPHABET = bytes(_ALPHABET[b % len(_ALPHABET)] for b in range(256))
+
+
 def make_body(size: int) -> bytes:
     """Printable random bytes, so a body survives brokers and tools that treat bodies as text."""
-    alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-    return bytes(alphabet[b % len(alphabet)] for b in os.urandom(size))
+    # All in C: a 64 MiB body takes ~0.2 s, where a per-byte Python loop held the gevent loop for seconds.
+    return os.urandom(size).translate(_TO_ALPHABET)
 
 
 def checksum(body: bytes) -> int:

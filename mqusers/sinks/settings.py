@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from mqusers.options import OptionError, add_option, parse_number
+from mqusers.options import (
+    OptionError,
+    add_option,
+    mask_userinfo,
+    option_text,
+    parse_number,
+    read_secret_file,
+    writable_file,
+)
 from mqusers.sinks.writer import StoreRejected
 
 #: The store's HTTP status codes that mean "this batch will never be accepted".
@@ -50,59 +58,65 @@ def add_influx_arguments(group: Any) -> None:
     )
     add("influx-token", "InfluxDB API token: set env LOCUST_INFLUX_TOKEN rather than the command line", secret=True)
     add("influx-token-file", "file holding the InfluxDB API token")
-    add("influx-interval", "seconds per point: each interval's counts and latency percentiles", default="1")
     add(
-        "influx-buffer", "points held while the store is slow or down; beyond, the oldest are dropped", default="100000"
+        "influx-interval",
+        "seconds per point: each interval's counts and latency percentiles (0.1 to 3,600)",
+        default="1",
     )
-    add("influx-batch", "points per write request", default="5000")
-    add("influx-timeout", "seconds one write request may take", default="5")
-    add("influx-flush-timeout", "seconds to keep trying to send what is buffered at exit", default="10")
-    add("influx-line-file", "also append every point, in line protocol, to this file")
+    add(
+        "influx-buffer",
+        "points held while the store is slow or down (at most 10,000,000); beyond, the oldest are dropped",
+        default="100000",
+    )
+    add("influx-batch", "points per write request (at most 1,000,000)", default="5000")
+    add("influx-timeout", "seconds one write request may take (0.01 to 3,600)", default="5")
+    add("influx-flush-timeout", "seconds to keep trying to send what is buffered at exit (at most 3,600)", default="10")
+    add("influx-line-file", "also append every point, in line protocol, to this file (its folder must exist)")
 
 
 def _token(options: Any) -> str:
-    path = str(getattr(options, "influx_token_file", "") or "").strip()
-    if path:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                return handle.read().strip()
-        except OSError as error:
-            raise OptionError(f"--influx-token-file: cannot read {path!r}: {error.strerror}") from None
-    return str(getattr(options, "influx_token", "") or "").strip()
+    path = option_text(options, "influx_token_file")
+    return read_secret_file(path, "--influx-token-file") if path else option_text(options, "influx_token")
 
 
 def read_influx_settings(options: Any) -> InfluxSettings | None:
     """Validated ``--influx-*`` values, or None when ``--influx-url`` is empty (the listener is off)."""
 
     def text(name: str, default: str = "") -> str:
-        return str(getattr(options, name, "") or "").strip() or default
+        return option_text(options, name) or default
 
     url = text("influx_url")
     if not url:
         return None
-    parts = urlsplit(url)
+    if "@" in url:
+        # Before the URL is parsed or quoted: a token may hold '/' or '#', which end urlsplit's userinfo early.
+        raise OptionError(
+            f"--influx-url: {mask_userinfo(url)!r}: credentials do not belong in the URL; set LOCUST_INFLUX_TOKEN"
+        )
+    form = "use e.g. http://127.0.0.1:8086"
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed '[' of an IPv6 address
+        raise OptionError(f"--influx-url: {url!r} is not an http(s) URL; {form}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OptionError(f"--influx-url: {url!r} is not an http(s) URL; use e.g. http://127.0.0.1:8086")
-    if parts.username or parts.password:
-        raise OptionError("--influx-url: credentials do not belong in the URL; set LOCUST_INFLUX_TOKEN")
+        raise OptionError(f"--influx-url: {url!r} is not an http(s) URL; {form}")
 
-    def number(name: str, default: str, *, integer: bool, minimum: float) -> float:
-        return parse_number(text(name, default), "--" + name.replace("_", "-"), integer=integer, minimum=minimum)
+    def number(name: str, default: str, *, integer: bool, minimum: float, maximum: float, unit: str) -> float:
+        flag = "--" + name.replace("_", "-")
+        return parse_number(text(name, default), flag, integer=integer, minimum=minimum, maximum=maximum, unit=unit)
 
-    interval = number("influx_interval", "1", integer=False, minimum=0.1)
-    if interval > 3600:
-        raise OptionError(f"--influx-interval: {interval:g} is too long; use 0.1 to 3600 seconds")
+    line_file = text("influx_line_file") or None
     return InfluxSettings(
         url=url.rstrip("/"),
         org=text("influx_org", "mqusers"),
         bucket=text("influx_bucket", "mqusers"),
         token=_token(options),
-        interval=interval,
-        buffer=int(number("influx_buffer", "100000", integer=True, minimum=1)),
-        batch=int(number("influx_batch", "5000", integer=True, minimum=1)),
-        timeout=number("influx_timeout", "5", integer=False, minimum=0.01),
-        flush_timeout=number("influx_flush_timeout", "10", integer=False, minimum=0),
-        line_file=text("influx_line_file") or None,
+        interval=number("influx_interval", "1", integer=False, minimum=0.1, maximum=3_600, unit="seconds"),
+        buffer=int(number("influx_buffer", "100000", integer=True, minimum=1, maximum=10_000_000, unit="points")),
+        batch=int(number("influx_batch", "5000", integer=True, minimum=1, maximum=1_000_000, unit="points")),
+        timeout=number("influx_timeout", "5", integer=False, minimum=0.01, maximum=3_600, unit="seconds"),
+        flush_timeout=number("influx_flush_timeout", "10", integer=False, minimum=0, maximum=3_600, unit="seconds"),
+        line_file=line_file and writable_file(line_file, "--influx-line-file"),
     )
 
 

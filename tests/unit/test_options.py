@@ -1,11 +1,14 @@
 from locust.argument_parser import get_parser
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
 from mqusers.options import BrokerAddress, OptionError, parse_broker_url, parse_destination, parse_size, read_settings
+from mqusers.sinks.settings import read_influx_settings
+from mqusers.wire import make_body
 
 
 @pytest.mark.parametrize(
@@ -55,6 +58,7 @@ def test_broker_urls() -> None:
         ("stomp://h:abc", "bad port"),
         ("stomp://user:pw@h:1", "credentials do not belong"),
         ("stomp://h:1/path", "not a broker address"),
+        ("stomp://[::1:61613", "not a broker address"),
         ("stomp://h:1,stomp+ssl://g:2", "mixes"),
     ],
 )
@@ -74,10 +78,27 @@ def test_destinations(text: str) -> None:
     assert parse_destination(text) == text
 
 
-@pytest.mark.parametrize("text", ["queue/a", "/queue/", "/bogus/a", "/queue/a b", "/queue/a:b", "/topic/a\\b"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("queue/a", "/queue/", "/bogus/a", "/queue/a b", "/queue/a:b", "/topic/a\\b"),
+        *("/queue/a\x01b", "/queue/a\x7f", "/queue/a\x9b", "/queue/\x00", "/queue/a\n"),  # control characters
+    ],
+)
 def test_bad_destinations(text: str) -> None:
-    with pytest.raises(OptionError, match=r"^--mq-destination: "):
+    with pytest.raises(OptionError, match=r"^--mq-destination: .* is not a STOMP destination; .*control characters"):
         parse_destination(text)
+
+
+def test_destinations_end_at_rabbitmqs_255_characters() -> None:
+    longest = "/queue/" + "x" * 248
+    assert parse_destination(longest) == longest
+    for text in (longest + "x", "/queue/" + "x" * 20_000):
+        with pytest.raises(OptionError) as caught:
+            parse_destination(text)
+        assert str(caught.value) == (
+            f"--mq-destination: {len(text):,} characters is too long; use at most 255 (RabbitMQ's limit)"
+        )
 
 
 def parse(*args: str) -> argparse.Namespace:
@@ -108,13 +129,46 @@ def test_empty_options_leave_the_scenario_in_charge() -> None:
     ("args", "fragment"),
     [
         (["--mq-rate", "fast"], "--mq-rate: 'fast' is not a number"),
-        (["--mq-rate", "-5"], "--mq-rate: '-5' must be at least 0"),
+        (["--mq-rate", "-5"], "--mq-rate: '-5' must be 0, or at least 0.001 and at most 10,000,000 msg/s"),
+        (["--mq-rate", "1e-300"], "--mq-rate: '1e-300' must be 0, or at least 0.001 and at most 10,000,000 msg/s"),
+        (["--mq-rate", "1e8"], "--mq-rate: '1e8' must be 0, or at least 0.001 and at most 10,000,000 msg/s"),
+        (
+            ["--mq-total-rate", "1e-300"],
+            "--mq-total-rate: '1e-300' must be 0, or at least 0.001 and at most 10,000,000 msg/s",
+        ),
+        (["--mq-total-rate", "nan"], "--mq-total-rate: 'nan' must be 0, or at least 0.001"),
+        (["--mq-total-rate", "inf"], "--mq-total-rate: 'inf' must be 0, or at least 0.001"),
+        (["--mq-drain", "1e308"], "--mq-drain: '1e308' must be at least 0 and at most 86,400 seconds"),
+        (["--mq-warmup", "1e308"], "--mq-warmup: '1e308' must be at least 0 and at most 86,400 seconds"),
+        (["--mq-timeout", "1e308"], "--mq-timeout: '1e308' must be at least 0.001 and at most 3,600 seconds"),
+        (
+            ["--mq-prefetch", "99999999999999999999"],
+            "--mq-prefetch: '99999999999999999999' must be at least 0 and at most 1,000,000",
+        ),
+        (
+            ["--mq-messages", "1000000000001"],
+            "--mq-messages: '1000000000001' must be at least 0 and at most 1,000,000,000,000",
+        ),
+        (
+            ["--mq-total-messages", "1" + "0" * 30],
+            "--mq-total-messages: '1" + "0" * 30 + "' must be at least 0 and at most 1,000,000,000,000",
+        ),
+        (["--mq-consumers", "1000001"], "--mq-consumers: '1000001' must be at least 0 and at most 1,000,000"),
+        (
+            ["--mq-heartbeats", "0,99999999999"],
+            "--mq-heartbeats: '99999999999' must be at least 0 and at most 3,600,000 ms",
+        ),
+        (["--mq-max-p99-ms", "1e308"], "--mq-max-p99-ms: '1e308' must be at least 0 and at most 86,400,000 ms"),
+        (["--mq-max-errors", "1e3"], "--mq-max-errors: '1e3' is not a whole number"),
+        (["--mq-min-rate", "1e308"], "--mq-min-rate: '1e308' must be at least 0 and at most 10,000,000 msg/s"),
+        (["--mq-run-id", "run 1"], "--mq-run-id: 'run 1' is not a run id; use 1 to 64 of A-Z a-z 0-9 . _ -"),
+        (["--mq-run-id", "r" * 65], "--mq-run-id: 65 characters is not a run id; use 1 to 64 of A-Z a-z 0-9 . _ -"),
         (["--mq-prefetch", "1.5"], "--mq-prefetch: '1.5' is not a whole number"),
         (["--mq-ack", "sometimes"], "--mq-ack: 'sometimes' is not one of auto, client, client-individual"),
         (["--mq-persistent", "maybe"], "--mq-persistent: 'maybe' is not a boolean"),
         (["--mq-heartbeats", "100"], "--mq-heartbeats: '100' is not SEND_MS,RECEIVE_MS"),
         (["--mq-broker", "kafka"], "--mq-broker: 'kafka' is not one of"),
-        (["--mq-timeout", "0"], "--mq-timeout: '0' must be at least"),
+        (["--mq-timeout", "0"], "--mq-timeout: '0' must be at least 0.001"),
         (["--mq-password-file", "/nonexistent/pw"], "--mq-password-file: cannot read"),
     ],
 )
@@ -128,3 +182,86 @@ def test_password_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
     secret = tmp_path / "pw"
     secret.write_text("from-file\n")
     assert read_settings(parse("--mq-password-file", str(secret)), None).password == "from-file"
+
+
+def test_bounds_are_inclusive() -> None:
+    settings = read_settings(
+        parse(
+            "--mq-rate", "0.001", "--mq-total-rate", "10000000", "--mq-drain", "86400", "--mq-warmup", "0",
+            "--mq-timeout", "3600", "--mq-prefetch", "1000000", "--mq-messages", "1000000000000",
+            "--mq-heartbeats", "3600000,0", "--mq-run-id", "R" * 64,
+        ),
+        None,
+    )  # fmt: skip
+    assert (settings.rate, settings.total_rate, settings.drain, settings.timeout) == (0.001, 1e7, 86400, 3600)
+    assert (settings.prefetch, settings.max_messages, settings.heartbeats) == (1_000_000, 10**12, (3_600_000, 0))
+    assert settings.run_id == "R" * 64
+    assert read_settings(parse("--mq-rate", "0", "--mq-run-id", "ci-42.run_7"), None).run_id == "ci-42.run_7"
+
+
+@pytest.mark.parametrize(
+    "name", ["LOCUST_MQ_RUN_ID", "LOCUST_MQ_DESTINATION", "LOCUST_MQ_USER", "LOCUST_MQ_PASSWORD", "LOCUST_MQ_VHOST"]
+)
+def test_text_that_is_not_utf8_is_one_line_without_the_value(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(name, "a\udcffb")  # how Python hands over the env bytes b"a\xffb"
+    option = "--" + name[len("LOCUST_") :].lower().replace("_", "-")
+    with pytest.raises(OptionError) as caught:
+        read_settings(parse(), None)
+    assert str(caught.value) == f"{option}: the value is not valid UTF-8; use UTF-8 text"
+
+
+def test_a_host_that_is_not_utf8_is_refused() -> None:
+    with pytest.raises(OptionError, match=r"^--host: the value is not valid UTF-8"):
+        read_settings(parse(), "stomp://h\udcff:61613")
+
+
+def test_a_secret_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_bytes(b"\xffpw\n")
+    with pytest.raises(OptionError, match=r"^--mq-password-file: '.*pw' is not UTF-8 text"):
+        read_settings(parse("--mq-password-file", str(secret)), None)
+
+
+UNWRITABLE = [
+    ("{tmp}/missing/report", "no such folder"),
+    ("{tmp}", "it names a folder"),
+    ("{tmp}/missing/", "it names a folder"),
+    ("/proc/sys/mqusers-report", "the folder is not writable"),  # read-only, for root too
+    ("/proc/sys/kernel/ostype", "not a writable regular file"),
+    ("/dev/null", "not a writable regular file"),
+]
+
+
+@pytest.mark.parametrize("option", ["--mq-report-json", "--mq-report-csv", "--influx-line-file"])
+@pytest.mark.parametrize(("path", "problem"), UNWRITABLE)
+def test_unwritable_files_are_refused_at_settings_time(option: str, path: str, problem: str, tmp_path: Path) -> None:
+    path = path.format(tmp=tmp_path)
+    options = parse(option, path, "--influx-url", "http://127.0.0.1:8086")
+    with pytest.raises(OptionError) as caught:
+        read_settings(options, None)
+        read_influx_settings(options)
+    assert str(caught.value) == f"{option}: cannot write {path!r}: {problem}; give a file in a writable folder"
+
+
+def test_writable_reports_are_checked_without_creating_or_truncating_them(tmp_path: Path) -> None:
+    new, old = tmp_path / "new.json", tmp_path / "old.csv"
+    old.write_text("earlier run\n")
+    settings = read_settings(parse("--mq-report-json", str(new), "--mq-report-csv", str(old)), None)
+    assert (settings.report_json, settings.report_csv) == (str(new), str(old))
+    assert not new.exists()
+    assert old.read_text() == "earlier run\n"
+
+
+def test_a_worker_leaves_the_reports_to_the_master(tmp_path: Path) -> None:
+    path = str(tmp_path / "missing" / "report.json")
+    options = parse("--mq-report-json", path)
+    options.worker = True
+    assert read_settings(options, None).report_json == path
+
+
+@pytest.mark.parametrize("size", [1, 61, 62, 1000, 64 * 1024 * 1024])  # up to the largest --mq-size
+def test_bodies_are_printable_at_every_size(size: int) -> None:
+    body = make_body(size)
+    assert len(body) == size and body.isalnum()
+    if size >= 1000:
+        assert len(set(body)) == 62  # every letter and digit is in use
