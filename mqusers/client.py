@@ -330,10 +330,11 @@ class StompClient:
         """SUBSCRIBE and wait for the broker's RECEIPT; return the subscription id."""
         sub_id = headers.pop("id", None) or f"mq-sub-{next(self._ids)}"
         self._handlers[sub_id.encode()] = handler
+        # Set first: RabbitMQ's ERROR may arrive in the same read as the RECEIPT, before this resumes.
+        self._last_subscribe = (destination, time.perf_counter())
         self.frame_with_receipt(
             f"subscribe {destination}", "SUBSCRIBE", {"destination": destination, "id": sub_id, "ack": ack, **headers}
         )
-        self._last_subscribe = (destination, time.perf_counter())
         return sub_id
 
     def route(self, subscription: str, handler: MessageHandler) -> None:

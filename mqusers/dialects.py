@@ -25,6 +25,10 @@ class Dialect:
     #: Whether ``/temp-queue/x`` replies need a SUBSCRIBE (ActiveMQ) or arrive unasked (RabbitMQ);
     #: ``None`` when the broker has no such destinations over STOMP.
     temp_queue_needs_subscribe: bool | None
+    #: SUBSCRIBE headers for a per-requester reply queue, so the broker removes it with its consumer.
+    reply_queue_subscribe: tuple[tuple[str, str], ...] = ()
+    #: How a responder addresses that queue (``{name}``) without declaring it anew.
+    reply_queue_address: str = "/queue/{name}"
 
     def prefetch_headers(self, prefetch: int, message_size: int) -> dict[str, str]:
         if prefetch <= 0:
@@ -57,6 +61,9 @@ RABBITMQ = Dialect(
     durable_subscribe=(("durable", "true"), ("auto-delete", "false")),
     durable_unsubscribe=(("durable", "true"),),
     temp_queue_needs_subscribe=False,
+    # A SEND to /queue/x would re-declare the queue with other arguments (ERROR resource_locked).
+    reply_queue_subscribe=(("auto-delete", "true"), ("durable", "false")),
+    reply_queue_address="/amq/queue/{name}",
 )
 ARTEMIS = Dialect(
     name="artemis",

@@ -364,16 +364,19 @@ class StompRequesterUser(StompProducerUser):
 
     def on_connected(self) -> None:
         super().on_connected()
-        needs_subscribe = self.client.dialect.temp_queue_needs_subscribe
+        dialect = self.client.dialect
         name = self.producer_id.replace(".", "-")
-        if self.reply_to == "temp" and needs_subscribe is not None:
+        if self.reply_to == "temp" and dialect.temp_queue_needs_subscribe is not None:
             self.reply_destination = f"/temp-queue/mqusers-{name}"
-            if not needs_subscribe:
+            if not dialect.temp_queue_needs_subscribe:
                 self.client.route(self.reply_destination, self.client.reply_arrived)
                 return
-        else:
-            self.reply_destination = f"/queue/mqusers.reply.{name}"
-        self.client.subscribe(self.reply_destination, self.client.reply_arrived, ack="auto", headers={})
+            self.client.subscribe(self.reply_destination, self.client.reply_arrived, ack="auto", headers={})
+            return
+        queue = f"mqusers.reply.{name}"
+        headers = dict(dialect.reply_queue_subscribe)
+        self.client.subscribe(f"/queue/{queue}", self.client.reply_arrived, ack="auto", headers=headers)
+        self.reply_destination = dialect.reply_queue_address.format(name=queue)
 
     def emit(self, seq: int) -> None:
         self.client.request(self.publisher, seq, self.reply_destination)
