@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-BROKERS := activemq activemq-persistent rabbitmq
+BROKERS := activemq activemq-persistent activemq-stress rabbitmq
 DEMO_SECONDS ?= 30
 
 .PHONY: install demo test unit lint bench bench-listener dashboards services-up services-down clean

@@ -262,8 +262,11 @@ class StompClient:
         # An ERROR frame answering the receipt is the broker refusing the message: it was not sent.
         return Sent.FAILED if isinstance(error, BrokerError) else Sent.UNCONFIRMED
 
-    def request(self, publisher: Publisher, seq: int, reply_to: str) -> bool:
-        """Send a request with ``reply-to`` and wait for the reply carrying its correlation id."""
+    def request(self, publisher: Publisher, seq: int, reply_to: str) -> Sent:
+        """Send a request with ``reply-to`` and wait for the reply carrying its correlation id.
+
+        CONFIRMED when the reply came, UNCONFIRMED when the request went out but no reply did.
+        """
         correlation = b"%s-%d" % (publisher.frames.producer_id, seq)
         waiter = self._waiters[correlation] = AsyncResult()
         start = time.perf_counter()
@@ -271,10 +274,9 @@ class StompClient:
         data = publisher.frames.frame_with(seq, time.time_ns(), extra)
         if not self._write(publisher.send_name, start, publisher.frames.body_size, data):
             self._waiters.pop(correlation, None)
-            return False
-        return (
-            self._await(waiter, correlation, publisher.request_name, start, publisher.frames.body_size, "reply") is None
-        )
+            return Sent.FAILED
+        error = self._await(waiter, correlation, publisher.request_name, start, publisher.frames.body_size, "reply")
+        return Sent.CONFIRMED if error is None else Sent.UNCONFIRMED
 
     def send_raw(self, data: bytes) -> None:
         """Write a pre-encoded frame (ACKs, replies); raise :class:`MqError` when not connected."""

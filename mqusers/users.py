@@ -303,11 +303,13 @@ class StompConsumerUser(StompUser):
             headers.update(dialect.durable_headers(self.durable_name()))
             headers["id"] = self.durable_name()
         first = self.subscription is None and not self._joined
-        self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
-        # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
         key = self.durable_name() if self.durable else f"{self.mq.process_tag}/{type(self).__name__}/{self.ordinal}"
         kind = "topic" if self.destination.startswith(("/topic/", "/exchange/")) else "queue"
-        self.receiver.audit = self.mq.received.subscription(key, self.destination, kind, time.time_ns(), self.durable)
+        # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
+        audit = self.receiver.audit = self.mq.received.subscription(key, self.destination, kind, None, self.durable)
+        self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
+        # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
+        audit.join(time.time_ns())
         if first:
             self._joined = True
             coordinator_for(self.environment, self.mq).joined()
@@ -379,4 +381,6 @@ class StompRequesterUser(StompProducerUser):
         self.reply_destination = dialect.reply_queue_address.format(name=queue)
 
     def emit(self, seq: int) -> None:
-        self.client.request(self.publisher, seq, self.reply_destination)
+        outcome = self.client.request(self.publisher, seq, self.reply_destination)
+        if outcome:
+            self._sent.record(seq, time.time_ns())

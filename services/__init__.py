@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import activemq, control, metrics, rabbitmq
-from .base import ServiceError, port_offset, state_dir
+from .base import ServiceError, live_pid, port_offset, state_dir
 from .control import Service
 
 SERVICES: dict[str, Service] = {
@@ -32,6 +32,7 @@ __all__ = [
     "SERVICES",
     "ServiceError",
     "is_running",
+    "pid",
     "port_offset",
     "ports",
     "start",
@@ -74,6 +75,14 @@ def stop(name: str) -> bool:
 def is_running(name: str) -> bool:
     """Our process for ``name`` is alive and answers its readiness probe."""
     return control.is_running(_service(name))
+
+
+def pid(name: str) -> int:
+    """The PID of our running ``name`` (tests freeze or kill it); raises ServiceError when none runs."""
+    found = live_pid(_service(name).ctx())
+    if found is None:
+        raise ServiceError(f"{name} is not running")
+    return found
 
 
 def certificate(name: str) -> Path:

@@ -231,13 +231,14 @@ class ReceiveLedger:
         self._subs: dict[tuple[str, str], Subscription] = {}
 
     def subscription(
-        self, key: str, destination: str, kind: str, joined_ns: int, durable: bool = False
+        self, key: str, destination: str, kind: str, joined_ns: int | None, durable: bool = False
     ) -> Subscription:
-        """Open (or, same key, resume) a subscription confirmed at ``joined_ns``."""
+        """Open (or, same key, resume) a subscription confirmed at ``joined_ns`` (None: join it later)."""
         sub = self._subs.get((destination, key))
         if sub is None:
             sub = self._subs[(destination, key)] = Subscription(key, destination, kind, durable)
-        sub.join(joined_ns)
+        if joined_ns is not None:
+            sub.join(joined_ns)
         return sub
 
     def drain(self) -> Drained:

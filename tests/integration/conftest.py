@@ -56,6 +56,7 @@ BROKERS = {
     "activemq-persistent": Broker(
         "activemq-persistent", "activemq-persistent", services.PORTS["activemq-persistent"]["stomp"]
     ),
+    "activemq-stress": Broker("activemq-stress", "activemq-stress", services.PORTS["activemq-stress"]["stomp"]),
     "rabbitmq": Broker(
         "rabbitmq", "rabbitmq", services.PORTS["rabbitmq"]["stomp"], services.PORTS["rabbitmq"]["management"]
     ),
@@ -105,6 +106,14 @@ class LocustRun:
         return rows[0]
 
 
+def locust_command(locustfile: str, host: str, *args: str, users: int, seconds: float, report: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", host, "--headless",
+        "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary", "--mq-report-json", str(report),
+        *args,
+    ]  # fmt: skip
+
+
 def run_locust(
     locustfile: str,
     host: str,
@@ -116,14 +125,38 @@ def run_locust(
 ) -> LocustRun:
     """Run ``locust -f locustfiles/<locustfile> --headless`` to completion and read its JSON report."""
     report = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
-    command = [
-        sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", host, "--headless",
-        "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary", "--mq-report-json", str(report),
-        *args,
-    ]  # fmt: skip
+    command = locust_command(locustfile, host, *args, users=users, seconds=seconds, report=report)
     process = subprocess.run(
         command, capture_output=True, text=True, timeout=seconds + 60, env={**os.environ, **(env or {})}, cwd=ROOT
     )
     output = process.stdout + process.stderr
     document = json.loads(report.read_text()) if report.exists() else {}
     return LocustRun(process.returncode, output, document)
+
+
+@dataclass
+class RunningLocust:
+    """A locust run in the background, for tests that act on it (signals, a frozen broker) mid-run."""
+
+    process: subprocess.Popen[str]
+    report: Path
+
+    def finish(self, timeout: float) -> LocustRun:
+        """Wait at most ``timeout`` s for the run to end by itself; kill it (and fail) if it does not."""
+        try:
+            output, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            output, _ = self.process.communicate()
+            raise AssertionError(f"locust did not end within {timeout} s:\n{output[-3000:]}") from None
+        document = json.loads(self.report.read_text()) if self.report.exists() else {}
+        return LocustRun(self.process.returncode, output, document)
+
+
+def start_locust(
+    locustfile: str, host: str, *args: str, users: int = 2, seconds: float = 3, tmp_path: Path
+) -> RunningLocust:
+    report = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
+    command = locust_command(locustfile, host, *args, users=users, seconds=seconds, report=report)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    return RunningLocust(process, report)

@@ -152,13 +152,24 @@ def test_wrong_password_is_one_line_and_never_echoed(secured: tuple[Broker, str]
     assert "wrong-horse-battery" not in run.output
 
 
-def test_error_frame_during_the_run_is_a_failure_with_the_brokers_message(destination, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("missing", "message"),
+    [
+        ("/exchange/mqusers-no-such-exchange/key", "NOT_FOUND - no exchange 'mqusers-no-such-exchange'"),
+        ("/amq/queue/mqusers-no-such-queue", "NOT_FOUND - no queue 'mqusers-no-such-queue'"),
+    ],
+)
+def test_a_refused_subscription_is_a_failure_and_reconnects_back_off(
+    missing: str, message: str, tmp_path: Path
+) -> None:
     broker = started("rabbitmq")
-    missing = "/exchange/mqusers-no-such-exchange/key"
-    run = run_locust("get_only.py", broker.url, "--mq-destination", missing, users=1, seconds=2, tmp_path=tmp_path)
+    run = run_locust("get_only.py", broker.url, "--mq-destination", missing, users=2, seconds=4, tmp_path=tmp_path)
     assert run.code == 1, run.output[-2000:]
-    # RabbitMQ confirms the SUBSCRIBE, then reports the missing exchange in an ERROR of its own.
-    errors = run.operation(f"error {broker.url}")
-    assert errors["errors"] == errors["count"] >= 1
-    assert "broker ERROR: not_found: NOT_FOUND - no exchange 'mqusers-no-such-exchange'" in run.output
+    # RabbitMQ confirms the SUBSCRIBE, then refuses it in an ERROR of its own and closes the connection.
+    subscribes = run.operation(f"subscribe {missing}")
+    assert subscribes["errors"] >= 2  # one per user at least
+    assert f"broker ERROR: not_found: {message}" in run.output
+    # Back-off grows (0.5, 1, 2 s... jittered) because no connection lasted: ~95 connects a second before.
+    connects = run.operation(f"connect {broker.url}")["count"]
+    assert 2 <= connects <= 2 * 5, connects
     assert "Traceback" not in run.output

@@ -144,7 +144,7 @@ def test_a_missing_reply_is_a_failure_and_the_greenlet_lives_on() -> None:
     publisher = Publisher("/queue/a", SendFrames("/queue/a", b"body", "run", "p", {}))
     worker = gevent.spawn(lambda: [client.request(publisher, n, "/temp-queue/r") for n in (1, 2)])
     worker.join(timeout=5)
-    assert worker.successful() and worker.value == [False, False]
+    assert worker.successful() and worker.value == [Sent.UNCONFIRMED, Sent.UNCONFIRMED]
     requests = env.stats.entries[("request /queue/a", "STOMP")]
     assert (requests.num_requests, requests.num_failures) == (2, 2)
 
