@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BROKERS := activemq activemq-persistent activemq-stress rabbitmq
 DEMO_SECONDS ?= 30
 
-.PHONY: install demo test unit lint bench bench-listener dashboards services-up services-down clean
+.PHONY: install demo test unit lint bench bench-listener bench-memory dashboards services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ bench: install
 bench-listener: install
 	$(PY) -m services start activemq
 	$(PY) -m benchmarks.listener --host stomp://127.0.0.1:61613
+
+bench-memory: install
+	$(PY) -m services start activemq
+	$(PY) -m benchmarks.memory --host stomp://127.0.0.1:61613
 
 dashboards: install
 	$(PY) -m mqusers.sinks.dashboards

@@ -1,0 +1,156 @@
+"""Does a single-process mqusers run's memory stay flat? RSS growth of a real ``locust`` run.
+
+    python -m benchmarks.memory --host stomp://127.0.0.1:61613 [--minutes 10] [--rate 1000]
+
+Runs the command a user types -- ``locust -f locustfiles/queue_balance.py --headless -u 6 -r 6
+-t ... --mq-total-rate RATE`` on a fresh queue, one process, this checkout's mqusers first on
+PYTHONPATH -- and reads its VmRSS from /proc every few seconds. Prints RSS at 1 minute and at the
+end of the load, the growth in between, the messages delivered (from the run's
+``--mq-report-json``) and PASS/FAIL against the target: growth < 5 % after the first minute.
+Exit status: 0 measured, 1 target missed with ``--strict``, 2 no measurement (broker down, run failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import BenchError, parse_host
+
+ROOT = Path(__file__).resolve().parent.parent
+MB = 1024 * 1024
+
+
+def check_broker(url: str) -> None:
+    """One STOMP CONNECT/CONNECTED exchange, or a :class:`BenchError` saying why not."""
+    host, port = parse_host(url)
+    try:
+        with socket.create_connection((host, port), timeout=5) as sock:
+            sock.sendall(f"CONNECT\naccept-version:1.2\nhost:{host}\n\n\x00".encode())
+            reply = sock.recv(4096).decode(errors="replace")
+            sock.sendall(b"DISCONNECT\n\n\x00")
+    except OSError as error:
+        hint = "start it: python -m services start activemq"
+        raise BenchError(f"broker not reachable at {url}: {error} ({hint})") from None
+    if not reply.startswith("CONNECTED"):
+        raise BenchError(f"broker at {url} did not accept a STOMP CONNECT: {reply.splitlines()[:1]}")
+
+
+def rss_bytes(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def checkout() -> str:
+    """This checkout's commit, ``+dirty`` when mqusers/ has uncommitted changes."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    dirty = subprocess.run([*git, "status", "--porcelain", "mqusers"], capture_output=True, text=True, check=False)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def run(options: argparse.Namespace, workdir: Path) -> tuple[list[tuple[float, int]], dict[str, Any], str]:
+    """The locust run, its RSS samples (seconds since launch, bytes) and its report row."""
+    seconds = round(options.minutes * 60)
+    destination = f"/queue/bench.memory.{uuid.uuid4().hex[:12]}"
+    report, log = workdir / "report.json", workdir / "locust.log"
+    locust = Path(sys.executable).with_name("locust")
+    command = [str(locust), "-f", options.locustfile, "--host", options.host, "--headless", "-u", str(options.users)]
+    command += ["-r", str(options.users), "-t", f"{seconds}s", "--only-summary", "--mq-destination", destination]
+    command += ["--mq-total-rate", f"{options.rate:g}", "--mq-report-json", str(report)]
+    print("$ " + " ".join(command), flush=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    samples: list[tuple[float, int]] = []
+    with log.open("w") as out:
+        child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        start, limit, minute = time.monotonic(), seconds + max(60.0, 0.1 * seconds), 1
+        try:
+            while child.poll() is None and time.monotonic() - start < limit:
+                rss, elapsed = rss_bytes(child.pid), time.monotonic() - start
+                if rss is not None and elapsed <= seconds:
+                    samples.append((elapsed, rss))
+                    if elapsed >= 60 * minute:
+                        print(f"  {minute:>3} min  RSS {rss / MB:7.1f} MB", flush=True)
+                        minute += 1
+                time.sleep(min(options.interval, max(0.1, limit - (time.monotonic() - start))))
+            overran = child.poll() is None
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=30)
+    if overran:
+        raise BenchError(f"locust overran -t {seconds}s by more than {limit - seconds:.0f}s; killed")
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+    if not report.exists():
+        raise BenchError(f"locust exited {child.returncode} without a report; its last lines:\n{tail}")
+    rows = [r for r in json.loads(report.read_text())["destinations"] if r["destination"] == destination]
+    if not rows:
+        raise BenchError(f"the report has no row for {destination}; locust's last lines:\n{tail}")
+    return samples, rows[0], f"locust exit status {child.returncode}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.memory", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--host", default="stomp://127.0.0.1:61613", help="the broker, stomp://HOST:PORT")
+    parser.add_argument("--minutes", type=float, default=10.0, help="load duration, > 1 (default 10)")
+    parser.add_argument("--rate", type=float, default=1000.0, help="total msg/s, --mq-total-rate (default 1000)")
+    parser.add_argument("--locustfile", default="locustfiles/queue_balance.py", help="a producer+consumer scenario")
+    parser.add_argument("--users", type=int, default=6, help="-u and -r (default 6: 3 consumers, 3 producers)")
+    parser.add_argument("--interval", type=float, default=5.0, help="RSS sample period, s (default 5)")
+    parser.add_argument("--target", type=float, default=5.0, help="max growth after minute 1, %% (default 5)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
+    options = parser.parse_args(argv)
+    if options.minutes <= 1 or options.rate <= 0 or options.users < 2 or options.interval <= 0:
+        parser.error("--minutes must be > 1, --rate and --interval > 0, --users >= 2")
+    print(
+        f"mqusers memory benchmark: {options.host}, {options.locustfile}, {options.users} users, one process,"
+        f" {options.rate:,.0f} msg/s for {options.minutes:g} min; mqusers {ROOT} @ {checkout()}",
+        flush=True,
+    )
+    try:
+        check_broker(options.host)
+        with tempfile.TemporaryDirectory(prefix="bench-memory.") as workdir:
+            samples, row, status = run(options, Path(workdir))
+    except (BenchError, ValueError) as error:
+        print(f"benchmark failed: {error}", file=sys.stderr)
+        return 2
+    after = [(t, rss) for t, rss in samples if t >= 60]
+    if not after:
+        print("benchmark failed: no RSS sample after the first minute (locust ended early?)", file=sys.stderr)
+        return 2
+    (t1, rss1), (t_end, rss_end) = after[0], after[-1]
+    growth = 100.0 * (rss_end - rss1) / rss1
+    slope = statistics.linear_regression([t for t, _ in after], [r for _, r in after]).slope * 60 / MB
+    rate_ok = row["receive_rate_msgs"] >= 0.95 * options.rate
+    print(f"RSS at {t1:.0f} s            {rss1 / MB:9.1f} MB")
+    print(f"RSS at {t_end:.0f} s (end)     {rss_end / MB:9.1f} MB   peak {max(r for _, r in samples) / MB:.1f} MB")
+    print(f"growth after minute 1  {growth:+9.2f} %    ({slope:+.2f} MB/min fitted over {len(after)} samples)")
+    print(f"delivered              {row['received']:9,} messages ({row['sent']:,} sent)  {status}")
+    print(f"delivered rate         {row['receive_rate_msgs']:9,.1f} msg/s (asked {options.rate:,.0f})")
+    print(f"errors {row['errors']}, lost {row['lost']}, duplicated {row['duplicated']}")
+    passed = growth < options.target and rate_ok
+    why = "" if rate_ok else f"; the run delivered < 95 % of {options.rate:,.0f} msg/s, so it is not the asked load"
+    verdict = "PASS" if passed else "FAIL"
+    print(f"{verdict}: RSS growth after minute 1 {growth:+.2f} % (target < {options.target:g} %){why}")
+    return 1 if options.strict and not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
