@@ -24,8 +24,8 @@ import gevent
 from gevent.event import AsyncResult, Event
 
 PINGS = 8
-_GO, _JOINED, _BLOCK, _PING, _PONG, _OFFSETS, _DONE = (
-    f"mqusers_{name}" for name in ("go", "joined", "block", "ping", "pong", "offsets", "done")
+_GO, _JOINED, _BLOCK, _PING, _PONG, _OFFSETS = (
+    f"mqusers_{name}" for name in ("go", "joined", "block", "ping", "pong", "offsets")
 )
 
 
@@ -55,7 +55,8 @@ class Conductor:
     block_size: int
     joined: int = 0
     next_index: int = 0
-    finished_producers: int = 0
+    #: Producers that drew a block and have not yet been told the schedule is done.
+    active_producers: int = 0
     finishing: bool = False
     plan: Plan | None = None
     clocks: dict[str, ClockEstimate] = field(default_factory=dict)
@@ -72,12 +73,21 @@ class Conductor:
             self.plan = Plan(time.time_ns() + 50_000_000, self.rate, self.total)
         return self.plan
 
-    def allocate(self) -> tuple[int, int]:
-        """The next block of global indexes: (start, count); count 0 when all N are handed out."""
+    def allocate(self, first: bool = False) -> tuple[int, int]:
+        """The next block of global indexes: (start, count); count 0 when all N are handed out.
+
+        ``first``: the producer's first draw. A producer told 0 is done: with none active and all
+        N handed out, every message has been sent.
+        """
         start = self.next_index
         count = self.block_size if not self.total else max(0, min(self.block_size, self.total - start))
         self.next_index += count
+        self.active_producers += first - (count == 0)
         return start, count
+
+    @property
+    def all_sent(self) -> bool:
+        return bool(self.total) and self.next_index >= self.total and self.active_producers <= 0
 
     def record_pong(self, worker: str, t1: int, t2: int, t3: int, t4: int, tag: str) -> None:
         rtt = (t4 - t1) - (t3 - t2)
@@ -123,7 +133,7 @@ class Coordinator:
         self.distributed = isinstance(runner, (MasterRunner, WorkerRunner))
         if isinstance(runner, MasterRunner):
             for name, handler in ((_JOINED, self._on_joined), (_BLOCK, self._on_block_request),
-                                  (_PONG, self._on_pong), (_DONE, self._on_done)):  # fmt: skip
+                                  (_PONG, self._on_pong)):  # fmt: skip
                 runner.register_message(name, handler)
         if isinstance(runner, WorkerRunner):
             for name, handler in ((_GO, self._on_go), (_BLOCK, self._on_block), (_PING, self._on_ping),
@@ -157,14 +167,18 @@ class Coordinator:
         self.follower.go.wait(timeout)
         return self.follower.plan
 
-    def next_block(self, timeout: float) -> tuple[int, int] | None:
+    def next_block(self, timeout: float, first: bool) -> tuple[int, int] | None:
         """The next (start, count) of the shared schedule; None when the master did not answer in time."""
         runner = self.environment.runner
         if not isinstance(runner, WorkerRunner):
-            return self.conductor.allocate() if self.conductor is not None else (0, 0)
+            if self.conductor is None:
+                return 0, 0
+            block = self.conductor.allocate(first)
+            self._maybe_finish()
+            return block
         request_id = next(self.follower._ids)
         waiter = self.follower._requests[request_id] = AsyncResult()
-        runner.send_message(_BLOCK, {"request": request_id})
+        runner.send_message(_BLOCK, {"request": request_id, "first": first})
         try:
             # wait() returns on timeout; get() would raise gevent.Timeout and end the User's greenlet.
             waiter.wait(timeout)
@@ -174,14 +188,6 @@ class Coordinator:
             return None
         start, count = waiter.value
         return int(start), int(count)
-
-    def producer_finished(self) -> None:
-        runner = self.environment.runner
-        if isinstance(runner, WorkerRunner):
-            runner.send_message(_DONE, {"count": 1})
-        elif self.conductor is not None:
-            self.conductor.finished_producers += 1
-            self._maybe_finish()
 
     # -- master handlers ---------------------------------------------------------------------
 
@@ -193,9 +199,10 @@ class Coordinator:
         self.environment.runner.send_message(_GO, {"t0_ns": plan.t0_ns, "rate": plan.rate, "total": plan.total})
 
     def _on_block_request(self, environment: Any, msg: Any, **_: Any) -> None:
-        start, count = self.conductor.allocate() if self.conductor is not None else (0, 0)
+        start, count = self.conductor.allocate(bool(msg.data.get("first"))) if self.conductor is not None else (0, 0)
         reply = {"request": msg.data["request"], "start": start, "count": count}
         self.environment.runner.send_message(_BLOCK, reply, client_id=msg.node_id)
+        self._maybe_finish()
 
     def _ping(self, worker: str) -> None:
         self.environment.runner.send_message(_PING, {"t1": time.time_ns(), "round": 0}, client_id=worker)
@@ -215,21 +222,10 @@ class Coordinator:
         if self.conductor.target_consumers == 0 and len(self.conductor.clocks) == len(self.environment.runner.clients):
             self._broadcast_go(self.conductor.open())
 
-    def _on_done(self, environment: Any, msg: Any, **_: Any) -> None:
-        if self.conductor is not None:
-            self.conductor.finished_producers += int(msg.data["count"])
-            self._maybe_finish()
-
     def _maybe_finish(self) -> None:
         """With --mq-total-messages: once every producer has sent its share, end the run."""
-        conductor, runner = self.conductor, self.environment.runner
-        if conductor is None or not conductor.total or conductor.next_index < conductor.total:
-            return
-        producers = sum(
-            count for name, count in runner.user_classes_count.items()
-            if getattr(self.environment.available_user_classes.get(name), "role", "") != "consumer"
-        )  # fmt: skip
-        if conductor.finished_producers >= producers and not conductor.finishing:
+        conductor = self.conductor
+        if conductor is not None and conductor.all_sent and not conductor.finishing:
             conductor.finishing = True
             gevent.spawn(self._finish)
 

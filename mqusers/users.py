@@ -141,6 +141,7 @@ class StompProducerUser(StompUser):
         self.shared = bool(self.mq.settings.total_rate or self.mq.settings.total_messages)
         self._finished = False
         self._t0, self._interval, self._index, self._block_end = time.perf_counter(), 0.0, 0, 0
+        self._drawn = False
         self._lag_name = f"schedule-lag {self.destination}"
         self._due_header = b""
         self.publisher = self.make_publisher(self.destination, {})
@@ -205,7 +206,7 @@ class StompProducerUser(StompUser):
     def _wait_for_slot(self) -> bool:
         """Take the next global index from the shared schedule and sleep until it is due."""
         if self._index >= self._block_end:
-            block = self.coordinator.next_block(self.mq.settings.timeout)
+            block = self.coordinator.next_block(self.mq.settings.timeout, first=not self._drawn)
             if block is None:
                 self.environment.events.request.fire(
                     request_type=REQUEST_TYPE, name=self._lag_name, response_time=self.mq.settings.timeout * 1000.0,
@@ -213,10 +214,10 @@ class StompProducerUser(StompUser):
                     context={},
                 )  # fmt: skip
                 return False
+            self._drawn = True
             start, count = block
             if count == 0:
                 self._finished = True
-                self.coordinator.producer_finished()
                 return False
             self._index, self._block_end = start, start + count
         due = self._t0 + self._index * self._interval
