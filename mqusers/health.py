@@ -1,10 +1,11 @@
 """The generator's own health: is this process, rather than the broker, the limit?
 
-One greenlet per process samples, while a test runs:
+One :class:`LoopLag` greenlet per process feeds every watcher (this monitor, the InfluxDB
+listener); while a test runs :class:`Health` judges each second from:
 
-- **gevent loop lag**: it sleeps ``LAG_PERIOD_S`` and records by how much each wake-up overshot.
-  A busy loop stamps receive times late and paces sends late, so latency measured meanwhile is the
-  generator's own.
+- **gevent loop lag**: the probe sleeps ``LAG_PERIOD_S`` and records by how much each wake-up
+  overshot. A busy loop stamps receive times late and paces sends late, so latency measured
+  meanwhile is the generator's own.
 - **CPU**: the process's CPU time over each second, in percent of one core (gevent runs on one).
 - **Blocked sends**: a producer whose send is in progress and has not moved for ``BLOCKED_S`` is
   blocked by the broker (producer flow control, a full store, a stalled broker): the broker's
@@ -61,6 +62,59 @@ class Blocked:
         return {"episodes": self.episodes, "longest_s": round(self.longest_s, 3), "blocked_now": self.now}
 
 
+LagWatcher = Callable[[float], None]
+
+
+class LoopLag:
+    """The process's one loop-lag probe: runs while anyone watches, hands each sample (ms) to all."""
+
+    def __init__(self, period: float = LAG_PERIOD_S):
+        self.period = period
+        self._watchers: list[LagWatcher] = []
+        self._greenlet: Any = None
+
+    def watch(self, watcher: LagWatcher) -> None:
+        self._watchers.append(watcher)
+        if self._greenlet is None:
+            self._greenlet = gevent.spawn(self._run)
+
+    def unwatch(self, watcher: LagWatcher) -> None:
+        if watcher in self._watchers:
+            self._watchers.remove(watcher)
+        if not self._watchers and self._greenlet is not None:
+            self._greenlet.kill(block=False)
+            self._greenlet = None
+
+    def _run(self) -> None:
+        while True:
+            began = time.perf_counter()
+            gevent.sleep(self.period)
+            lag_ms = max(0.0, time.perf_counter() - began - self.period) * 1000.0
+            for watcher in list(self._watchers):
+                watcher(lag_ms)
+
+
+PROBE = LoopLag()
+
+
+class IntervalLag:
+    """Max and mean loop lag per interval, for the live stack: ``take()`` returns them and starts afresh."""
+
+    def __init__(self) -> None:
+        self._max = self._sum = 0.0
+        self._samples = 0
+
+    def __call__(self, lag_ms: float) -> None:
+        self._max = max(self._max, lag_ms)
+        self._sum += lag_ms
+        self._samples += 1
+
+    def take(self) -> tuple[float, float]:
+        result = (self._max, self._sum / self._samples if self._samples else 0.0)
+        self._max, self._sum, self._samples = 0.0, 0.0, 0
+        return result
+
+
 @dataclass
 class _Watch:
     sends: int
@@ -82,36 +136,31 @@ class Health:
     lag: HdrHistogram = field(default_factory=lambda: HdrHistogram(1, 3_600_000_000, 2))
     blocked: dict[str, Blocked] = field(default_factory=dict)
     _watch: dict[int, _Watch] = field(default_factory=dict)
-    _greenlet: Any = None
     _warned: bool = False
+    _wall: float = 0.0
+    _cpu: float = 0.0
+    _second_lag: float = 0.0
 
     def start(self) -> None:
         self.stop()
         self.cpu_percent_max, self.seconds, self.saturated_s, self._warned = 0.0, 0, 0, False
         self.lag.reset()
         self.blocked, self._watch = {}, {}
-        self._greenlet = gevent.spawn(self._run)
+        self._wall, self._cpu, self._second_lag = time.perf_counter(), time.process_time(), 0.0
+        PROBE.watch(self._on_lag)
 
     def stop(self) -> None:
-        if self._greenlet is not None:
-            self._greenlet.kill(block=True)
-            self._greenlet = None
+        PROBE.unwatch(self._on_lag)
 
-    def _run(self) -> None:
-        wall, cpu = time.perf_counter(), time.process_time()
-        second_lag = 0.0
-        while True:
-            began = time.perf_counter()
-            gevent.sleep(LAG_PERIOD_S)
-            now = time.perf_counter()
-            lag_ms = max(0.0, now - began - LAG_PERIOD_S) * 1000.0
-            self.lag.record_value(max(1, int(lag_ms * 1000.0)))
-            second_lag = max(second_lag, lag_ms)
-            if now - wall >= 1.0:
-                cpu_now = time.process_time()
-                self._second(100.0 * (cpu_now - cpu) / (now - wall), second_lag)
-                self._sample_blocked(now)
-                wall, cpu, second_lag = now, cpu_now, 0.0
+    def _on_lag(self, lag_ms: float) -> None:
+        self.lag.record_value(max(1, int(lag_ms * 1000.0)))
+        self._second_lag = max(self._second_lag, lag_ms)
+        now = time.perf_counter()
+        if now - self._wall >= 1.0:
+            cpu = time.process_time()
+            self._second(100.0 * (cpu - self._cpu) / (now - self._wall), self._second_lag)
+            self._sample_blocked(now)
+            self._wall, self._cpu, self._second_lag = now, cpu, 0.0
 
     def _second(self, cpu_percent: float, lag_ms: float) -> None:
         self.seconds += 1

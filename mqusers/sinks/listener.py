@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 import gevent
 
+from mqusers.health import PROBE, IntervalLag
 from mqusers.sinks import points, schema
 from mqusers.sinks.intervals import IntervalBook, IntervalMerger, RunTotals, drain
-from mqusers.sinks.probes import LoopLag
 from mqusers.sinks.settings import InfluxSettings, http_sender
 from mqusers.sinks.writer import LineWriter
 
@@ -76,7 +76,7 @@ class InfluxSink:
         # Flow operations seen this test, per series family: they get zero points when silent.
         self.seen_own: set[str] = set()
         self.seen_merged: set[str] = set()
-        self.lag = LoopLag()
+        self.lag = IntervalLag()
         self.writer = LineWriter(
             send or http_sender(settings),
             capacity=settings.buffer,
@@ -109,7 +109,7 @@ class InfluxSink:
             listen(events.worker_report, self._on_worker_report)
             register_final_message(runner, self)
         self.writer.start()
-        self.lag.start()
+        PROBE.watch(self.lag)
         self._ticker = gevent.spawn(self._tick_forever)
 
     def tags(self, **extra: str) -> dict[str, str]:
@@ -179,7 +179,7 @@ class InfluxSink:
         self._closed = True
         if self._ticker is not None:
             self._ticker.kill(block=True)
-        self.lag.stop()
+        PROBE.unwatch(self.lag)
         self.writer.add([self._process_line(_now_ms())])
         unsent = self.writer.close(self.settings.flush_timeout)
         stats = self.writer.stats
