@@ -53,6 +53,24 @@ def test_seed_method_counts_every_message_and_ends_when_they_are_in(
     assert wall < 90, wall  # not the 120 s of -t: the run ended once everything had arrived
     # The rate is over the first send to the last receive, not over start-up and the drain's wait.
     assert 0 < row["span_s"] <= run.report["stopped"] - run.report["started"]
+    # Per subscription: every topic subscriber got all of them; the queue's share adds up.
+    subscriptions = row["by_subscription"]
+    assert len(subscriptions) == consumers
+    if kind == "topic":
+        assert all((s["received"], s["lost"], s["unreceived"]) == (total, 0, 0) for s in subscriptions), subscriptions
+    assert sum(s["received"] for s in subscriptions) == total * fan_out
+
+
+def test_a_target_rate_the_run_cannot_reach_is_said(destination, tmp_path: Path) -> None:
+    broker = started("activemq")
+    queue = destination("queue")
+    run = run_locust(
+        "put_get.py", broker.url, "--mq-destination", queue, "--mq-consumers", "1", "--mq-total-rate", "5000000",
+        "--mq-total-messages", "3000", users=2, seconds=60, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    [line] = [n for n in run.report["notes"] if n.startswith("target rate not reached")]
+    assert "--mq-total-rate 5e+06 msg/s asked" in line and "schedule lag p99" in line
     assert abs(row["receive_rate_msgs"] - row["received"] / row["span_s"]) < 1e-6
 
 

@@ -1,0 +1,85 @@
+"""The drain's three ways to end, the shared schedule's end, and the generator's judgement: no broker."""
+
+import gevent
+
+from mqusers.coordination import Conductor
+from mqusers.ending import Drain
+from mqusers.health import BLOCKED_S, CPU_SATURATED, LAG_SATURATED_MS, SATURATED_SECONDS, Health
+
+
+def test_the_drain_ends_when_everything_arrived() -> None:
+    arrived = {"n": 0}
+
+    def deliver() -> None:
+        for _ in range(5):
+            gevent.sleep(0.05)
+            arrived["n"] += 1
+
+    gevent.spawn(deliver)
+    outcome = Drain(lambda: arrived["n"], lambda: arrived["n"] == 5).run(idle_s=10, limit_s=None)
+    assert outcome.settled and outcome.reason == "every expected message arrived" and outcome.seconds < 2
+
+
+def test_the_drain_ends_after_its_idle_timeout_and_that_settles_it() -> None:
+    outcome = Drain(lambda: 7, lambda: False).run(idle_s=0.3, limit_s=None)
+    assert outcome.settled and outcome.reason == "no delivery for 0.3 s" and 0.3 <= outcome.seconds < 1
+
+
+def test_a_drain_still_receiving_is_cut_by_its_limit_and_settles_nothing() -> None:
+    ticks = iter(range(10**6))
+    outcome = Drain(lambda: next(ticks), lambda: False).run(idle_s=0.2, limit_s=0.5)
+    assert not outcome.settled and "cut short" in outcome.reason and 0.5 <= outcome.seconds < 1.5
+
+
+def test_a_later_end_shortens_a_running_drain_and_shares_its_outcome() -> None:
+    ticks = iter(range(10**6))
+    drain = Drain(lambda: next(ticks), lambda: False)
+    first = gevent.spawn(drain.run, 0.2, None)  # a fixed-count end: no limit of its own
+    gevent.sleep(0.1)
+    second = drain.run(0.2, 0.3)  # then -t: at most 0.3 s more
+    assert first.get(timeout=2) is second and not second.settled
+
+
+def test_the_shared_schedule_is_done_when_every_drawing_producer_was_told_so() -> None:
+    conductor = Conductor(target_consumers=0, rate=0, total=25, block_size=10)
+    assert conductor.allocate(first=True) == (0, 10)
+    assert conductor.allocate(first=True) == (10, 10)
+    assert conductor.allocate() == (20, 5)
+    assert conductor.allocate() == (25, 0) and not conductor.all_sent  # the other one still sends
+    assert conductor.allocate() == (25, 0) and conductor.all_sent
+
+
+class Sender:
+    def __init__(self) -> None:
+        self.progress = (False, 0)
+
+    def send_progress(self) -> tuple[bool, int]:
+        return self.progress
+
+
+def test_the_verdict_needs_several_saturated_seconds() -> None:
+    health = Health("local")
+    for _ in range(SATURATED_SECONDS - 1):
+        health._second(CPU_SATURATED + 1, 0.0)
+    health._second(10.0, LAG_SATURATED_MS - 1)
+    assert health.verdict() == "ok"
+    health._second(10.0, LAG_SATURATED_MS)
+    report = health.report()
+    assert (report["verdict"], report["saturated_s"], report["seconds"]) == ("saturated", SATURATED_SECONDS, 4)
+
+
+def test_a_send_that_does_not_move_is_one_blocked_episode() -> None:
+    fired: list[dict] = []  # type: ignore[type-arg]
+    moving, stuck = Sender(), Sender()
+    health = Health(
+        "local", producers=lambda: [("/queue/a", moving), ("/queue/b", stuck)], fire=lambda **e: fired.append(e)
+    )
+    for t, sends in ((0.0, 1), (BLOCKED_S / 2, 2), (BLOCKED_S * 2, 3), (BLOCKED_S * 3, 4)):
+        moving.progress, stuck.progress = (True, sends), (True, 1)
+        health._sample_blocked(t)
+    assert list(health.blocked) == ["/queue/b"]
+    assert health.blocked["/queue/b"].episodes == 1 and health.blocked["/queue/b"].longest_s == BLOCKED_S * 3
+    assert [e["name"] for e in fired] == ["blocked /queue/b"] and "flow control" in str(fired[0]["exception"])
+    stuck.progress = (False, 1)
+    health._sample_blocked(BLOCKED_S * 4)
+    assert health.blocked["/queue/b"].now == 0
