@@ -2,7 +2,8 @@
 
 Persistent messages to a topic with durable subscriptions (stable client id and subscription
 name). Stop the test, publish with ``put_only.py --mq-destination /topic/mqusers.durable
---mq-persistent true``, start again: each subscriber receives what was published meanwhile.
+--mq-persistent true``, start again with ``--mq-other-runs receive``: each subscriber receives
+what was published meanwhile (by another run, so counted as received only when asked).
 Run against a persistent broker (e.g. ``python -m services start activemq-persistent``, port 61615).
 
     locust -f locustfiles/durable_topic.py --host stomp://127.0.0.1:61615 --headless -u 3 -r 3 -t 30s

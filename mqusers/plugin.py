@@ -278,11 +278,11 @@ def _consumers_problem(environment: Environment, settings: Settings, users: int 
     if settings.consumers is None or not users or runner is None:
         return None
     has_producers = any(getattr(c, "role", "producer") != "consumer" for c in runner.user_classes)
-    if has_producers and settings.consumers >= users:
-        return (
-            f"--mq-consumers {settings.consumers} leaves no producer among {users} users; "
-            f"use more users (-u) than consumers"
-        )
+    if has_producers and settings.consumers > users:
+        return f"--mq-consumers {settings.consumers} is more than the {users} users (-u); no producer would run"
+    if has_producers and settings.consumers == users:
+        # Legitimate (e.g. registering durable subscriptions), but say so: nothing will be sent.
+        logger.warning("mqusers: --mq-consumers %d takes all %d users: no producer runs", users, users)
     return None
 
 

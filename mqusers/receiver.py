@@ -70,7 +70,8 @@ class Receiver:
         received_ns = time.time_ns()
         if self._acks and self._client.closing:
             return  # never acknowledged, so the broker redelivers it to another consumer
-        if headers.get(RUN) != self._run and self._stray(headers, len(body)):
+        own = headers.get(RUN) == self._run
+        if not own and self._stray(headers, len(body)):
             return
         size = len(body)
         error: MqError | None = None
@@ -90,7 +91,7 @@ class Receiver:
                 response_length=size, exception=None, context=self._context,
             )  # fmt: skip
         self.received += 1
-        if self.audit is not None and error is None:
+        if self.audit is not None and error is None and own:  # the audit is of this run's messages only
             self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(b"redelivered") == b"true")
         self._fire(
             request_type=REQUEST_TYPE,

@@ -33,8 +33,9 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
 
 - ``sent``: distinct seqs sent, Σ over producers; ``resent``: sends of a seq beyond its first;
   ``skipped``: seqs a producer never sent below its highest (gaps in its numbering, from 1).
-- ``foreign``: deliveries from producers no SentLedger reported (an outside producer, another
-  run): left out of every other receive figure.
+- ``foreign``, ``other_run``: deliveries without mqusers headers, and deliveries of another run,
+  counted by the receiving subscription and left out of every other figure; ``foreign`` also
+  counts deliveries from producers no SentLedger reported.
 - Expected set, per producer. **queue** (the destination's subscriptions of kind ``"queue"``
   compete as one group): every seq sent, once for the group, if the group has any subscription.
   **topic** (each ``"topic"`` subscription on its own), per session: from the producer's first seq
@@ -49,9 +50,20 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
 - ``duplicated``: deliveries of a seq beyond the number of times it was sent (queue: over the
   group, so a redelivery to another consumer after an un-ACKed delivery counts, and as
   ``redelivered`` too if flagged; topic: Σ per subscription). A producer's resend is not one.
-- ``in_flight``: expected, not received, and possibly sent after ``before(horizon)``, or, for a
-  subscription that left at L, after ``before(L - drain_ns)``: uncertain counts as in flight.
-- ``lost``: expected, not received and not in flight.
+- ``unconfirmed``: expected, not received, and in the producer's *unconfirmed* set (written, but no
+  RECEIPT came, or sent without receipts on a connection that then dropped): outcome unknown.
+- ``in_flight``: expected, not received, not unconfirmed, and possibly sent after
+  ``before(horizon)``, or, for a subscription that left at L, after ``before(L - drain_ns)``:
+  uncertain counts as in flight.
+- ``lost``: expected, not received, not unconfirmed, not in flight, and below the highest seq of
+  that producer the group (queue) or subscription (topic) did receive, when ``settled`` (the
+  consumers went idle): a later message arrived, so this one is not merely still queued.
+- ``unreceived``: the rest of the missing: still queued at the broker or lost, the client cannot
+  tell (every missing one when not ``settled``).
+- ``drops``: subscription sessions that ended with the connection dropping; on such a destination
+  the duplicates are reported as ``after_reconnect`` (at-least-once redelivery), not ``duplicated``.
+- ``by_subscription``: each subscription's own expected, received (a queue's: its share of the
+  deliveries), lost, unreceived... and its sessions, drops, foreign and other-run counts.
 - ``reordered``, ``redelivered``: Σ over subscriptions, for known producers.
 - ``kind``: ``"queue"``, ``"topic"``, ``"mixed"`` or ``None`` (no subscription).
 """
@@ -298,11 +310,13 @@ class _Producer:
 
 
 class _Sub:
-    __slots__ = ("drops", "durable", "foreign", "kind", "other_run", "process", "sessions", "streams")
+    __slots__ = ("deliveries", "drops", "durable", "foreign", "kind", "other_run", "process", "sessions", "streams")
 
     def __init__(self, kind: str) -> None:
         self.kind, self.durable, self.process = kind, False, ""
         self.foreign = self.other_run = self.drops = 0
+        #: Deliveries this subscription took: a queue's share of its group's (whose seqs are kept per group).
+        self.deliveries = 0
         self.sessions: dict[int, int | None] = {}
         self.streams: dict[str, list[Any]] = {}  # producer -> [IntervalBag, reordered, redelivered]
 
@@ -336,6 +350,8 @@ class Audit:
             sub.foreign += e.get("foreign", 0)
             sub.other_run += e.get("other_run", 0)
             sub.drops += e.get("drops", 0)
+            counted = "deliveries" in e  # a snapshot carries the count; a delta's bags are counted here
+            sub.deliveries += e.get("deliveries", 0)
             for joined, left in e["sessions"]:
                 old = sub.sessions.get(joined, left)
                 sub.sessions[joined] = left if old is None else old if left is None else max(old, left)
@@ -344,7 +360,9 @@ class Audit:
                 stream[1] += reordered
                 stream[2] += redelivered  # a queue group's receipts are one bag per destination and producer
                 bag = self._queues.setdefault((destination, producer), IntervalBag()) if kind == "queue" else stream[0]
-                bag.merge(IntervalBag.decode(seqs))
+                delivered = IntervalBag.decode(seqs)
+                sub.deliveries += 0 if counted else len(delivered)
+                bag.merge(delivered)
         for destination, producer, seqs in delta.get("queues", ()):
             self._queues.setdefault((destination, producer), IntervalBag()).merge(IntervalBag.decode(seqs))
 
@@ -358,7 +376,8 @@ class Audit:
             "subscriptions": [{"destination": d, "key": k, "kind": s.kind, "durable": s.durable, "process": s.process,
                                "sessions": sorted([j, left] for j, left in s.sessions.items()),
                                "streams": [[n, x[0].encode(), x[1], x[2]] for n, x in sorted(s.streams.items())],
-                               "foreign": s.foreign, "other_run": s.other_run, "drops": s.drops}
+                               "foreign": s.foreign, "other_run": s.other_run, "drops": s.drops,
+                               "deliveries": s.deliveries}
                               for (d, k), s in sorted(self._subs.items())],
             "queues": [[d, n, bag.encode()] for (d, n), bag in sorted(self._queues.items())],
         }  # fmt: skip
@@ -399,13 +418,12 @@ class Audit:
                     fig["redelivered"] += redelivered
                     own["reordered"] += reordered
                     own["redelivered"] += redelivered
-                    own["received"] += len(bag.distinct)
                 else:
                     fig["foreign"] += len(bag)
             if sub.kind == "queue":
+                own["received"] = sub.deliveries
                 queues.add(destination)
                 continue
-            own["received"] = 0  # counted again, with the rest, by _tally
             for name, p in producers.items():
                 received = sub.streams[name][0] if name in sub.streams else IntervalBag()
                 window, zone = _topic_window(sub, p, offsets, drain_ns, horizon)

@@ -53,6 +53,7 @@ def test_seed_method_counts_every_message_and_ends_when_they_are_in(
     assert wall < 90, wall  # not the 120 s of -t: the run ended once everything had arrived
     # The rate is over the first send to the last receive, not over start-up and the drain's wait.
     assert 0 < row["span_s"] <= run.report["stopped"] - run.report["started"]
+    assert abs(row["receive_rate_msgs"] - row["received"] / row["span_s"]) < 1e-6
     # Per subscription: every topic subscriber got all of them; the queue's share adds up.
     subscriptions = row["by_subscription"]
     assert len(subscriptions) == consumers
@@ -71,7 +72,6 @@ def test_a_target_rate_the_run_cannot_reach_is_said(destination, tmp_path: Path)
     assert run.code == 0, run.output[-3000:]
     [line] = [n for n in run.report["notes"] if n.startswith("target rate not reached")]
     assert "--mq-total-rate 5e+06 msg/s asked" in line and "schedule lag p99" in line
-    assert abs(row["receive_rate_msgs"] - row["received"] / row["span_s"]) < 1e-6
 
 
 def test_seed_method_on_a_durable_topic_and_request_reply(destination, tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_leftovers_of_an_earlier_run_and_foreign_messages_are_counted_apart(
     assert (row["lost"], row["duplicated"], row["reordered"], row["errors"]) == (0, 0, 0, 0), row
     assert row["latency_ms"]["max"] < 1000  # an hour-old message would show here
     assert "counted apart" in run.output
-    assert queue_depth(broker, queue) == 0
+    assert wait_for(lambda: queue_depth(broker, queue) == 0, timeout=15)  # strays were acknowledged too
 
 
 def test_a_frozen_broker_cannot_hold_the_run_past_its_bound(destination, tmp_path: Path) -> None:
