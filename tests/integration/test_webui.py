@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -24,13 +26,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def web_ui(tmp_path) -> Iterator[tuple[str, object]]:  # type: ignore[no-untyped-def]
+@contextlib.contextmanager
+def serve(locustfile: str, tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    """Locust's web UI on a free loopback port: (base URL, its log file)."""
     broker = started("activemq")
     port = free_port()
     log = (tmp_path / "locust.log").open("w+")
     env = {**os.environ, "LOCUST_MQ_USER": "mqusers", "LOCUST_MQ_PASSWORD": "mqusers-local"}
-    command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pubsub.py"), "--host", broker.url,
+    command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", broker.url,
                "--web-host", "127.0.0.1", "--web-port", str(port)]  # fmt: skip
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
@@ -48,6 +51,12 @@ def web_ui(tmp_path) -> Iterator[tuple[str, object]]:  # type: ignore[no-untyped
         process.terminate()
         process.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture
+def web_ui(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    with serve("pubsub.py", tmp_path) as served:
+        yield served
 
 
 def stats(base: str) -> dict[str, int]:
@@ -76,3 +85,17 @@ def test_web_ui_runs_with_its_custom_parameters_and_keeps_secrets(web_ui, destin
     assert receive["avg_content_length"] == 2048 and receive["num_failures"] == 0
     assert wait_for(lambda: "mqusers summary" in Path(log.name).read_text(), timeout=10)
     assert "mqusers-local" not in Path(log.name).read_text()
+
+
+def test_the_web_ui_says_when_the_generator_is_saturated(tmp_path: Path, destination) -> None:  # type: ignore[no-untyped-def]
+    busy = str(Path(__file__).parent / "locustfiles" / "busy.py")
+    with serve(busy, tmp_path) as (base, _):
+        form = {"user_count": "3", "spawn_rate": "3", "host": "stomp://127.0.0.1:61613"}
+        requests.post(base + "/swarm", data={**form, "mq_destination": destination("topic")}, timeout=5)
+
+        def said() -> bool:
+            logs = requests.get(base + "/logs", timeout=5).json()["master"]
+            return any("latency figures of this period are the generator's" in line for line in logs)
+
+        assert wait_for(said, timeout=20)
+        requests.post(base + "/stop", timeout=30)
