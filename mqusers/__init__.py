@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import locust  # noqa: F401  (gevent's monkey-patching must come before any socket or ssl import)
 
-from mqusers.client import BrokerError, ClientConfig, MqError, Publisher, StompClient
+from mqusers.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
 from mqusers.dialects import Dialect, dialect_for
 from mqusers.measure.book import Book, Tally
 from mqusers.options import BrokerAddress, OptionError, Settings, parse_broker_url, parse_size, read_settings
@@ -27,12 +27,14 @@ __all__ = [
     "BrokerAddress",
     "BrokerError",
     "ClientConfig",
+    "ConnectionLost",
     "Dialect",
     "MqError",
     "OptionError",
     "Publisher",
     "Receiver",
     "Replier",
+    "Sent",
     "Settings",
     "StompClient",
     "StompConsumerUser",

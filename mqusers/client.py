@@ -142,7 +142,8 @@ class StompClient:
         #: True when the last connection ended without this client closing it (a drop).
         self.dropped = False
         self.connected_at = 0.0
-        #: Destination of the last SUBSCRIBE and when its RECEIPT came: an ERROR soon after refuses it.
+        #: Destination and start of the last SUBSCRIBE: an unclaimed ERROR soon after (before any
+        #: delivery) is the broker refusing it.
         self._last_subscribe: tuple[str, float] | None = None
 
     @property
