@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import locust  # noqa: F401  (gevent's monkey-patching must come before any socket or ssl import)
 
+from mqusers import plugin  # noqa: F401  (registers the --mq-* options and the per-Environment wiring)
 from mqusers.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
 from mqusers.dialects import Dialect, dialect_for
 from mqusers.measure.book import Book, Tally

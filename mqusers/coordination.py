@@ -17,6 +17,7 @@ from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRu
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,9 +125,11 @@ class Follower:
 class Coordinator:
     """Wires a Conductor and/or Follower to one Environment's runner."""
 
-    def __init__(self, environment: Any, ctx: Any):
+    def __init__(self, environment: Any, process_tag: str, on_all_sent: Callable[[], None]):
         self.environment = environment
-        self.ctx = ctx
+        self.process_tag = process_tag
+        #: Called when a --mq-total-messages run has sent everything, before it is stopped.
+        self.on_all_sent = on_all_sent
         self.conductor: Conductor | None = None
         self.follower = Follower()
         runner = environment.runner
@@ -234,7 +237,7 @@ class Coordinator:
         runner, options = self.environment.runner, self.environment.parsed_options
         if runner.state not in (STATE_RUNNING, STATE_SPAWNING):
             return  # already ending (-t, the web UI's stop)
-        self.ctx.ended_by = "count"
+        self.on_all_sent()
         if options is not None and options.headless:
             runner.quit()
         else:
@@ -254,9 +257,9 @@ class Coordinator:
 
     def _on_ping(self, environment: Any, msg: Any, **_: Any) -> None:
         received = time.time_ns()
-        pong = {**msg.data, "t2": received, "tag": self.ctx.process_tag, "t3": time.time_ns()}
+        pong = {**msg.data, "t2": received, "tag": self.process_tag, "t3": time.time_ns()}
         self.environment.runner.send_message(_PONG, pong)
 
     def _on_offsets(self, environment: Any, msg: Any, **_: Any) -> None:
         self.follower.offsets = {tag: int(offset) for tag, offset in msg.data["offsets"].items()}
-        self.follower.own_offset_ns = self.follower.offsets.get(self.ctx.process_tag, 0)
+        self.follower.own_offset_ns = self.follower.offsets.get(self.process_tag, 0)

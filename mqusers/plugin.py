@@ -1,4 +1,4 @@
-"""Wiring into Locust: the option group, validation before load, the run id, the book, the summary.
+"""Wiring into Locust: the option group, validation before load, test start and stop, the summary.
 
 Importing :mod:`mqusers` registers two listeners on ``locust.events`` (parser and init), the
 usual way for a Locust extension; everything else is attached per ``Environment``.
@@ -9,26 +9,21 @@ from __future__ import annotations
 from locust import events
 from locust.env import Environment
 from locust.exception import StopTest
-from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
-import itertools
 import logging
 import secrets
 import sys
 import time
-import weakref
-from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
-from gevent.event import Event
 
-from mqusers.client import ClientConfig, MqError, StompClient
-from mqusers.coordination import Coordinator
+from mqusers import lifecycle
+from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain, DrainOutcome
-from mqusers.health import Health, overall
+from mqusers.health import overall
 from mqusers.measure.audit import Audit, ReceiveLedger, SentLedger
-from mqusers.measure.book import Book
 from mqusers.options import OptionError, Settings, add_arguments, read_settings
 from mqusers.report import (
     RunFacts,
@@ -39,124 +34,15 @@ from mqusers.report import (
     write_csv,
     write_json,
 )
+from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.sinks import influx
 
 logger = logging.getLogger(__name__)
 _summary_logger = logging.getLogger("locust.stats_logger")
 FINAL_TALLIES = "mqusers_final_tallies"
 FINISH = "mqusers_finish"
-STOP_PRODUCING = "mqusers_stop_producing"
-PROGRESS = "mqusers_progress"
 #: How long the master waits for workers' final tallies when Locust quits without stopping them.
 FINAL_WAIT_S = 15.0
-#: While draining, workers ship their tallies and audit this often (the drain's idle clock needs them).
-PROGRESS_EVERY_S = 0.25
-#: A single process folds its ledgers into the audit this often, so they never grow with messages.
-MERGE_EVERY_S = 1.0
-
-
-@dataclass
-class RunContext:
-    """What one Environment's Users share for the current test."""
-
-    settings: Settings
-    run_id: str = ""
-    #: Random per process, so producer ids stay unique across workers and hosts.
-    process_tag: str = field(default_factory=lambda: secrets.token_hex(4))
-    book: Book = field(default_factory=Book)
-    started: float = 0.0
-    error: str | None = None
-    #: Workers whose final tallies the master has merged this test.
-    finals: set[str] = field(default_factory=set)
-    finals_arrived: Event = field(default_factory=Event)
-    ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
-
-    coordinator: Coordinator | None = None
-    #: The message audit: what this process's producers sent and its subscriptions received, and
-    #: (master or local runner) everything merged.
-    sent: SentLedger = field(default_factory=SentLedger)
-    received: ReceiveLedger = field(default_factory=ReceiveLedger)
-    audit: Audit = field(default_factory=Audit)
-    #: False once the run is ending: producers send nothing more.
-    producing: bool = True
-    #: (destination, client) of this process's producers, for the blocked-send watch.
-    producers: list[tuple[str, Any]] = field(default_factory=list)
-    health: Health = field(default_factory=lambda: Health("local"))
-    #: The master's copy of every process's health report, by node.
-    generators: dict[str, dict[str, Any]] = field(default_factory=dict)
-    drain: Drain | None = None
-    #: ``time`` (-t, the web UI's stop), ``count`` (--mq-total-messages done) or ``interrupt`` (Ctrl-C).
-    ended_by: str = "time"
-    stopped: bool = False
-    #: Workers heard from since producing stopped: until all have, the master's audit is stale.
-    progressed: set[str] = field(default_factory=set)
-    pump: Any = None
-
-    def drain_audit(self) -> list[Any]:
-        return [self.sent.drain(), self.received.drain()]
-
-    def merge_audit(self, drained: list[Any] | None) -> None:
-        for delta in drained or ():
-            self.audit.merge(delta)
-
-    def payload(self) -> dict[str, Any]:
-        """What a worker ships to the master: tallies and audit since the last time, and its health."""
-        return {
-            "mqusers": self.book.drain(),
-            "mqusers_audit": self.drain_audit(),
-            "mqusers_health": self.health.report(),
-        }
-
-    def take(self, data: dict[str, Any]) -> None:
-        """Merge a worker's :meth:`payload` (the one way data reaches the master)."""
-        self.book.merge(data.get("mqusers") or {})
-        self.merge_audit(data.get("mqusers_audit"))
-        health = data.get("mqusers_health")
-        if health:
-            self.generators[health["node"]] = health
-
-    def next_ordinal(self, user_class: type) -> int:
-        """0, 1, 2... per User class and test: stable names for durable subscribers."""
-        return next(self.ordinals.setdefault(user_class.__name__, itertools.count()))
-
-
-_contexts: weakref.WeakKeyDictionary[Environment, RunContext] = weakref.WeakKeyDictionary()
-
-
-def context(environment: Environment) -> RunContext:
-    """The environment's run context, created (and its book attached) on first use."""
-    ctx = _contexts.get(environment)
-    if ctx is None:
-        ctx = _contexts[environment] = RunContext(read_settings(environment.parsed_options, environment.host))
-        ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
-        ctx.sent.process = ctx.received.process = ctx.process_tag
-        environment.events.request.add_listener(ctx.book.on_request)
-        runner = environment.runner
-        node = (
-            runner.client_id
-            if isinstance(runner, WorkerRunner)
-            else "master"
-            if isinstance(runner, MasterRunner)
-            else "local"
-        )
-        ctx.health = Health(node, producers=lambda: ctx.producers, fire=environment.events.request.fire)
-    return ctx
-
-
-def client_config(settings: Settings, client_id: str | None = None) -> ClientConfig:
-    if settings.broker is None:
-        raise MqError("no broker: pass --host stomp://HOST:PORT")
-    return ClientConfig(
-        address=settings.broker,
-        user=settings.user,
-        password=settings.password,
-        vhost=settings.vhost,
-        heartbeats=settings.heartbeats,
-        timeout=settings.timeout,
-        dialect=settings.dialect,
-        client_id=client_id,
-        ca_file=settings.ca_file,
-    )
 
 
 def preflight(settings: Settings) -> None:
@@ -198,18 +84,18 @@ def _on_init(environment: Environment, **_: Any) -> None:
             _fail(str(error))
     coordinator_for(environment, ctx)  # registers its messages before any worker connects
     environment.events.test_start.add_listener(_on_test_start)
-    environment.events.test_stopping.add_listener(_on_test_stopping)
+    environment.events.test_stopping.add_listener(lifecycle.on_test_stopping)
     environment.events.test_stop.add_listener(_on_test_stop)
-    environment.events.quitting.add_listener(_on_quitting)
+    environment.events.quitting.add_listener(lifecycle.on_quitting)
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        environment.events.report_to_master.add_listener(lambda data, **_: data.update(ctx.payload()))
+        environment.events.report_to_master.add_listener(lambda data, **_: data.update(ctx.shipping.payload()))
         runner.register_message(FINISH, lambda msg, **_: gevent.spawn(runner.stop))
-        runner.register_message(STOP_PRODUCING, lambda msg, **_: _stop_producing(ctx, runner))
+        runner.register_message(lifecycle.STOP_PRODUCING, lambda msg, **_: lifecycle.stop_producing(ctx, runner))
     if isinstance(runner, MasterRunner):
-        environment.events.worker_report.add_listener(lambda data, **_: ctx.take(data))
+        environment.events.worker_report.add_listener(lambda data, **_: ctx.shipping.take(data))
         runner.register_message(FINAL_TALLIES, lambda msg, **_: _on_final(ctx, runner, msg))
-        runner.register_message(PROGRESS, lambda msg, **_: _on_progress(ctx, msg))
+        runner.register_message(lifecycle.PROGRESS, lambda msg, **_: lifecycle.on_progress(ctx, msg))
     # Last: the listener's test_stop must run after the one above has collected the workers' finals.
     try:
         influx.attach(environment, ctx, audit=lambda: _audit_totals(ctx))
@@ -260,11 +146,13 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.producing, ctx.stopped, ctx.ended_by = True, False, "time"
     ctx.producers, ctx.generators, ctx.progressed = [], {}, set()
     ctx.drain = Drain(
-        lambda: _deliveries(ctx), lambda: _all_arrived(environment, ctx), lambda: _refresh(environment, ctx)
+        lambda: lifecycle.deliveries(ctx),
+        lambda: lifecycle.all_arrived(environment, ctx),
+        lambda: lifecycle.refresh(environment, ctx),
     )
     ctx.health.start()
     if environment.runner is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
-        ctx.pump = gevent.spawn(_fold_ledgers, ctx)
+        ctx.pump = gevent.spawn(lifecycle.fold_ledgers, ctx)
     ctx.started = time.time()
     if ctx.settings.warmup:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
@@ -286,73 +174,6 @@ def _consumers_problem(environment: Environment, settings: Settings, users: int 
     return None
 
 
-def _fold_ledgers(ctx: RunContext) -> None:
-    while True:
-        gevent.sleep(MERGE_EVERY_S)
-        ctx.merge_audit(ctx.drain_audit())
-
-
-def _ship_progress(ctx: RunContext, runner: WorkerRunner) -> None:
-    while True:
-        runner.send_message(PROGRESS, ctx.payload())
-        gevent.sleep(PROGRESS_EVERY_S)
-
-
-def _stop_producing(ctx: RunContext, runner: WorkerRunner) -> None:
-    ctx.producing = False
-    if ctx.pump is None:
-        ctx.pump = gevent.spawn(_ship_progress, ctx, runner)
-
-
-def _on_progress(ctx: RunContext, msg: Any) -> None:
-    ctx.take(msg.data)
-    ctx.progressed.add(msg.node_id)
-
-
-def _deliveries(ctx: RunContext) -> int:
-    return sum(t.count for name, t in ctx.book.tallies.items() if name.startswith("receive "))
-
-
-def _refresh(environment: Environment, ctx: RunContext) -> None:
-    if not isinstance(environment.runner, MasterRunner):
-        ctx.merge_audit(ctx.drain_audit())
-
-
-def _all_arrived(environment: Environment, ctx: RunContext) -> bool:
-    runner = environment.runner
-    if isinstance(runner, MasterRunner) and not set(runner.clients.keys()) <= ctx.progressed:
-        return False  # some worker's last sends may not be in the audit yet
-    figures = ctx.audit.verdict(time.time_ns(), 0, _offsets(ctx), settled=False)
-    return all(f["unreceived"] + f["unconfirmed"] + f["in_flight"] == 0 for f in figures.values())
-
-
-def _on_test_stopping(environment: Environment, **_: Any) -> None:
-    ctx = context(environment)
-    ctx.producing = False
-    runner = environment.runner
-    if isinstance(runner, WorkerRunner) or ctx.drain is None or ctx.error:
-        return
-    if isinstance(runner, MasterRunner):
-        runner.send_message(STOP_PRODUCING, {})
-    settings = ctx.settings
-    ctx.drain.run(settings.drain, None if ctx.ended_by == "count" else settings.drain_max)
-
-
-def _on_quitting(environment: Environment, **_: Any) -> None:
-    """Ctrl-C or SIGTERM: Locust quits without stopping the test first; stop it, so it drains and reports."""
-    runner = environment.runner
-    if runner is None or isinstance(runner, WorkerRunner):
-        return
-    ctx = context(environment)
-    if ctx.drain is not None and ctx.drain.running:
-        ctx.ended_by = "interrupt"
-        ctx.drain.cut = True
-        return
-    if runner.state in (STATE_RUNNING, STATE_SPAWNING):
-        ctx.ended_by = "interrupt"
-        runner.stop()
-
-
 def _apply_consumer_count(environment: Environment, settings: Settings) -> None:
     if settings.consumers is None or environment.runner is None:
         return
@@ -369,12 +190,6 @@ def _consumer_target(environment: Environment) -> int:
     return sum(c.fixed_count for c in runner.user_classes if getattr(c, "role", "") == "consumer")
 
 
-def coordinator_for(environment: Environment, ctx: RunContext) -> Coordinator:
-    if ctx.coordinator is None:
-        ctx.coordinator = Coordinator(environment, ctx)
-    return ctx.coordinator
-
-
 def _audit_totals(ctx: RunContext) -> dict[str, dict[str, Any]]:
     """The audit's running totals for the live stack (merged so far on the master)."""
     drain_ns = int(ctx.settings.drain * 1e9)
@@ -385,7 +200,7 @@ def _audit_totals(ctx: RunContext) -> dict[str, dict[str, Any]]:
 
 
 def _on_final(ctx: RunContext, runner: MasterRunner, msg: Any) -> None:
-    ctx.take(msg.data)
+    ctx.shipping.take(msg.data)
     ctx.finals.add(msg.node_id)
     if set(runner.clients.keys()) <= ctx.finals:
         ctx.finals_arrived.set()
@@ -416,7 +231,7 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
     if isinstance(runner, WorkerRunner):
         # A worker sends no stats report between "stop" and "client_stopped"; this message goes
         # first on the same socket, so the master's summary holds every last message.
-        runner.send_message(FINAL_TALLIES, ctx.payload())
+        runner.send_message(FINAL_TALLIES, ctx.shipping.payload())
         return
     if isinstance(runner, MasterRunner):
         _collect_finals(ctx, runner)
@@ -428,15 +243,10 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
     _report(environment, ctx)
 
 
-def _offsets(ctx: RunContext) -> dict[str, int]:
-    conductor = ctx.coordinator.conductor if ctx.coordinator is not None else None
-    return conductor.offsets_by_tag() if conductor is not None else {}
-
-
 def _report(environment: Environment, ctx: RunContext) -> None:
     settings, stopped = ctx.settings, time.time()
     outcome = (ctx.drain.outcome if ctx.drain else None) or DrainOutcome(False, 0.0, "no drain")
-    verdict = ctx.audit.verdict(time.time_ns(), 0, _offsets(ctx), settled=outcome.settled)
+    verdict = ctx.audit.verdict(time.time_ns(), 0, lifecycle.offsets(ctx), settled=outcome.settled)
     facts = RunFacts(
         run_id=ctx.run_id,
         started=ctx.started,

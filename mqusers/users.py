@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 import gevent
 
 from mqusers.client import REQUEST_TYPE, MqError, Publisher, Sent, StompClient
-from mqusers.plugin import RunContext, client_config, context, coordinator_for
 from mqusers.receiver import Receiver, Replier
+from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.wire import SendFrames, make_body
 
 _RETRY_MIN_S, _RETRY_MAX_S = 0.5, 5.0

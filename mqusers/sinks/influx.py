@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mqusers.options import OptionError
+from mqusers.run import context
 from mqusers.sinks.listener import AuditSource, InfluxSink, RunInfo, listen, register_final_message
 from mqusers.sinks.settings import add_influx_arguments, read_influx_settings
 
@@ -86,8 +87,6 @@ def register(events: Events | None = None, audit: AuditSource | None = None) -> 
     def on_init(environment: Environment, **_: Any) -> None:
         if environment.parsed_options is None:
             return
-        from mqusers.plugin import context  # here: the plugin may import this module
-
         try:
             attach(environment, context(environment), audit=audit)
         except OptionError as error:

@@ -1,0 +1,99 @@
+"""How a test ends across processes: producers stop first, consumers drain, workers ship progress.
+
+Wired by :mod:`mqusers.plugin` to Locust's ``test_stopping`` (every end: -t, the web UI's Stop,
+mqusers' own end of a fixed count) and ``quitting`` (Ctrl-C, SIGTERM: Locust quits without
+stopping the test; stopping it here makes it drain and report). :class:`mqusers.ending.Drain`
+decides when the drain is over. While a single process runs, its ledgers are folded into the
+audit every second so they never grow with messages.
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
+
+import time
+from typing import Any
+
+import gevent
+
+from mqusers.run import RunContext, context
+
+STOP_PRODUCING = "mqusers_stop_producing"
+PROGRESS = "mqusers_progress"
+#: While draining, workers ship their tallies and audit this often (the drain's idle clock needs them).
+PROGRESS_EVERY_S = 0.25
+#: A single process folds its ledgers into the audit this often, so they never grow with messages.
+MERGE_EVERY_S = 1.0
+
+
+def fold_ledgers(ctx: RunContext) -> None:
+    while True:
+        gevent.sleep(MERGE_EVERY_S)
+        ctx.merge_audit(ctx.drain_audit())
+
+
+def ship_progress(ctx: RunContext, runner: WorkerRunner) -> None:
+    while True:
+        runner.send_message(PROGRESS, ctx.shipping.payload())
+        gevent.sleep(PROGRESS_EVERY_S)
+
+
+def stop_producing(ctx: RunContext, runner: WorkerRunner) -> None:
+    ctx.producing = False
+    if ctx.pump is None:
+        ctx.pump = gevent.spawn(ship_progress, ctx, runner)
+
+
+def on_progress(ctx: RunContext, msg: Any) -> None:
+    ctx.shipping.take(msg.data)
+    ctx.progressed.add(msg.node_id)
+
+
+def deliveries(ctx: RunContext) -> int:
+    return sum(t.count for name, t in ctx.book.tallies.items() if name.startswith("receive "))
+
+
+def refresh(environment: Environment, ctx: RunContext) -> None:
+    if not isinstance(environment.runner, MasterRunner):
+        ctx.merge_audit(ctx.drain_audit())
+
+
+def all_arrived(environment: Environment, ctx: RunContext) -> bool:
+    runner = environment.runner
+    if isinstance(runner, MasterRunner) and not set(runner.clients.keys()) <= ctx.progressed:
+        return False  # some worker's last sends may not be in the audit yet
+    figures = ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=False)
+    return all(f["unreceived"] + f["unconfirmed"] + f["in_flight"] == 0 for f in figures.values())
+
+
+def on_test_stopping(environment: Environment, **_: Any) -> None:
+    ctx = context(environment)
+    ctx.producing = False
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner) or ctx.drain is None or ctx.error:
+        return
+    if isinstance(runner, MasterRunner):
+        runner.send_message(STOP_PRODUCING, {})
+    settings = ctx.settings
+    ctx.drain.run(settings.drain, None if ctx.ended_by == "count" else settings.drain_max)
+
+
+def on_quitting(environment: Environment, **_: Any) -> None:
+    """Ctrl-C or SIGTERM: Locust quits without stopping the test first; stop it, so it drains and reports."""
+    runner = environment.runner
+    if runner is None or isinstance(runner, WorkerRunner):
+        return
+    ctx = context(environment)
+    if ctx.drain is not None and ctx.drain.running:
+        ctx.ended_by = "interrupt"
+        ctx.drain.cut = True
+        return
+    if runner.state in (STATE_RUNNING, STATE_SPAWNING):
+        ctx.ended_by = "interrupt"
+        runner.stop()
+
+
+def offsets(ctx: RunContext) -> dict[str, int]:
+    conductor = ctx.coordinator.conductor if ctx.coordinator is not None else None
+    return conductor.offsets_by_tag() if conductor is not None else {}

@@ -1,0 +1,149 @@
+"""Run state: what one Environment's Users, coordinator and reports share for the current test.
+
+One :class:`RunContext` per Locust ``Environment`` (:func:`context`): the validated settings, the
+run id, this process's book, audit ledgers and health, and on the master (or a local runner) the
+merged audit. :class:`Shipping` is the one way worker-side state reaches the master: each part
+registers how to drain it on a worker and how to merge it on the master.
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+import itertools
+import secrets
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gevent.event import Event
+
+from mqusers.client import ClientConfig, MqError
+from mqusers.coordination import Coordinator
+from mqusers.ending import Drain
+from mqusers.health import Health
+from mqusers.measure.audit import Audit, ReceiveLedger, SentLedger
+from mqusers.measure.book import Book
+from mqusers.options import Settings, read_settings
+
+
+class Shipping:
+    """Worker-side state bound for the master: each part registers a drain (worker) and a merge (master)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+
+    def register(self, key: str, drain: Callable[[], Any], merge: Callable[[Any], None]) -> None:
+        self._parts[key] = (drain, merge)
+
+    def payload(self) -> dict[str, Any]:
+        """Every part's state since the last payload, keyed for :meth:`take`."""
+        return {key: drain() for key, (drain, _) in self._parts.items()}
+
+    def take(self, data: Mapping[str, Any]) -> None:
+        for key, (_, merge) in self._parts.items():
+            if data.get(key) is not None:
+                merge(data[key])
+
+
+@dataclass
+class RunContext:
+    """What one Environment's Users share for the current test."""
+
+    settings: Settings
+    run_id: str = ""
+    #: Random per process, so producer ids stay unique across workers and hosts.
+    process_tag: str = field(default_factory=lambda: secrets.token_hex(4))
+    book: Book = field(default_factory=Book)
+    started: float = 0.0
+    error: str | None = None
+    #: Workers whose final tallies the master has merged this test.
+    finals: set[str] = field(default_factory=set)
+    finals_arrived: Event = field(default_factory=Event)
+    ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
+
+    coordinator: Coordinator | None = None
+    #: The message audit: what this process's producers sent and its subscriptions received, and
+    #: (master or local runner) everything merged.
+    sent: SentLedger = field(default_factory=SentLedger)
+    received: ReceiveLedger = field(default_factory=ReceiveLedger)
+    audit: Audit = field(default_factory=Audit)
+    #: False once the run is ending: producers send nothing more.
+    producing: bool = True
+    #: (destination, client) of this process's producers, for the blocked-send watch.
+    producers: list[tuple[str, Any]] = field(default_factory=list)
+    health: Health = field(default_factory=lambda: Health("local"))
+    #: The master's copy of every process's health report, by node.
+    generators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    drain: Drain | None = None
+    #: ``time`` (-t, the web UI's stop), ``count`` (--mq-total-messages done) or ``interrupt`` (Ctrl-C).
+    ended_by: str = "time"
+    stopped: bool = False
+    #: Workers heard from since producing stopped: until all have, the master's audit is stale.
+    progressed: set[str] = field(default_factory=set)
+    pump: Any = None
+    shipping: Shipping = field(default_factory=Shipping)
+
+    def drain_audit(self) -> list[Any]:
+        return [self.sent.drain(), self.received.drain()]
+
+    def merge_audit(self, drained: list[Any] | None) -> None:
+        for delta in drained or ():
+            self.audit.merge(delta)
+
+    def next_ordinal(self, user_class: type) -> int:
+        """0, 1, 2... per User class and test: stable names for durable subscribers."""
+        return next(self.ordinals.setdefault(user_class.__name__, itertools.count()))
+
+
+_contexts: weakref.WeakKeyDictionary[Environment, RunContext] = weakref.WeakKeyDictionary()
+
+
+def context(environment: Environment) -> RunContext:
+    """The environment's run context, created (and its book attached) on first use."""
+    ctx = _contexts.get(environment)
+    if ctx is None:
+        ctx = _contexts[environment] = RunContext(read_settings(environment.parsed_options, environment.host))
+        ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
+        ctx.sent.process = ctx.received.process = ctx.process_tag
+        environment.events.request.add_listener(ctx.book.on_request)
+        runner = environment.runner
+        node = (
+            runner.client_id
+            if isinstance(runner, WorkerRunner)
+            else "master"
+            if isinstance(runner, MasterRunner)
+            else "local"
+        )
+        ctx.health = Health(node, producers=lambda: ctx.producers, fire=environment.events.request.fire)
+        ship = ctx.shipping.register
+        ship("mqusers_book", lambda: ctx.book.drain(), lambda data: ctx.book.merge(data))
+        ship("mqusers_audit", ctx.drain_audit, ctx.merge_audit)
+        ship("mqusers_health", ctx.health.report, lambda report: ctx.generators.__setitem__(report["node"], report))
+    return ctx
+
+
+def client_config(settings: Settings, client_id: str | None = None) -> ClientConfig:
+    if settings.broker is None:
+        raise MqError("no broker: pass --host stomp://HOST:PORT")
+    return ClientConfig(
+        address=settings.broker,
+        user=settings.user,
+        password=settings.password,
+        vhost=settings.vhost,
+        heartbeats=settings.heartbeats,
+        timeout=settings.timeout,
+        dialect=settings.dialect,
+        client_id=client_id,
+        ca_file=settings.ca_file,
+    )
+
+
+def coordinator_for(environment: Environment, ctx: RunContext) -> Coordinator:
+    if ctx.coordinator is None:
+        ctx.coordinator = Coordinator(
+            environment, ctx.process_tag, on_all_sent=lambda: setattr(ctx, "ended_by", "count")
+        )
+    return ctx.coordinator
