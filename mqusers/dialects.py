@@ -16,8 +16,6 @@ class Dialect:
     prefetch_header: str
     #: True when the prefetch header counts bytes (Artemis' credit window) rather than messages.
     prefetch_in_bytes: bool
-    #: CONNECT header that names a durable subscriber's client, or "" when not needed.
-    client_id_header: str
     #: SUBSCRIBE headers for a durable topic subscription named ``{name}``.
     durable_subscribe: tuple[tuple[str, str], ...]
     #: UNSUBSCRIBE headers that remove the durable subscription for good.
@@ -47,7 +45,6 @@ ACTIVEMQ = Dialect(
     name="activemq",
     prefetch_header="activemq.prefetchSize",
     prefetch_in_bytes=False,
-    client_id_header="client-id",
     durable_subscribe=(("activemq.subscriptionName", "{name}"),),
     durable_unsubscribe=(("activemq.subscriptionName", "{name}"),),
     temp_queue_needs_subscribe=True,
@@ -56,7 +53,6 @@ RABBITMQ = Dialect(
     name="rabbitmq",
     prefetch_header="prefetch-count",
     prefetch_in_bytes=False,
-    client_id_header="",
     # RabbitMQ keys the durable queue on the subscription id, which mqusers makes stable.
     durable_subscribe=(("durable", "true"), ("auto-delete", "false")),
     durable_unsubscribe=(("durable", "true"),),
@@ -69,7 +65,6 @@ ARTEMIS = Dialect(
     name="artemis",
     prefetch_header="consumer-window-size",
     prefetch_in_bytes=True,
-    client_id_header="client-id",
     durable_subscribe=(("durable-subscription-name", "{name}"),),
     durable_unsubscribe=(("durable-subscription-name", "{name}"),),
     temp_queue_needs_subscribe=None,

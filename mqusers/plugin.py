@@ -23,7 +23,8 @@ from mqusers import lifecycle
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain, DrainOutcome
 from mqusers.health import overall
-from mqusers.measure.audit import Audit, ReceiveLedger, SentLedger
+from mqusers.measure.audit import Audit
+from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.options import OptionError, Settings, add_arguments, read_settings
 from mqusers.report import (
     RunFacts,

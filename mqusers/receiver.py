@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from mqusers.client import REQUEST_TYPE, MqError, StompClient
 from mqusers.coordination import Follower
-from mqusers.measure.audit import Subscription
+from mqusers.measure.ledgers import Subscription
 from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, RUN, SENT_NS, SEQ, SIZE, Headers, escape_bytes
 
 Observer = Callable[[Headers, bytes], None]

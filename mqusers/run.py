@@ -24,8 +24,9 @@ from mqusers.client import ClientConfig, MqError
 from mqusers.coordination import Coordinator
 from mqusers.ending import Drain
 from mqusers.health import Health
-from mqusers.measure.audit import Audit, ReceiveLedger, SentLedger
+from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
+from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.options import Settings, read_settings
 
 

@@ -7,7 +7,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from mqusers.measure.audit import CHECKPOINT_NS, Audit, ReceiveLedger, SentLedger
+from mqusers.measure.audit import Audit
+from mqusers.measure.ledgers import CHECKPOINT_NS, ReceiveLedger, SentLedger
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -26,7 +27,7 @@ def test_injected_gap_lost_resent_no_duplicates() -> None:
     sent, received = SentLedger("w1"), ReceiveLedger("w2")
     sub = received.subscription("w2/1", Q, "queue", joined_ns=0)
     for index, seq in enumerate([*range(1, 35), *range(30, 35), *range(35, 101)]):
-        sent.record(Q, "w1.p.1", seq, S + index * MS)
+        sent.producer(Q, "w1.p.1").record(seq, S + index * MS)
         if not 10 <= seq <= 19:
             sub.record(b"w1.p.1", seq)
     fig = verdict(sent, received)[Q]
@@ -41,7 +42,7 @@ def test_a_producer_that_skips_numbers_is_not_a_loss() -> None:
     sent, received = SentLedger("w1"), ReceiveLedger("w1")
     sub = received.subscription("w1/1", Q, "queue", joined_ns=0)
     for index, seq in enumerate([*range(1, 10), *range(20, 35), *range(30, 35), *range(35, 101)]):
-        sent.record(Q, "p", seq, S + index * MS)
+        sent.producer(Q, "p").record(seq, S + index * MS)
         sub.record("p", seq)
     fig = verdict(sent, received)[Q]
     assert (fig["sent"], fig["skipped"], fig["resent"], fig["lost"], fig["duplicated"]) == (90, 10, 5, 0, 0)
@@ -55,7 +56,7 @@ def test_outside_consumer_steals_k() -> None:
     ledgers = [ReceiveLedger("w2"), ReceiveLedger("w3")]
     subs = [ledger.subscription(f"{ledger.process}/{i}", Q, "queue", 0) for ledger in ledgers for i in range(2)]
     for seq in range(1, n + 1):
-        sent.record(Q, "p", seq, S + seq * MS)
+        sent.producer(Q, "p").record(seq, S + seq * MS)
         if seq not in stolen:
             rng.choice(subs).record(b"p", seq)
     fig = verdict(sent, *ledgers)[Q]
@@ -90,7 +91,7 @@ def test_duplicates_reordering_redeliveries_against_brute_force() -> None:
             for seq in range(1, 400):
                 for _ in range(1 + (rng.random() < 0.05) + (rng.random() < 0.02)):  # some resends
                     sends[p][seq] += 1
-                    sent.record(Q, p, seq, S + seq * MS)
+                    sent.producer(Q, p).record(seq, S + seq * MS)
                     targets = [rng.randrange(3)] if kind == "queue" else [0, 1, 2]
                     for i in targets:
                         traffic.append((i, p, seq, False))
@@ -152,7 +153,7 @@ def test_topic_late_joiner_and_early_leaver_against_brute_force() -> None:
     for seq in range(1, 101):  # one send per checkpoint interval: every send time is known exactly
         for offset, p in ((0, "p1"), (30 * MS, "p2")):
             t = S + (seq - 1) * CHECKPOINT_NS + offset
-            sent.record(T, p, seq, t)
+            sent.producer(T, p).record(seq, t)
             sends[p][seq] = t
     plans = {"early": [(0, None)], "late": [(3 * S + 350 * MS, None)], "leaver": [(0, 6 * S + 50 * MS)]}
     truth = []
@@ -183,7 +184,7 @@ def test_topic_boundaries_are_conservative_with_dense_sends() -> None:
     sent, received = SentLedger("w1"), ReceiveLedger("w2")
     times = {seq: S + seq * MS for seq in range(1, 10_001)}
     for seq, t in times.items():
-        sent.record(T, "p", seq, t)
+        sent.producer(T, "p").record(seq, t)
     joined, left = 2 * S + 333 * MS + 1, 7 * S + 777 * MS + 1
     sub = received.subscription("w2/1", T, "topic", joined)
     got = {("p", seq) for seq, t in times.items() if joined < t < left}
@@ -202,7 +203,7 @@ def test_durable_subscription_expects_what_was_sent_while_offline() -> None:
     sent, received = SentLedger("w1"), ReceiveLedger("w2")
     times = {seq: S + (seq - 1) * CHECKPOINT_NS for seq in range(1, 101)}  # 1.0 s .. 10.9 s
     for seq, t in times.items():
-        sent.record(T, "p", seq, t)
+        sent.producer(T, "p").record(seq, t)
     away, back = 4 * S + 50 * MS, 7 * S + 50 * MS
     offline = {seq for seq, t in times.items() if away <= t <= back}
     durable = received.subscription("d", T, "topic", joined_ns=500 * MS, durable=True)
@@ -240,7 +241,7 @@ def test_unreceived_messages_in_the_drain_window_are_in_flight() -> None:
     times = {seq: S + seq * 10 * MS for seq in range(1, 1001)}  # 1.01 s .. 11.0 s
     dropped = {17, 400, 555}
     for seq, t in times.items():
-        sent.record(Q, "p", seq, t)
+        sent.producer(Q, "p").record(seq, t)
         if t < 9 * S and seq not in dropped:
             sub.record("p", seq)
     audit = Audit()
@@ -267,7 +268,7 @@ def test_clock_offsets_put_join_times_on_the_producers_clock() -> None:
     sent, received = SentLedger("w1"), ReceiveLedger("w2")
     true_times = {seq: S + (seq - 1) * CHECKPOINT_NS for seq in range(1, 101)}
     for seq, t in true_times.items():
-        sent.record(T, "p", seq, t + off_producer)
+        sent.producer(T, "p").record(seq, t + off_producer)
     joined = 5 * S + 50 * MS
     sub = received.subscription("w2/1", T, "topic", joined + off_consumer)
     got = {("p", seq) for seq, t in true_times.items() if t > joined}
@@ -287,7 +288,7 @@ def test_foreign_producers_are_counted_apart() -> None:
     queue_sub = received.subscription("w2/1", Q, "queue", 0)
     topic_sub = received.subscription("w2/2", T, "topic", 0)
     for seq in range(1, 11):
-        sent.record(Q, "p", seq, S + seq * MS)
+        sent.producer(Q, "p").record(seq, S + seq * MS)
         for sub in (queue_sub, topic_sub):
             sub.record("p", seq)
             sub.record(b"previous-run.p", seq)
@@ -314,7 +315,7 @@ def scenario(seed: int) -> list[dict[str, Any]]:
         ledger, destination, name = rng.choice(producers)
         seq = step // 4 + 1 if rng.random() > 0.01 else rng.randrange(1, step // 4 + 2)
         t = S + step * 7 * MS
-        ledger.record(destination, name, seq, t)
+        ledger.producer(destination, name).record(seq, t)
         for sub in [s for s in subs if s.destination == destination]:
             if rng.random() < (0.4 if destination == Q else 0.95):
                 sub.record(name.encode(), seq, rng.random() < 0.02)
@@ -359,17 +360,17 @@ def test_merge_is_associative_and_commutative() -> None:
 def test_ten_million_in_order_records_cost_one_interval_per_producer() -> None:
     n = 10_000_000
     sent, received = SentLedger("w1"), ReceiveLedger("w2")
-    record = sent.record
+    record = sent.producer(Q, "p").record
     start = time.perf_counter()
     for seq in range(1, n + 1):
-        record(Q, "p", seq, S + seq * 1000)  # 1 µs apart: 10 s of sends
+        record(seq, S + seq * 1000)  # 1 µs apart: 10 s of sends
     send_us = (time.perf_counter() - start) / n * 1e6
     on_message = received.subscription("w2/1", Q, "queue", 0).record
     start = time.perf_counter()
     for seq in range(1, n + 1):
         on_message(b"p", seq, False)
     receive_us = (time.perf_counter() - start) / n * 1e6
-    print(f"\nSentLedger.record {send_us:.3f} µs, Subscription.record {receive_us:.3f} µs (in order, per message)")
+    print(f"\nSentStream.record {send_us:.3f} µs, Subscription.record {receive_us:.3f} µs (in order, per message)")
     shipped, got = sent.drain(), received.drain()
     assert shipped["producers"][0]["seqs"] == [[[1, n]]]
     assert len(shipped["producers"][0]["checkpoints"]) == 100

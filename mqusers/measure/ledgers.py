@@ -1,0 +1,189 @@
+"""What each process records of the messages it sent and received, for the exact message audit.
+
+Pure bookkeeping, no I/O, on the per-message path. Each process keeps a :class:`SentLedger` (what
+its producers handed to the socket) and a :class:`ReceiveLedger` (what its subscriptions received)
+and ships their :meth:`~SentLedger.drain` deltas, JSON-able, with its reports. Both keep only what
+came since the last drain, so a competing consumer's fragmented set never grows; the master's
+:class:`mqusers.measure.audit.Audit` merges them and judges.
+
+What is recorded
+
+- A *producer* is a (destination, producer id) pair, its id unique to one process; a
+  *subscription* is a (destination, key) pair, the key stable and unique per subscriber (e.g.
+  ``"<worker>/<user ordinal>"``; a durable subscriber reuses it when it comes back). Each carries
+  the ``process`` whose clock stamped its times.
+- Per producer: the multiset of seqs sent (how many times each), and *checkpoints*: (seq, send
+  time) of a new highest seq at most every ``CHECKPOINT_NS`` (100 ms) of send time, the first send
+  always one; and its last send time.
+- Per subscription: its sessions (SUBSCRIBE receipt time; leave time or none), and per producer
+  the multiset of seqs delivered, ``reordered`` (deliveries whose seq is lower than the highest seq
+  the subscription already had from that producer, so a late redelivery counts too) and
+  ``redelivered`` (deliveries the broker flagged ``redelivered``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqusers.measure.intervals import IntervalBag, IntervalSet
+
+CHECKPOINT_NS = 100_000_000
+KINDS = ("queue", "topic")
+Drained = dict[str, Any]
+
+
+def _text(key: str | bytes) -> str:
+    return key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+
+
+class SentStream:
+    """What one producer sent to one destination since the last drain; :meth:`record` is the hot path."""
+
+    __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "bag", "destination", "last_ns", "producer",
+                 "seqs", "unconfirmed")  # fmt: skip
+
+    def __init__(self, destination: str, producer: str):
+        self.destination, self.producer = destination, producer
+        self.bag = IntervalBag()
+        self.seqs = self.bag.distinct
+        self.last_ns = self._shipped_ns = self._due_ns = self._hwm = -1
+        self._checkpoints: list[list[int]] = []
+        #: Seqs written whose outcome is unknown (no RECEIPT, or sent on a connection that dropped).
+        self.unconfirmed = IntervalSet()
+
+    def record(self, seq: int, sent_ns: int) -> None:
+        if not self.seqs.add(seq):
+            self.bag.again(seq)
+        elif sent_ns >= self._due_ns:
+            self._mark(seq, sent_ns)
+        self.last_ns = sent_ns
+
+    def _mark(self, seq: int, sent_ns: int) -> None:
+        if seq == self.seqs.last and seq > self._hwm:  # a new highest seq, not a gap filled in or a resend
+            self._checkpoints.append([seq, sent_ns])
+            self._due_ns = sent_ns + CHECKPOINT_NS
+
+    def _drain(self, process: str) -> Drained | None:
+        if not (self.seqs or self._checkpoints or self.unconfirmed or self.last_ns != self._shipped_ns):
+            return None
+        entry = {"destination": self.destination, "producer": self.producer, "process": process,
+                 "seqs": self.bag.encode(), "checkpoints": self._checkpoints, "last_ns": self.last_ns,
+                 "unconfirmed": self.unconfirmed.encode()}  # fmt: skip
+        self._hwm = max(self._hwm, self.seqs.last or -1)
+        self.bag, self._checkpoints, self._shipped_ns = IntervalBag(), [], self.last_ns
+        self.seqs = self.bag.distinct
+        self.unconfirmed = IntervalSet()
+        return entry
+
+
+class SentLedger:
+    """Producer side, one per process: a :class:`SentStream` per producer and destination."""
+
+    def __init__(self, process: str = ""):
+        self.process = process
+        self._streams: dict[tuple[str, str], SentStream] = {}
+
+    def producer(self, destination: str, producer: str) -> SentStream:
+        """The stream of one producer, to call ``record(seq, sent_ns)`` on without a lookup."""
+        stream = self._streams.get((destination, producer))
+        if stream is None:
+            stream = self._streams[(destination, producer)] = SentStream(destination, producer)
+        return stream
+
+    def drain(self) -> Drained:
+        """What changed since the last drain, JSON-able, for :meth:`Audit.merge`."""
+        return {"producers": [e for s in self._streams.values() if (e := s._drain(self.process)) is not None]}
+
+
+class _Received:
+    __slots__ = ("bag", "redelivered", "reordered", "seqs", "top")
+
+    def __init__(self) -> None:
+        self.bag = IntervalBag()
+        self.seqs = self.bag.distinct
+        self.top = -1
+        self.reordered = self.redelivered = 0
+
+
+class Subscription:
+    """One subscription's receipts; :meth:`record` is the per-message hot path."""
+
+    __slots__ = ("_dirty", "_streams", "destination", "drops", "durable", "foreign", "key", "kind", "other_run",
+                 "sessions")  # fmt: skip
+
+    def __init__(self, key: str, destination: str, kind: str, durable: bool):
+        if kind not in KINDS:
+            raise ValueError(f"subscription kind must be one of {KINDS}, not {kind!r}")
+        self.key, self.destination, self.kind, self.durable = key, destination, kind, durable
+        self.sessions: list[list[int | None]] = []
+        self._streams: dict[str | bytes, _Received] = {}
+        self._dirty = False
+        #: Deliveries without mqusers headers, and deliveries stamped by another run: kept apart.
+        self.foreign = self.other_run = 0
+        #: Sessions that ended with the connection dropping (not an orderly leave).
+        self.drops = 0
+
+    def record(self, producer: str | bytes, seq: int, redelivered: bool = False) -> None:
+        stream = self._streams.get(producer)
+        if stream is None:
+            stream = self._streams[producer] = _Received()
+        if seq > stream.top:
+            stream.top = seq
+        elif seq < stream.top:
+            stream.reordered += 1
+        if not stream.seqs.add(seq):
+            stream.bag.again(seq)
+        if redelivered:
+            stream.redelivered += 1
+
+    def join(self, joined_ns: int) -> None:
+        self.sessions.append([joined_ns, None])
+        self._dirty = True
+
+    def leave(self, left_ns: int, dropped: bool = False) -> None:
+        if self.sessions and self.sessions[-1][1] is None:
+            self.sessions[-1][1] = left_ns
+            self._dirty = True
+            self.drops += dropped
+
+    def _drain(self, process: str) -> Drained | None:
+        streams: dict[str, list[Any]] = {}
+        for producer, s in self._streams.items():
+            if s.seqs:
+                old = streams.setdefault(_text(producer), [IntervalBag(), 0, 0])  # str and bytes ids: one
+                old[0].merge(s.bag)
+                old[1] += s.reordered
+                old[2] += s.redelivered
+                s.bag, s.reordered, s.redelivered = IntervalBag(), 0, 0
+                s.seqs = s.bag.distinct
+        strays = (self.foreign, self.other_run, self.drops)
+        if not (streams or self._dirty or any(strays)):
+            return None
+        self._dirty = False
+        self.foreign = self.other_run = self.drops = 0
+        return {"destination": self.destination, "key": self.key, "kind": self.kind, "durable": self.durable,
+                "process": process, "sessions": [list(x) for x in self.sessions],
+                "streams": [[name, e[0].encode(), e[1], e[2]] for name, e in streams.items()],
+                "foreign": strays[0], "other_run": strays[1], "drops": strays[2]}  # fmt: skip
+
+
+class ReceiveLedger:
+    """Consumer side, one per process: a :class:`Subscription` per subscriber."""
+
+    def __init__(self, process: str = ""):
+        self.process = process
+        self._subs: dict[tuple[str, str], Subscription] = {}
+
+    def subscription(
+        self, key: str, destination: str, kind: str, joined_ns: int | None, durable: bool = False
+    ) -> Subscription:
+        """Open (or, same key, resume) a subscription confirmed at ``joined_ns`` (None: join it later)."""
+        sub = self._subs.get((destination, key))
+        if sub is None:
+            sub = self._subs[(destination, key)] = Subscription(key, destination, kind, durable)
+        if joined_ns is not None:
+            sub.join(joined_ns)
+        return sub
+
+    def drain(self) -> Drained:
+        return {"subscriptions": [e for s in self._subs.values() if (e := s._drain(self.process)) is not None]}
