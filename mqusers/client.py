@@ -26,11 +26,22 @@ from gevent.event import AsyncResult, Event
 from stomp import exception as stomp_exception
 
 from mqusers.dialects import ACTIVEMQ, Dialect, dialect_for
+from mqusers.names import (
+    CONNECT,
+    ERROR,
+    RECEIPT,
+    REQUEST,
+    REQUEST_TYPE,
+    SEND,
+    SUBSCRIBE,
+    UNSUBSCRIBE,
+    UNSUBSCRIBED,
+    event_name,
+)
 from mqusers.options import BrokerAddress
 from mqusers.transport import LeanConnection
 from mqusers.wire import Headers, SendFrames, encode_frame
 
-REQUEST_TYPE = "STOMP"
 MessageHandler = Callable[[Headers, bytes], None]
 
 # The client reports connection failures itself, in one line; stomp.py would add a warning per attempt.
@@ -113,9 +124,9 @@ class Publisher:
     request_name: str = ""
 
     def __post_init__(self) -> None:
-        self.send_name = f"send {self.destination}"
-        self.receipt_name = f"receipt {self.destination}"
-        self.request_name = f"request {self.destination}"
+        self.send_name = event_name(SEND, self.destination)
+        self.receipt_name = event_name(RECEIPT, self.destination)
+        self.request_name = event_name(REQUEST, self.destination)
 
 
 class StompClient:
@@ -158,7 +169,7 @@ class StompClient:
 
     def connect(self) -> None:
         """Connect and wait for CONNECTED; raise :class:`MqError` with one line on failure."""
-        name = f"connect {self.config.address}"
+        name = event_name(CONNECT, self.config.address)
         start = time.perf_counter()
         try:
             self._open()
@@ -336,7 +347,9 @@ class StompClient:
         # Set first: RabbitMQ's ERROR may arrive in the same read as the RECEIPT, before this resumes.
         self._last_subscribe = (destination, time.perf_counter())
         self.frame_with_receipt(
-            f"subscribe {destination}", "SUBSCRIBE", {"destination": destination, "id": sub_id, "ack": ack, **headers}
+            event_name(SUBSCRIBE, destination),
+            "SUBSCRIBE",
+            {"destination": destination, "id": sub_id, "ack": ack, **headers},
         )
         return sub_id
 
@@ -345,7 +358,7 @@ class StompClient:
         self._handlers[subscription.encode()] = handler
 
     def unsubscribe(self, destination: str, sub_id: str, headers: dict[str, str]) -> None:
-        self.frame_with_receipt(f"unsubscribe {destination}", "UNSUBSCRIBE", {"id": sub_id, **headers})
+        self.frame_with_receipt(event_name(UNSUBSCRIBE, destination), "UNSUBSCRIBE", {"id": sub_id, **headers})
         self._handlers.pop(sub_id.encode(), None)
 
     def frame_with_receipt(self, name: str, command: str, headers: dict[str, str]) -> None:
@@ -373,7 +386,7 @@ class StompClient:
                 handler(headers, body)
             else:
                 stray = MqError("message for no subscription")
-                self._fire("receive (unsubscribed)", time.perf_counter(), len(body), stray)
+                self._fire(UNSUBSCRIBED, time.perf_counter(), len(body), stray)
             return True
         if command == b"RECEIPT":
             waiter = self._waiters.get(headers.get(b"receipt-id", b""))
@@ -409,9 +422,9 @@ class StompClient:
         if subscribed is not None and time.perf_counter() - subscribed[1] < self.config.timeout:
             # RabbitMQ confirms a SUBSCRIBE to a missing queue or exchange, then refuses it in an ERROR.
             self._last_subscribe = None
-            self._fire(f"subscribe {subscribed[0]}", subscribed[1], 0, error)
+            self._fire(event_name(SUBSCRIBE, subscribed[0]), subscribed[1], 0, error)
             return
-        self._fire(f"error {self.config.address}", time.perf_counter(), 0, error)
+        self._fire(event_name(ERROR, self.config.address), time.perf_counter(), 0, error)
 
     def _on_connected(self, headers: dict[str, str]) -> None:
         self.server = headers.get("server", "")

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import gevent
 from hdrh.histogram import HdrHistogram
 
-from mqusers.client import REQUEST_TYPE
+from mqusers.names import BLOCKED, REQUEST_TYPE, event_name
 
 CPU_SATURATED = 90.0
 LAG_SATURATED_MS = 20.0
@@ -195,8 +195,9 @@ class Health:
                 watch.counted = True
                 entry.episodes += 1
                 if self.fire is not None:
-                    self.fire(request_type=REQUEST_TYPE, name=f"blocked {destination}", response_time=stalled * 1000.0,
-                              response_length=0, exception=BlockedError(BLOCKED_MESSAGE), context={})  # fmt: skip
+                    self.fire(request_type=REQUEST_TYPE, name=event_name(BLOCKED, destination),
+                              response_time=stalled * 1000.0, response_length=0,
+                              exception=BlockedError(BLOCKED_MESSAGE), context={})  # fmt: skip
                 logger.warning(
                     "mqusers: a producer to %s is blocked by the broker (flow control, a full store or a stalled "
                     "broker): its send has not moved for %.0f s", destination, stalled,

@@ -17,6 +17,7 @@ from typing import Any
 
 import gevent
 
+from mqusers.names import RECEIVE, split_event_name
 from mqusers.run import RunContext, context
 
 STOP_PRODUCING = "mqusers_stop_producing"
@@ -51,7 +52,7 @@ def on_progress(ctx: RunContext, msg: Any) -> None:
 
 
 def deliveries(ctx: RunContext) -> int:
-    return sum(t.count for name, t in ctx.book.tallies.items() if name.startswith("receive "))
+    return sum(t.count for name, t in ctx.book.tallies.items() if split_event_name(name)[0] == RECEIVE)
 
 
 def refresh(environment: Environment, ctx: RunContext) -> None:

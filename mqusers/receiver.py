@@ -11,9 +11,10 @@ import time
 import zlib
 from collections.abc import Callable
 
-from mqusers.client import REQUEST_TYPE, MqError, StompClient
+from mqusers.client import MqError, StompClient
 from mqusers.coordination import Follower
 from mqusers.measure.ledgers import Subscription
+from mqusers.names import ACK, RECEIVE, RECEIVE_DUE, REPLY, REQUEST_TYPE, event_name
 from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, RUN, SENT_NS, SEQ, SIZE, Headers, escape_bytes
 
 Observer = Callable[[Headers, bytes], None]
@@ -44,8 +45,9 @@ class Receiver:
         run_id: str = "",
         other_runs: str = "apart",
     ):
-        self.name = f"receive {destination}"
-        self.due_name = f"receive-due {destination}"
+        self.destination = destination
+        self.name = event_name(RECEIVE, destination)
+        self.due_name = event_name(RECEIVE_DUE, destination)
         #: Clock offsets of every process (distributed runs): remote send times onto this clock.
         self._clock = clock
         self._offsets: dict[str, int] | None = None
@@ -125,7 +127,7 @@ class Receiver:
             self._warned = True
             what = "messages without mqusers headers" if foreign else "messages of another run"
             logger.warning("mqusers: %s: %s arrive; counted apart (foreign / other_run), not as received",
-                           self.name.split(" ", 1)[1], what)  # fmt: skip
+                           self.destination, what)  # fmt: skip
         if self._acks:
             self._unacked = headers.get(b"ack")
             self.flush()
@@ -159,7 +161,7 @@ class Receiver:
                     return  # closing: the broker redelivers what was not acknowledged
                 self._fire(
                     request_type=REQUEST_TYPE,
-                    name=f"ack {self.name.split(' ', 1)[1]}",
+                    name=event_name(ACK, self.destination),
                     response_time=0.0,
                     response_length=0,
                     exception=error,
@@ -172,7 +174,7 @@ class Replier:
 
     def __init__(self, client: StompClient, destination: str):
         self._client = client
-        self._name = f"reply {destination}"
+        self._name = event_name(REPLY, destination)
 
     def __call__(self, headers: Headers, body: bytes) -> None:
         reply_to = headers.get(b"reply-to")

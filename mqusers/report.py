@@ -10,6 +10,7 @@ from typing import Any
 from mqusers.ending import DrainOutcome
 from mqusers.health import blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book, Tally
+from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.options import Settings
 
 _LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
@@ -37,7 +38,7 @@ class RunFacts:
 def _by_destination(book: Book) -> dict[str, dict[str, Tally]]:
     out: dict[str, dict[str, Tally]] = {}
     for name, tally in book.tallies.items():
-        operation, _, destination = name.partition(" ")
+        operation, destination = split_event_name(name)
         if destination.startswith("/"):
             out.setdefault(destination, {})[operation] = tally
     return out
@@ -51,9 +52,9 @@ def destination_rows(book: Book, verdict: dict[str, dict[str, Any]] | None = Non
     """
     rows = []
     for destination, operations in sorted(_by_destination(book).items()):
-        if "send" not in operations and "receive" not in operations:
+        if SEND not in operations and RECEIVE not in operations:
             continue
-        sent, received = operations.get("send", Tally()), operations.get("receive", Tally())
+        sent, received = operations.get(SEND, Tally()), operations.get(RECEIVE, Tally())
         active = [t for t in (sent, received) if t.count]
         span = max(t.last for t in active) - min(t.first for t in active) if active else 0.0
         seconds = max(span, 1e-3)
@@ -83,7 +84,7 @@ def operation_rows(book: Book) -> list[dict[str, Any]]:
     """Every timed operation other than plain sends and receives (connect, receipt, request...)."""
     rows = []
     for name, tally in sorted(book.tallies.items()):
-        if name.partition(" ")[0] in ("send", "receive"):
+        if split_event_name(name)[0] in (SEND, RECEIVE):
             continue
         rows.append({"name": name, "count": tally.count, "errors": tally.failures, "latency_ms": tally.latency_ms()})
     return rows
@@ -98,7 +99,7 @@ def shortfall(book: Book, settings: Settings) -> str | None:
     """One line when the open model's target rate was not reached, with the schedule lag."""
     if not settings.total_rate:
         return None
-    sends = [t for name, t in book.tallies.items() if name.startswith("send ") and t.count]
+    sends = [t for name, t in book.tallies.items() if split_event_name(name)[0] == SEND and t.count]
     if not sends:
         return None
     count = sum(t.count - t.failures for t in sends)
@@ -106,7 +107,7 @@ def shortfall(book: Book, settings: Settings) -> str | None:
     achieved = count / span if span > 0 else float(count)
     if achieved >= settings.total_rate * (1 - SHORTFALL_TOLERANCE) or count < 2:
         return None
-    lags = [t for name, t in book.tallies.items() if name.startswith("schedule-lag ")]
+    lags = [t for name, t in book.tallies.items() if split_event_name(name)[0] == SCHEDULE_LAG]
     lag = max((t.latency_ms().get("p99", 0.0) for t in lags), default=0.0)
     short = 100.0 * (1 - achieved / settings.total_rate)
     return (

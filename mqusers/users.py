@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 import gevent
 
-from mqusers.client import REQUEST_TYPE, MqError, Publisher, Sent, StompClient
+from mqusers.client import MqError, Publisher, Sent, StompClient
+from mqusers.names import REQUEST_TYPE, SCHEDULE_LAG, destination_kind, event_name
 from mqusers.receiver import Receiver, Replier
 from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.wire import SendFrames, make_body
@@ -142,7 +143,7 @@ class StompProducerUser(StompUser):
         self._finished = False
         self._t0, self._interval, self._index, self._block_end = time.perf_counter(), 0.0, 0, 0
         self._drawn = False
-        self._lag_name = f"schedule-lag {self.destination}"
+        self._lag_name = event_name(SCHEDULE_LAG, self.destination)
         self._due_header = b""
         self.publisher = self.make_publisher(self.destination, {})
         self._sent = self.mq.sent.producer(self.destination, self.producer_id)
@@ -305,7 +306,7 @@ class StompConsumerUser(StompUser):
             headers["id"] = self.durable_name()
         first = self.subscription is None and not self._joined
         key = self.durable_name() if self.durable else f"{self.mq.process_tag}/{type(self).__name__}/{self.ordinal}"
-        kind = "topic" if self.destination.startswith(("/topic/", "/exchange/")) else "queue"
+        kind = destination_kind(self.destination)
         # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
         audit = self.receiver.audit = self.mq.received.subscription(key, self.destination, kind, None, self.durable)
         self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)

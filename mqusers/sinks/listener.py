@@ -24,8 +24,8 @@ import gevent
 
 from mqusers.health import PROBE, IntervalLag
 from mqusers.sinks import points, schema
-from mqusers.sinks.intervals import IntervalBook, IntervalMerger, RunTotals, drain
 from mqusers.sinks.settings import InfluxSettings, http_sender
+from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain
 from mqusers.sinks.writer import LineWriter
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 
 from mqusers.measure.book import Tally
 from mqusers.sinks import schema
-from mqusers.sinks.intervals import RunTotals, split_name, tally_fields
+from mqusers.sinks.windows import RunTotals, split_name, tally_fields
 
 #: Operations that carry the message flow: written as zero when silent, so a stall shows as 0, not a gap.
 FLOW_OPERATIONS = ("send", "receive", "receipt", "request")

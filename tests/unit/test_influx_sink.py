@@ -22,9 +22,9 @@ import pytest
 from mqusers.measure.book import Book
 from mqusers.options import OptionError
 from mqusers.sinks import schema
-from mqusers.sinks.intervals import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.listener import InfluxSink
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
+from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.writer import LineWriter, StoreRejected
 
 

@@ -9,7 +9,7 @@ from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import Book, new_histogram
 from mqusers.sinks import schema
-from mqusers.sinks.intervals import figures
+from mqusers.sinks.windows import figures
 
 ALLOWED_TAGS = {schema.RUN, schema.SCENARIO, schema.WORKER, schema.OPERATION, schema.DESTINATION, schema.KIND}
 

@@ -1,4 +1,4 @@
-"""Interval arithmetic for the listener: histogram figures, the master's merge by interval, run totals.
+"""Time windows for the listener: histogram figures, the master's merge by window, run totals.
 
 Pure data, no I/O and no Locust, so it is tested on its own. Tallies are the :class:`Book`'s; what
 workers ship is :meth:`Book.drain` output, merged with :meth:`Book.merge`, so the master's interval
@@ -16,10 +16,10 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, Tally
+from mqusers.names import destination_kind, split_event_name
 from mqusers.sinks.schema import PERCENTILE_FIELDS
 
-Drained = dict[str, list[Any]]
-_QUEUE_PREFIXES = ("/queue/", "/amq/queue/", "/temp-queue/")
+EncodedTallies = dict[str, list[Any]]
 
 
 def figures(histogram: HdrHistogram) -> dict[str, float]:
@@ -59,8 +59,8 @@ def figures(histogram: HdrHistogram) -> dict[str, float]:
 
 
 def split_name(name: str) -> tuple[str, str]:
-    """``"receive /topic/x"`` -> ``("receive", "/topic/x")``; the target may be a broker URL."""
-    operation, _, target = name.partition(" ")
+    """An event name's operation and target as tag values: a tag value cannot be empty."""
+    operation, target = split_event_name(name)
     return operation, target or "-"
 
 
@@ -74,7 +74,7 @@ def tally_fields(tally: Tally) -> dict[str, int | float]:
     }
 
 
-def tallies_of(drained: Drained) -> dict[str, Tally]:
+def tallies_of(drained: EncodedTallies) -> dict[str, Tally]:
     book = Book()
     book.merge(drained)
     return book.tallies
@@ -133,7 +133,7 @@ class IntervalBook:
         return tallies
 
 
-def drain(book: IntervalBook, encode: bool = True) -> tuple[dict[str, Tally], Drained]:
+def drain(book: IntervalBook, encode: bool = True) -> tuple[dict[str, Tally], EncodedTallies]:
     """Take an interval's tallies (for this process's own points) and, for a worker to ship to the
     master, their encoded form (``{}`` without ``encode``)."""
     tallies = book.take()
@@ -175,7 +175,7 @@ class IntervalMerger:
         self.watermark = 0  # every interval starting before this has been written
         self.late = 0
 
-    def add(self, source: str, ts_ms: int, duration_s: float, drained: Drained) -> bool:
+    def add(self, source: str, ts_ms: int, duration_s: float, drained: EncodedTallies) -> bool:
         if ts_ms < self.watermark:
             self.late += 1
             return False
@@ -240,7 +240,7 @@ class RunTotals:
             send, receive, subscribe = (operations.get(op, Tally()) for op in ("send", "receive", "subscribe"))
             sent, subscriptions = send.count - send.failures, subscribe.count - subscribe.failures
             # A topic delivers every message to every subscription; a queue delivers it once.
-            fan_out = 1 if destination.startswith(_QUEUE_PREFIXES) else subscriptions
+            fan_out = subscriptions if destination_kind(destination) == "topic" else 1
             errors = sum(t.failures for t in operations.values())
             rows[destination] = DestinationTotals(
                 sent, receive.count, subscriptions, sent * fan_out - receive.count, errors

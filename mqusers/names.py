@@ -1,0 +1,44 @@
+"""Locust event names, ``"<operation> <target>"``: built and split here only.
+
+Every mqusers event has request type ``STOMP`` and a name made of an operation and its target (a
+destination, or the broker address for connects and unclaimed ERROR frames). Reports, the audit
+and the InfluxDB sink group by the two halves, so they are split only by :func:`split_event_name`.
+"""
+
+from __future__ import annotations
+
+REQUEST_TYPE = "STOMP"
+
+CONNECT = "connect"
+SUBSCRIBE = "subscribe"
+UNSUBSCRIBE = "unsubscribe"
+SEND = "send"
+RECEIPT = "receipt"
+RECEIVE = "receive"
+RECEIVE_DUE = "receive-due"
+REQUEST = "request"
+REPLY = "reply"
+ACK = "ack"
+ERROR = "error"
+BLOCKED = "blocked"
+SCHEDULE_LAG = "schedule-lag"
+#: A MESSAGE frame for a subscription this client does not (or no longer) hold.
+UNSUBSCRIBED = "receive (unsubscribed)"
+
+#: Destinations a message reaches every subscription of; the rest deliver each message once.
+_FAN_OUT_PREFIXES = ("/topic/", "/exchange/", "/temp-topic/")
+
+
+def event_name(operation: str, target: object) -> str:
+    return f"{operation} {target}"
+
+
+def split_event_name(name: str) -> tuple[str, str]:
+    """``"receive /topic/x"`` -> ``("receive", "/topic/x")``; a name without a target gets ``""``."""
+    operation, _, target = name.partition(" ")
+    return operation, target
+
+
+def destination_kind(destination: str) -> str:
+    """``"topic"`` (each subscription gets every message) or ``"queue"`` (each message once)."""
+    return "topic" if destination.startswith(_FAN_OUT_PREFIXES) else "queue"
