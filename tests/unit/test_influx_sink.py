@@ -11,13 +11,13 @@ import argparse
 import logging
 import random
 import re
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gevent
 import pytest
+from gevent.event import Event
 
 from mqusers.measure.book import Book
 from mqusers.options import OptionError
@@ -86,11 +86,13 @@ class Store:
     def __init__(self) -> None:
         self.bodies: list[str] = []
         self.failure: Exception | None = None
+        self.took = Event()  # set once a body is taken: what a test waits on instead of sleeping
 
     def send(self, body: str) -> None:
         if self.failure is not None:
             raise self.failure
         self.bodies.append(body)
+        self.took.set()
 
     @property
     def lines(self) -> list[str]:
@@ -127,14 +129,15 @@ def test_writer_drops_and_counts_what_the_store_rejects(caplog: pytest.LogCaptur
 
 def test_flusher_greenlet_sends_in_the_background_and_close_waits_for_it() -> None:
     store = Store()
-    writer = LineWriter(store.send, capacity=100, batch=3, flush_every=0.05)
+    # No timed flush within the test: only a full batch, then close, can send.
+    writer = LineWriter(store.send, capacity=100, batch=3, flush_every=60)
     writer.start()
-    writer.add(["a f=1i 1", "a f=2i 2", "a f=3i 3"])  # a full batch wakes the flusher
-    gevent.sleep(0.02)
-    assert len(store.lines) == 3
+    writer.add(["a f=1i 1", "a f=2i 2", "a f=3i 3"])
+    assert store.took.wait(timeout=5), "a full batch did not wake the flusher"
+    assert store.lines == ["a f=1i 1", "a f=2i 2", "a f=3i 3"]
     writer.add(["a f=4i 4"])
     assert writer.close(timeout=1) == 0
-    assert len(store.lines) == 4 and writer.stats.written == 4
+    assert store.lines[3:] == ["a f=4i 4"] and writer.stats.written == 4
 
 
 # ------------------------------------------------------------------------------------ intervals
@@ -197,10 +200,7 @@ def environment(runner_kind: str = "local") -> Environment:
     if runner_kind == "local":
         env.create_local_runner()
     else:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        env.create_master_runner("127.0.0.1", port)
+        env.create_master_runner("127.0.0.1", 0)  # port 0: Locust's server binds a random free port itself
     return env
 
 
