@@ -206,7 +206,8 @@ def environment(runner_kind: str = "local") -> Environment:
 
 def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: pytest.LogCaptureFixture) -> None:
     env, store = environment(), Store()
-    sink = InfluxSink(env, Ctx(), InfluxSettings(url="http://h", interval=0.1), send=store.send)
+    audit = {"/queue/a": {"lost": 0, "duplicated": 0, "in_flight": 0}}
+    sink = InfluxSink(env, Ctx(), InfluxSettings(url="http://h", interval=0.1), audit=lambda: audit, send=store.send)
     sink.start()
     env.events.test_start.fire(environment=env)
     for index in range(50):
@@ -226,7 +227,12 @@ def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: 
     [summary] = [p for p in points if p[0] == "mqusers_summary" and p[1]["operation"] == "send"]
     assert (summary[2]["count"], summary[2]["errors"]) == ("50i", "1i")
     assert {p[1]["kind"] for p in points if p[0] == "mqusers_event"} >= {"test_start", "test_stop"}
-    assert any(p[0] == "mqusers_process" for p in points) and any(p[0] == "mqusers_destination" for p in points)
+    # Every measurement and every field the schema declares is written: none is a promise no panel can keep.
+    written: dict[str, set[str]] = {}
+    for name, _, fields, _ in points:
+        written.setdefault(name, set()).update(fields)
+    assert written == {m.name: set(m.fields) for m in schema.MEASUREMENTS.values()}
+    assert {p[1]["kind"] for p in points if p[0] == schema.EVENTS.name} <= set(schema.EVENT_KINDS)
     assert "0 dropped" in caplog.text
 
 
