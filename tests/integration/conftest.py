@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -77,6 +78,13 @@ def started(name: str) -> Broker:
 def broker(request: pytest.FixtureRequest) -> Broker:
     """Each shared-behaviour test runs once per broker."""
     return started(request.param)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now, for a process that needs its port number up front."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ the listener is exercised exactly as a user's locustfile would enable it.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -27,7 +25,7 @@ import requests
 import services
 from mqusers.sinks import dashboards, schema
 from tests.integration import broker_stats as bs
-from tests.integration.conftest import LOCUSTFILES, ROOT, started
+from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
 
 PRODUCERS, RATE = 2, 200  # the paced load: 2 producers x 200 msg/s
 ENABLE = """from mqusers.sinks.influx import register
@@ -35,12 +33,6 @@ ENABLE = """from mqusers.sinks.influx import register
 # An audit stand-in until mqusers' own audit exists: fixed running totals per destination.
 register(audit=lambda: {{{destination!r}: {{"lost": 0, "duplicated": 0, "in_flight": 1}}}})
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def store(name: str) -> Iterator[int]:
@@ -273,4 +265,3 @@ def test_a_store_outage_costs_the_test_nothing_and_loses_only_what_the_bound_dro
 
     assert bs.wait_for(lambda: any(ts >= up_ms for ts in stamps()), timeout=15)
     assert any(down_ms + 1000 <= ts < up_ms for ts in stamps()), (down_ms, up_ms, stamps())
-    assert os.path.getsize(lines) > 0

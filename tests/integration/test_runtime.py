@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import services
-from tests.integration.conftest import LOCUSTFILES, ROOT, Broker, run_locust, started
+from tests.integration.conftest import LOCUSTFILES, ROOT, Broker, free_port, run_locust, started
 
 
 def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tmp_path: Path) -> None:
@@ -32,12 +31,6 @@ def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tm
     )  # fmt: skip
     assert busy.code == 0, busy.output[-2000:]
     assert (busy.row(queue)["received"], busy.operation(f"connect {broker.url}")["count"]) == (500, 3)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def run_distributed(

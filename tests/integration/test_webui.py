@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,15 +14,9 @@ import pytest
 import requests
 
 from tests.integration.broker_stats import wait_for
-from tests.integration.conftest import LOCUSTFILES, ROOT, started
+from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
 
 pytestmark = pytest.mark.activemq
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager

@@ -35,7 +35,8 @@ def test_a_later_end_shortens_a_running_drain_and_shares_its_outcome() -> None:
     ticks = iter(range(10**6))
     drain = Drain(lambda: next(ticks), lambda: False)
     first = gevent.spawn(drain.run, 0.2, None)  # a fixed-count end: no limit of its own
-    gevent.sleep(0.1)
+    gevent.idle()  # runs the first drain up to its first poll, no guessed delay
+    assert drain.running
     second = drain.run(0.2, 0.3)  # then -t: at most 0.3 s more
     assert first.get(timeout=2) is second and not second.settled
 

@@ -11,13 +11,13 @@ import argparse
 import logging
 import random
 import re
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gevent
 import pytest
+from gevent.event import Event
 
 from mqusers.measure.book import Book
 from mqusers.options import OptionError
@@ -86,11 +86,13 @@ class Store:
     def __init__(self) -> None:
         self.bodies: list[str] = []
         self.failure: Exception | None = None
+        self.took = Event()  # set once a body is taken: what a test waits on instead of sleeping
 
     def send(self, body: str) -> None:
         if self.failure is not None:
             raise self.failure
         self.bodies.append(body)
+        self.took.set()
 
     @property
     def lines(self) -> list[str]:
@@ -127,14 +129,15 @@ def test_writer_drops_and_counts_what_the_store_rejects(caplog: pytest.LogCaptur
 
 def test_flusher_greenlet_sends_in_the_background_and_close_waits_for_it() -> None:
     store = Store()
-    writer = LineWriter(store.send, capacity=100, batch=3, flush_every=0.05)
+    # No timed flush within the test: only a full batch, then close, can send.
+    writer = LineWriter(store.send, capacity=100, batch=3, flush_every=60)
     writer.start()
-    writer.add(["a f=1i 1", "a f=2i 2", "a f=3i 3"])  # a full batch wakes the flusher
-    gevent.sleep(0.02)
-    assert len(store.lines) == 3
+    writer.add(["a f=1i 1", "a f=2i 2", "a f=3i 3"])
+    assert store.took.wait(timeout=5), "a full batch did not wake the flusher"
+    assert store.lines == ["a f=1i 1", "a f=2i 2", "a f=3i 3"]
     writer.add(["a f=4i 4"])
     assert writer.close(timeout=1) == 0
-    assert len(store.lines) == 4 and writer.stats.written == 4
+    assert store.lines[3:] == ["a f=4i 4"] and writer.stats.written == 4
 
 
 # ------------------------------------------------------------------------------------ intervals
@@ -197,16 +200,14 @@ def environment(runner_kind: str = "local") -> Environment:
     if runner_kind == "local":
         env.create_local_runner()
     else:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        env.create_master_runner("127.0.0.1", port)
+        env.create_master_runner("127.0.0.1", 0)  # port 0: Locust's server binds a random free port itself
     return env
 
 
 def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: pytest.LogCaptureFixture) -> None:
     env, store = environment(), Store()
-    sink = InfluxSink(env, Ctx(), InfluxSettings(url="http://h", interval=0.1), send=store.send)
+    audit = {"/queue/a": {"lost": 0, "duplicated": 0, "in_flight": 0}}
+    sink = InfluxSink(env, Ctx(), InfluxSettings(url="http://h", interval=0.1), audit=lambda: audit, send=store.send)
     sink.start()
     env.events.test_start.fire(environment=env)
     for index in range(50):
@@ -226,7 +227,12 @@ def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: 
     [summary] = [p for p in points if p[0] == "mqusers_summary" and p[1]["operation"] == "send"]
     assert (summary[2]["count"], summary[2]["errors"]) == ("50i", "1i")
     assert {p[1]["kind"] for p in points if p[0] == "mqusers_event"} >= {"test_start", "test_stop"}
-    assert any(p[0] == "mqusers_process" for p in points) and any(p[0] == "mqusers_destination" for p in points)
+    # Every measurement and every field the schema declares is written: none is a promise no panel can keep.
+    written: dict[str, set[str]] = {}
+    for name, _, fields, _ in points:
+        written.setdefault(name, set()).update(fields)
+    assert written == {m.name: set(m.fields) for m in schema.MEASUREMENTS.values()}
+    assert {p[1]["kind"] for p in points if p[0] == schema.EVENTS.name} <= set(schema.EVENT_KINDS)
     assert "0 dropped" in caplog.text
 
 

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import Book, new_histogram
 from mqusers.sinks import schema
-from mqusers.sinks.windows import figures
+from mqusers.sinks.windows import figures, tally_fields
 
+IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
 ALLOWED_TAGS = {schema.RUN, schema.SCENARIO, schema.WORKER, schema.OPERATION, schema.DESTINATION, schema.KIND}
 
 
 def test_every_measurement_is_tagged_by_run_and_scenario_and_nothing_unbounded() -> None:
-    assert len({m.name for m in schema.MEASUREMENTS.values()}) == len(schema.MEASUREMENTS)
+    # Every measurement defined is registered, once: a dict keyed by name would hide a duplicate name.
+    defined = [value for value in vars(schema).values() if isinstance(value, schema.Measurement)]
+    assert sorted(m.name for m in defined) == sorted(schema.MEASUREMENTS)
     for measurement in schema.MEASUREMENTS.values():
         assert measurement.name.startswith("mqusers_")
         assert {schema.RUN, schema.SCENARIO} <= set(measurement.tags) <= ALLOWED_TAGS
@@ -23,12 +27,28 @@ def test_every_measurement_is_tagged_by_run_and_scenario_and_nothing_unbounded()
         assert measurement.doc
 
 
-def test_latency_fields_are_the_percentiles_the_issue_asks_for() -> None:
-    assert set(schema.LATENCY) == {"mean", "p50", "p90", "p99", "p999", "max"}
-    assert schema.PERCENTILE_FIELDS == {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
-    for measurement in (schema.OPS, schema.MERGED, schema.SUMMARY):
-        assert set(schema.LATENCY) | set(schema.COUNTS) <= set(measurement.fields)
-    assert set(schema.AUDIT.fields) == {"lost", "duplicated", "in_flight"}
+def test_names_need_no_quoting_and_a_field_name_has_one_type_everywhere() -> None:
+    # InfluxDB reserves "_"-prefixed names and "time"; lower-case identifiers need no escaping anywhere.
+    types: dict[str, set[str]] = {}
+    for measurement in schema.MEASUREMENTS.values():
+        for name in (measurement.name, *measurement.tags, *measurement.fields):
+            assert IDENTIFIER.fullmatch(name) and name != "time", name
+        for name, kind in measurement.fields.items():
+            types.setdefault(name, set()).add(kind)
+    # A field read from several measurements (a count, the users) must not be an int in one, a float in another.
+    assert {name: kinds for name, kinds in types.items() if len(kinds) > 1} == {}
+
+
+def test_an_intervals_figures_fill_exactly_the_declared_latency_and_count_fields() -> None:
+    # A percentile declared but not computed would be an empty graph; computed but not declared, a KeyError.
+    for name, percentile in schema.PERCENTILE_FIELDS.items():
+        assert name == f"p{percentile:g}".replace(".", "") and name in schema.LATENCY
+    book = Book()
+    for ms in (0.5, 1.0, 7.25):
+        book.on_request(request_type="STOMP", name="receive /q", response_time=ms, response_length=1, exception=None)
+    tally = book.tallies["receive /q"]
+    assert set(figures(tally.histogram)) == set(schema.LATENCY)
+    assert set(tally_fields(tally)) == set(schema.COUNTS) | set(schema.LATENCY)
 
 
 def test_line_types_sorted_tags_and_millisecond_timestamp() -> None:
