@@ -26,7 +26,7 @@ from gevent.event import AsyncResult, Event
 from stomp import exception as stomp_exception
 
 from mqusers.dialects import ACTIVEMQ, Dialect, dialect_for
-from mqusers.options import BrokerAddress
+from mqusers.parsing import BrokerAddress
 from mqusers.transport import LeanConnection
 from mqusers.wire import Headers, SendFrames, encode_frame
 

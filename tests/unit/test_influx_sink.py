@@ -20,7 +20,7 @@ import gevent
 import pytest
 
 from mqusers.measure.book import Book
-from mqusers.options import OptionError
+from mqusers.parsing import OptionError
 from mqusers.sinks import schema
 from mqusers.sinks.intervals import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.listener import InfluxSink
