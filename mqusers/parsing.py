@@ -1,7 +1,8 @@
-"""Option values from text: each parser takes the text and its flag and returns the value or raises.
+"""Option values from text: a parser takes the text and its flag, and returns the value or raises.
 
 Every refusal is one :class:`OptionError` line that names the flag and the accepted form. Nothing
-here knows which options exist; :mod:`mqusers.options` and :mod:`mqusers.sinks.settings` declare them.
+here knows which options exist (but Locust's ``--host``, :func:`parse_broker_url`); the tables in
+:mod:`mqusers.options` and :mod:`mqusers.sinks.settings` declare them.
 """
 
 from __future__ import annotations
