@@ -11,7 +11,8 @@ from mqusers import plugin  # noqa: F401  (registers the --mq-* options and the 
 from mqusers.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
 from mqusers.dialects import Dialect, dialect_for
 from mqusers.measure.book import Book, Tally
-from mqusers.options import BrokerAddress, OptionError, Settings, parse_broker_url, parse_size, read_settings
+from mqusers.options import Settings, read_settings
+from mqusers.parsing import BrokerAddress, OptionError, parse_broker_url, parse_size
 from mqusers.receiver import Receiver, Replier
 from mqusers.users import (
     StompConsumerUser,

@@ -38,7 +38,7 @@ from mqusers.names import (
     UNSUBSCRIBED,
     event_name,
 )
-from mqusers.options import BrokerAddress
+from mqusers.parsing import BrokerAddress
 from mqusers.transport import LeanConnection
 from mqusers.wire import Headers, SendFrames, encode_frame
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqusers.options import OptionError, parse_broker_url, parse_size
+from mqusers.parsing import OptionError, parse_broker_url, parse_size
 
 LOCUSTFILES = Path(__file__).resolve().parent.parent / "locustfiles"
 MODES = {

@@ -25,7 +25,8 @@ from mqusers.ending import Drain, DrainOutcome
 from mqusers.health import overall
 from mqusers.measure.audit import Audit
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
-from mqusers.options import OptionError, Settings, add_arguments, read_settings
+from mqusers.options import Settings, add_arguments, read_settings
+from mqusers.parsing import OptionError
 from mqusers.report import (
     RunFacts,
     destination_rows,
@@ -37,6 +38,7 @@ from mqusers.report import (
 )
 from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.sinks import influx
+from mqusers.sinks.settings import add_influx_arguments
 
 logger = logging.getLogger(__name__)
 _summary_logger = logging.getLogger("locust.stats_logger")
@@ -60,7 +62,7 @@ def _fail(message: str) -> None:
 
 @events.init_command_line_parser.add_listener
 def _on_parser(parser: Any, **_: Any) -> None:
-    add_arguments(parser)
+    add_influx_arguments(add_arguments(parser))  # one "mqusers" group in --help
 
 
 @events.init.add_listener

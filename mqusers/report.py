@@ -11,7 +11,7 @@ from mqusers.ending import DrainOutcome
 from mqusers.health import blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book, Tally
 from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
-from mqusers.options import Settings
+from mqusers.options import SECRET_FIELDS, Settings
 
 _LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
 AUDIT_KEYS = ("lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered", "redelivered",
@@ -190,7 +190,7 @@ def _render(table: list[list[str]]) -> str:
 
 def report_document(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> dict[str, Any]:
     """The summary as JSON-ready data: rows per destination and operation, plus run metadata."""
-    options = {k: v for k, v in asdict(settings).items() if k != "password"}
+    options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
     options["broker"] = str(settings.broker) if settings.broker else None
     return {
         "run_id": facts.run_id,

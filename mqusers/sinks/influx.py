@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from mqusers.options import OptionError
+from mqusers.parsing import OptionError
 from mqusers.run import context
 from mqusers.sinks.listener import AuditSource, InfluxSink, RunInfo, listen, register_final_message
 from mqusers.sinks.settings import add_influx_arguments, read_influx_settings

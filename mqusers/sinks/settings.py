@@ -1,7 +1,7 @@
-"""The ``--influx-*`` options: registration, validation, and the InfluxDB v2 HTTP sender.
+"""The ``--influx-*`` options, each declared once in :data:`OPTIONS`, and the InfluxDB v2 HTTP sender.
 
 Like ``--mq-*``, every value is a string in the parser and is validated once into a frozen
-settings object; a bad value is one :class:`~mqusers.options.OptionError` line. None of them is in
+settings object; a bad value is one :class:`~mqusers.parsing.OptionError` line. None of them is in
 the web UI: the listener starts with the process, so an edit there could not take effect, and
 Locust would embed an env-supplied token in the page as the field's default.
 """
@@ -11,17 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
-from mqusers.options import (
-    OptionError,
-    add_option,
-    mask_userinfo,
-    option_text,
-    parse_number,
-    read_secret_file,
-    writable_file,
-)
+from mqusers.optionspec import Option, read, register, text_of
+from mqusers.parsing import OptionError, decimal, parse_http_url, text, whole, writable_file
 from mqusers.sinks.writer import StoreRejected
 
 #: The store's HTTP status codes that mean "this batch will never be accepted".
@@ -42,82 +34,95 @@ class InfluxSettings:
     line_file: str | None = None
 
 
-def add_influx_arguments(group: Any) -> None:
-    """Register ``--influx-*`` on an argument group (or a parser) of Locust's configargparse parser."""
-
-    def add(name: str, help_text: str, *, default: str = "", secret: bool = False) -> None:
-        # Never in the web UI: Locust would embed an env-supplied token in the page.
-        add_option(group, name, help_text, default=default, secret=secret, ui=False)
-
-    add("influx-url", "stream live figures to this InfluxDB 2.x / 3.x (or VictoriaMetrics) URL (empty: off)")
-    add("influx-org", "InfluxDB organisation", default="mqusers")
-    add(
+_URL = Option(
+    "influx-url",
+    "url",
+    parse_http_url,
+    "stream live figures to this InfluxDB 2.x / 3.x (or VictoriaMetrics) URL (empty: off)",
+    ui=False,
+)
+#: Every ``--influx-*`` option, in ``--help`` order; the URL first, as without it the rest is not read.
+OPTIONS: tuple[Option, ...] = (
+    _URL,
+    Option("influx-org", "org", text, "InfluxDB organisation", default="mqusers", ui=False),
+    Option(
         "influx-bucket",
+        "bucket",
+        text,
         "InfluxDB bucket (InfluxQL dashboards read it as database BUCKET, policy autogen)",
         default="mqusers",
-    )
-    add("influx-token", "InfluxDB API token: set env LOCUST_INFLUX_TOKEN rather than the command line", secret=True)
-    add("influx-token-file", "file holding the InfluxDB API token")
-    add(
+        ui=False,
+    ),
+    Option(
+        "influx-token",
+        "token",
+        text,
+        "InfluxDB API token: set env LOCUST_INFLUX_TOKEN rather than the command line",
+        ui=False,
+        secret=True,
+        file="influx-token-file",
+        file_help="file holding the InfluxDB API token",
+    ),
+    Option(
         "influx-interval",
+        "interval",
+        decimal(3_600, minimum=0.1, unit="seconds"),
         "seconds per point: each interval's counts and latency percentiles (0.1 to 3,600)",
         default="1",
-    )
-    add(
+        ui=False,
+    ),
+    Option(
         "influx-buffer",
+        "buffer",
+        whole(10_000_000, minimum=1, unit="points"),
         "points held while the store is slow or down (at most 10,000,000); beyond, the oldest are dropped",
         default="100000",
-    )
-    add("influx-batch", "points per write request (at most 1,000,000)", default="5000")
-    add("influx-timeout", "seconds one write request may take (0.01 to 3,600)", default="5")
-    add("influx-flush-timeout", "seconds to keep trying to send what is buffered at exit (at most 3,600)", default="10")
-    add("influx-line-file", "also append every point, in line protocol, to this file (its folder must exist)")
+        ui=False,
+    ),
+    Option(
+        "influx-batch",
+        "batch",
+        whole(1_000_000, minimum=1, unit="points"),
+        "points per write request (at most 1,000,000)",
+        default="5000",
+        ui=False,
+    ),
+    Option(
+        "influx-timeout",
+        "timeout",
+        decimal(3_600, minimum=0.01, unit="seconds"),
+        "seconds one write request may take (0.01 to 3,600)",
+        default="5",
+        ui=False,
+    ),
+    Option(
+        "influx-flush-timeout",
+        "flush_timeout",
+        decimal(3_600, unit="seconds"),
+        "seconds to keep trying to send what is buffered at exit (at most 3,600)",
+        default="10",
+        ui=False,
+    ),
+    Option(
+        "influx-line-file",
+        "line_file",
+        writable_file,
+        "also append every point, in line protocol, to this file (its folder must exist)",
+        ui=False,
+    ),
+)
 
 
-def _token(options: Any) -> str:
-    path = option_text(options, "influx_token_file")
-    return read_secret_file(path, "--influx-token-file") if path else option_text(options, "influx_token")
+def add_influx_arguments(group: Any) -> None:
+    """Register ``--influx-*`` on an argument group (or a parser) of Locust's configargparse parser."""
+    register(group, OPTIONS)
 
 
 def read_influx_settings(options: Any) -> InfluxSettings | None:
     """Validated ``--influx-*`` values, or None when ``--influx-url`` is empty (the listener is off)."""
-
-    def text(name: str, default: str = "") -> str:
-        return option_text(options, name) or default
-
-    url = text("influx_url")
-    if not url:
+    if not text_of(options, _URL.name):
         return None
-    if "@" in url:
-        # Before the URL is parsed or quoted: a token may hold '/' or '#', which end urlsplit's userinfo early.
-        raise OptionError(
-            f"--influx-url: {mask_userinfo(url)!r}: credentials do not belong in the URL; set LOCUST_INFLUX_TOKEN"
-        )
-    form = "use e.g. http://127.0.0.1:8086"
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # e.g. an unclosed '[' of an IPv6 address
-        raise OptionError(f"--influx-url: {url!r} is not an http(s) URL; {form}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OptionError(f"--influx-url: {url!r} is not an http(s) URL; {form}")
-
-    def number(name: str, default: str, *, integer: bool, minimum: float, maximum: float, unit: str) -> float:
-        flag = "--" + name.replace("_", "-")
-        return parse_number(text(name, default), flag, integer=integer, minimum=minimum, maximum=maximum, unit=unit)
-
-    line_file = text("influx_line_file") or None
-    return InfluxSettings(
-        url=url.rstrip("/"),
-        org=text("influx_org", "mqusers"),
-        bucket=text("influx_bucket", "mqusers"),
-        token=_token(options),
-        interval=number("influx_interval", "1", integer=False, minimum=0.1, maximum=3_600, unit="seconds"),
-        buffer=int(number("influx_buffer", "100000", integer=True, minimum=1, maximum=10_000_000, unit="points")),
-        batch=int(number("influx_batch", "5000", integer=True, minimum=1, maximum=1_000_000, unit="points")),
-        timeout=number("influx_timeout", "5", integer=False, minimum=0.01, maximum=3_600, unit="seconds"),
-        flush_timeout=number("influx_flush_timeout", "10", integer=False, minimum=0, maximum=3_600, unit="seconds"),
-        line_file=line_file and writable_file(line_file, "--influx-line-file"),
-    )
+    return InfluxSettings(**read(options, OPTIONS))
 
 
 def http_sender(settings: InfluxSettings) -> Callable[[str], None]:

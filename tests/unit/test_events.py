@@ -11,7 +11,7 @@ import gevent
 from mqusers import Receiver, StompClient
 from mqusers.client import ClientConfig, Publisher, Sent
 from mqusers.measure.ledgers import Subscription
-from mqusers.options import parse_broker_url
+from mqusers.parsing import parse_broker_url
 from mqusers.wire import FrameParser, SendFrames
 
 

@@ -20,7 +20,7 @@ import pytest
 from gevent.event import Event
 
 from mqusers.measure.book import Book
-from mqusers.options import OptionError
+from mqusers.parsing import OptionError
 from mqusers.sinks import schema
 from mqusers.sinks.listener import InfluxSink
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings

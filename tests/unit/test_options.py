@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
-from mqusers.options import BrokerAddress, OptionError, parse_broker_url, parse_destination, parse_size, read_settings
+from mqusers.options import read_settings
+from mqusers.parsing import BrokerAddress, OptionError, parse_broker_url, parse_destination, parse_size
 from mqusers.sinks.settings import read_influx_settings
 from mqusers.wire import make_body
 
