@@ -9,18 +9,13 @@ import locust  # noqa: F401  (gevent's monkey-patching must come before any sock
 
 from mqusers import plugin  # noqa: F401  (registers the --mq-* options and the per-Environment wiring)
 from mqusers.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
+from mqusers.consumers import StompConsumerUser, StompResponderUser
 from mqusers.dialects import Dialect, dialect_for
 from mqusers.measure.book import Book, Tally
 from mqusers.options import Settings, read_settings
 from mqusers.parsing import BrokerAddress, OptionError, parse_broker_url, parse_size
 from mqusers.receiver import Receiver, Replier
-from mqusers.users import (
-    StompConsumerUser,
-    StompProducerUser,
-    StompRequesterUser,
-    StompResponderUser,
-    StompUser,
-)
+from mqusers.users import StompProducerUser, StompRequesterUser, StompUser
 
 __version__ = "0.1.0"
 

@@ -15,7 +15,7 @@ from mqusers.client import MqError, StompClient
 from mqusers.coordination import Follower
 from mqusers.measure.ledgers import Subscription
 from mqusers.names import ACK, RECEIVE, RECEIVE_DUE, REPLY, REQUEST_TYPE, event_name
-from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, RUN, SENT_NS, SEQ, SIZE, Headers, escape_bytes
+from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, RUN, SENT_NS, SEQ, SIZE, Headers, ack_frame, reply_frame
 
 Observer = Callable[[Headers, bytes], None]
 
@@ -155,7 +155,7 @@ class Receiver:
         ack_id, self._unacked = self._unacked, None
         if ack_id is not None:
             try:
-                self._client.send_raw(b"ACK\nid:%s\n\n\x00" % escape_bytes(ack_id))
+                self._client.send_raw(ack_frame(ack_id))
             except MqError as error:
                 if self._client.closing:
                     return  # closing: the broker redelivers what was not acknowledged
@@ -182,13 +182,8 @@ class Replier:
         if reply_to is None:
             self._failed(start, MqError("request without a reply-to header"))
             return
-        head = b"SEND\ndestination:%s\ncorrelation-id:%s\ncontent-length:%d\n\n" % (
-            escape_bytes(reply_to),
-            escape_bytes(headers.get(CORRELATION, b"")),
-            len(body),
-        )
         try:
-            self._client.send_raw(head + body + b"\x00")
+            self._client.send_raw(reply_frame(reply_to, headers.get(CORRELATION, b""), body))
         except MqError as error:
             self._failed(start, error)
 

@@ -1,8 +1,10 @@
-"""Abstract Locust Users that load a STOMP broker. Configure by subclassing and setting attributes.
+"""Abstract Locust Users that load a STOMP broker: the base User, producers and requesters.
 
-Each class attribute is the scenario's default; a non-empty ``--mq-*`` option overrides it for the
-run. The Users hold no sockets: :class:`mqusers.client.StompClient` (``client_cls``) does the
-messaging and fires the request events.
+Configure by subclassing and setting attributes: each class attribute is the scenario's default; a
+non-empty ``--mq-*`` option overrides it for the run. The Users hold no sockets:
+:class:`mqusers.client.StompClient` (``client_cls``) does the messaging and fires the request
+events; :mod:`mqusers.pacing` says when to send. Consumers and responders are in
+:mod:`mqusers.consumers`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 from locust import User, task
 from locust.exception import StopUser
 
-import contextlib
 import logging
 import random
 import time
@@ -19,10 +20,10 @@ from typing import Any, ClassVar
 import gevent
 
 from mqusers.client import MqError, Publisher, Sent, StompClient
-from mqusers.names import REQUEST_TYPE, SCHEDULE_LAG, destination_kind, event_name
-from mqusers.receiver import Receiver, Replier
+from mqusers.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
+from mqusers.pacing import FixedRate, NoBlock, SharedSchedule
 from mqusers.run import RunContext, client_config, context, coordinator_for
-from mqusers.wire import SendFrames, make_body
+from mqusers.wire import SendFrames, due_line, make_body
 
 _RETRY_MIN_S, _RETRY_MAX_S = 0.5, 5.0
 #: A connection that lived this long has worked: the next reconnect starts the back-off afresh.
@@ -136,13 +137,12 @@ class StompProducerUser(StompUser):
         self.rate, self.max_messages = self.setting("rate"), self.setting("max_messages")
         self.producer_id = f"{self.mq.process_tag}.{type(self).__name__}.{self.ordinal}"
         self.seq = 0
-        self._next_due = 0.0
         self.coordinator = coordinator_for(environment, self.mq)
+        self.pacer = FixedRate(self.rate)
         #: On the run-wide schedule of --mq-total-rate / --mq-total-messages rather than per user.
         self.shared = bool(self.mq.settings.total_rate or self.mq.settings.total_messages)
-        self._finished = False
-        self._t0, self._interval, self._index, self._block_end = time.perf_counter(), 0.0, 0, 0
-        self._drawn = False
+        timeout = self.mq.settings.timeout
+        self.schedule = SharedSchedule(lambda first: self.coordinator.next_block(timeout, first))
         self._lag_name = event_name(SCHEDULE_LAG, self.destination)
         self._due_header = b""
         self.publisher = self.make_publisher(self.destination, {})
@@ -159,15 +159,9 @@ class StompProducerUser(StompUser):
         return Publisher(destination, SendFrames(destination, body, self.mq.run_id, self.producer_id, frame_headers))
 
     def wait_time(self) -> float:
-        # A fixed schedule (next = previous + 1/rate) keeps the rate exact over the run.
         if self.done():
             return 1.0
-        if self.rate <= 0 or self.shared:
-            return 0.0
-        now = time.perf_counter()
-        # Behind by more than a second (a stall, a reconnect): resume the schedule from now.
-        self._next_due = max(self._next_due + 1.0 / self.rate, now - 1.0) if self._next_due else now
-        return max(0.0, self._next_due - now)
+        return 0.0 if self.shared else self.pacer.delay()
 
     def on_start(self) -> None:
         timeout = self.mq.settings.timeout
@@ -177,12 +171,11 @@ class StompProducerUser(StompUser):
         elif self.shared:
             # Message k is due at t0 + k/rate on the master's clock; move t0 to this process's clocks.
             t0_local_ns = plan.t0_ns + self.coordinator.follower.own_offset_ns
-            self._t0 = time.perf_counter() + (t0_local_ns - time.time_ns()) / 1e9
-            self._interval = 1.0 / plan.rate if plan.rate > 0 else 0.0
+            self.schedule.start(time.perf_counter() + (t0_local_ns - time.time_ns()) / 1e9, plan.rate)
         super().on_start()
 
     def done(self) -> bool:
-        return self._finished or not self.mq.producing or 0 < self.max_messages <= self.seq
+        return self.schedule.finished or not self.mq.producing or 0 < self.max_messages <= self.seq
 
     def on_connected(self) -> None:
         self._connection_seq = self.seq + 1
@@ -205,31 +198,24 @@ class StompProducerUser(StompUser):
         self.emit(self.seq)
 
     def _wait_for_slot(self) -> bool:
-        """Take the next global index from the shared schedule and sleep until it is due."""
-        if self._index >= self._block_end:
-            block = self.coordinator.next_block(self.mq.settings.timeout, first=not self._drawn)
-            if block is None:
-                self.environment.events.request.fire(
-                    request_type=REQUEST_TYPE, name=self._lag_name, response_time=self.mq.settings.timeout * 1000.0,
-                    response_length=0, exception=MqError("no block of the shared schedule from the master in time"),
-                    context={},
-                )  # fmt: skip
-                return False
-            self._drawn = True
-            start, count = block
-            if count == 0:
-                self._finished = True
-                return False
-            self._index, self._block_end = start, start + count
-        due = self._t0 + self._index * self._interval
-        self._index += 1
-        if self._interval:
+        """Take the next slot of the shared schedule and sleep until it is due."""
+        try:
+            slot = self.schedule.next()
+        except NoBlock as error:
+            self.environment.events.request.fire(
+                request_type=REQUEST_TYPE, name=self._lag_name, response_time=self.mq.settings.timeout * 1000.0,
+                response_length=0, exception=MqError(str(error)), context={},
+            )  # fmt: skip
+            return False
+        if slot is None:
+            return False
+        if slot.due is not None:
             # Unpaced, nothing is "due": only a schedule gives a coordinated-omission-corrected latency.
-            self._due_header = b"mq-due-ns:%d\n" % (time.time_ns() + int((due - time.perf_counter()) * 1e9))
-            delay = due - time.perf_counter()
+            self._due_header = due_line(time.time_ns() + int((slot.due - time.perf_counter()) * 1e9))
+            delay = slot.due - time.perf_counter()
             if delay > 0:
                 gevent.sleep(delay)
-            lag_ms = (time.perf_counter() - due) * 1000.0
+            lag_ms = (time.perf_counter() - slot.due) * 1000.0
             self.environment.events.request.fire(
                 request_type=REQUEST_TYPE, name=self._lag_name, response_time=lag_ms, response_length=0,
                 exception=None, context={},
@@ -243,115 +229,6 @@ class StompProducerUser(StompUser):
             self._sent.record(seq, time.time_ns())
             if outcome is Sent.UNCONFIRMED:
                 self._sent.unconfirmed.add(seq)
-
-
-class StompConsumerUser(StompUser):
-    """Subscribes to ``destination`` and fires ``receive`` with every message's latency."""
-
-    abstract = True
-    role: ClassVar[str] = "consumer"
-    #: ``auto``, ``client`` (cumulative ACKs) or ``client-individual``.
-    ack = "auto"
-    #: Unacknowledged messages the broker may push ahead; 0 leaves the broker's default.
-    prefetch = 0
-    #: A durable topic subscription: it keeps messages published while this user is away.
-    durable = False
-    #: Remove a durable subscription when the user stops (UNSUBSCRIBE with its name).
-    remove_durable_on_stop = False
-    #: Extra SUBSCRIBE headers, e.g. ``{"selector": "type = 'a'"}``.
-    subscribe_headers: ClassVar[dict[str, str]] = {}
-    #: Messages of other runs and foreign ones: ``apart`` (counted apart), ``fail`` (also Locust
-    #: failures) or ``receive`` (other runs' messages count as received: draining a backlog).
-    other_runs = "apart"
-
-    def __init__(self, environment: Any):
-        super().__init__(environment)  # calls client_id(), which settles self.durable
-        self.ack, self.prefetch = self.setting("ack"), self.setting("prefetch")
-        self.subscription: str | None = None
-        self._joined = False
-        self.receiver = self.make_receiver()
-
-    def client_id(self) -> str | None:
-        self.durable = self.setting("durable")
-        return self.durable_name() if self.durable else None
-
-    def durable_name(self) -> str:
-        """Stable across runs of the same topology: destination, worker index, user ordinal."""
-        runner = self.environment.runner
-        worker = getattr(runner, "worker_index", 0) if runner is not None else 0
-        slug = self.destination.strip("/").replace("/", ".")
-        return f"mqusers.{slug}.{worker}.{self.ordinal}"
-
-    def make_receiver(self) -> Receiver:
-        # Small batches: ActiveMQ pages 200 messages in at a time and waits for their ACKs.
-        ack_every = max(1, min(self.prefetch or 100, 100) // 2)
-        clock = coordinator_for(self.environment, self.mq).follower
-        return Receiver(
-            self.client, self.destination, self.ack, ack_every=ack_every, clock=clock, **self.receiver_options()
-        )
-
-    def receiver_options(self) -> dict[str, Any]:
-        return {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
-
-    def on_connection_lost(self, dropped: bool) -> None:
-        if self.receiver.audit is not None:
-            self.receiver.audit.leave(time.time_ns(), dropped)
-
-    def on_connected(self) -> None:
-        self.receiver.reset()
-        dialect = self.client.dialect
-        headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size)}
-        if self.durable:
-            headers.update(dialect.durable_headers(self.durable_name()))
-            headers["id"] = self.durable_name()
-        first = self.subscription is None and not self._joined
-        key = self.durable_name() if self.durable else f"{self.mq.process_tag}/{type(self).__name__}/{self.ordinal}"
-        kind = destination_kind(self.destination)
-        # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
-        audit = self.receiver.audit = self.mq.received.subscription(key, self.destination, kind, None, self.durable)
-        self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
-        # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
-        audit.join(time.time_ns())
-        if first:
-            self._joined = True
-            coordinator_for(self.environment, self.mq).joined()
-
-    def on_stop(self) -> None:
-        # Locust may call on_stop twice when a stop interrupts a task: act once. DISCONNECT ends a
-        # plain subscription; an UNSUBSCRIBE racing in-flight deliveries makes RabbitMQ send ERRORs.
-        subscription, self.subscription = self.subscription, None
-        if self.receiver.audit is not None:
-            self.receiver.audit.leave(time.time_ns())
-        if self.client.connected and subscription is not None:
-            self.receiver.flush()
-            if self.durable and self.remove_durable_on_stop:
-                headers = self.client.dialect.durable_unsubscribe_headers(self.durable_name())
-                # A failure is recorded as an event; disconnecting is all that is left to do.
-                with contextlib.suppress(MqError):
-                    self.client.unsubscribe(self.destination, subscription, headers)
-        super().on_stop()
-
-    def wait_time(self) -> float:
-        return 1.0
-
-    @task
-    def keep_connected(self) -> None:
-        # Also acknowledge a batch the stream stopped short of filling (the end of a backlog).
-        if self.ensure_connected():
-            self.receiver.flush()
-
-
-class StompResponderUser(StompConsumerUser):
-    """Answers requests on ``destination`` (a queue) on each request's ``reply-to``."""
-
-    abstract = True
-
-    def make_receiver(self) -> Receiver:
-        replier = Replier(self.client, self.destination)
-        clock = coordinator_for(self.environment, self.mq).follower
-        return Receiver(
-            self.client, self.destination, self.ack, observer=replier, clock=clock, **self.receiver_options()
-        )
 
 
 class StompRequesterUser(StompProducerUser):

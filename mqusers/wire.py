@@ -61,6 +61,26 @@ def encode_frame(command: str, headers: Mapping[str, str], body: bytes = b"") ->
     return ("\n".join(lines) + "\n\n").encode() + body + b"\x00"
 
 
+def ack_frame(ack_id: bytes) -> bytes:
+    """ACK for a delivery's ``ack`` header (cumulative in ``client`` mode)."""
+    return b"ACK\nid:%s\n\n\x00" % escape_bytes(ack_id)
+
+
+def reply_frame(reply_to: bytes, correlation: bytes, body: bytes) -> bytes:
+    """A responder's answer: the request's body, to its ``reply-to``, with its correlation id."""
+    head = b"SEND\ndestination:%s\ncorrelation-id:%s\ncontent-length:%d\n\n" % (
+        escape_bytes(reply_to),
+        escape_bytes(correlation),
+        len(body),
+    )
+    return head + body + b"\x00"
+
+
+def due_line(due_ns: int) -> bytes:
+    """The header line with a message's due time on the shared schedule (coordinated omission)."""
+    return b"%s:%d\n" % (DUE_NS, due_ns)
+
+
 class SendFrames:
     """Pre-encoded SEND frames from one producer to one destination.
 

@@ -2,7 +2,17 @@ import zlib
 
 import pytest
 
-from mqusers.wire import FrameParser, SendFrames, encode_frame, escape_bytes, make_body, parse_headers
+from mqusers.wire import (
+    FrameParser,
+    SendFrames,
+    ack_frame,
+    due_line,
+    encode_frame,
+    escape_bytes,
+    make_body,
+    parse_headers,
+    reply_frame,
+)
 
 
 def collect() -> tuple[list[tuple[bytes, dict[bytes, bytes], bytes]], FrameParser]:
@@ -70,3 +80,10 @@ def test_content_length_without_nul_is_an_error() -> None:
     _, parser = collect()
     with pytest.raises(ValueError, match="not NUL-terminated"):
         parser.feed(b"MESSAGE\ncontent-length:2\n\nabc\x00")
+
+
+def test_control_frames_escape_what_the_broker_sent() -> None:
+    assert ack_frame(b"ID:host-1:2") == b"ACK\nid:ID\\chost-1\\c2\n\n\x00"
+    reply = reply_frame(b"/temp-queue/r", b"p-7", b"body")
+    assert reply == b"SEND\ndestination:/temp-queue/r\ncorrelation-id:p-7\ncontent-length:4\n\nbody\x00"
+    assert due_line(123) == b"mq-due-ns:123\n"

@@ -1,0 +1,83 @@
+"""When a producer sends: its own fixed rate, or its turn on the run-wide shared schedule.
+
+Pure arithmetic over an injected clock (no sockets, no sleeping), so it is unit-tested as such;
+the producer User sleeps for what these return, the way Locust's ``wait_time`` works.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: Behind schedule by more than this (a stall, a reconnect), a fixed rate resumes from now.
+RESYNC_S = 1.0
+
+Clock = Callable[[], float]
+#: Draws the next block of global message indexes: (start, count), count 0 when all are handed
+#: out; None when the conductor did not answer in time. The argument says "first draw".
+Draw = Callable[[bool], "tuple[int, int] | None"]
+
+
+class FixedRate:
+    """Sends at ``rate`` messages/s on a fixed schedule (next = previous + 1/rate): exact over the run."""
+
+    def __init__(self, rate: float, clock: Clock = time.perf_counter):
+        self.rate, self._clock, self._next_due = rate, clock, 0.0
+
+    def delay(self) -> float:
+        """Seconds to wait before the next message (0 when unpaced or late)."""
+        if self.rate <= 0:
+            return 0.0
+        now = self._clock()
+        self._next_due = max(self._next_due + 1.0 / self.rate, now - RESYNC_S) if self._next_due else now
+        return max(0.0, self._next_due - now)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One message's turn on the shared schedule: when it is due (this process's perf clock), or
+    ``None`` when the run is unpaced (nothing is due, so there is no lag either)."""
+
+    index: int
+    due: float | None
+
+
+class NoBlock(Exception):
+    """The conductor did not hand out a block in time: a failure, and the producer tries again."""
+
+
+class SharedSchedule:
+    """Message ``k`` of the run is due at ``t0 + k * interval``, whichever producer sends it.
+
+    Producers draw blocks of indexes; :meth:`next` is None once the conductor has handed out all.
+    """
+
+    def __init__(self, draw: Draw):
+        self._draw = draw
+        self._t0, self._interval = 0.0, 0.0
+        self._index = self._end = 0
+        self._drawn = False
+        self.finished = False
+
+    def start(self, t0: float, rate: float) -> None:
+        """``t0`` on this process's perf clock; ``rate`` 0 = as fast as possible."""
+        self._t0, self._interval = t0, (1.0 / rate if rate > 0 else 0.0)
+
+    def next(self) -> Slot | None:
+        """The next slot, None when every message has been handed out; raises :class:`NoBlock`."""
+        if self.finished:
+            return None
+        if self._index >= self._end:
+            block = self._draw(not self._drawn)
+            if block is None:
+                raise NoBlock("no block of the shared schedule from the master in time")
+            self._drawn = True
+            start, count = block
+            if count == 0:
+                self.finished = True
+                return None
+            self._index, self._end = start, start + count
+        index = self._index
+        self._index += 1
+        return Slot(index, self._t0 + index * self._interval if self._interval else None)
