@@ -62,6 +62,8 @@ class Conductor:
     plan: Plan | None = None
     clocks: dict[str, ClockEstimate] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)  # worker client id -> process tag
+    #: Workers whose every ping came back: only their estimates are good enough to correct with.
+    settled: set[str] = field(default_factory=set)
 
     def join(self, count: int = 1) -> Plan | None:
         """Record subscribed consumers; return the plan once the barrier opens."""
@@ -99,7 +101,8 @@ class Conductor:
         self.tags[worker] = tag
 
     def offsets_by_tag(self) -> dict[str, int]:
-        return {self.tags[w]: estimate.offset_ns for w, estimate in self.clocks.items() if w in self.tags}
+        """Settled workers' offsets by process tag (a half-pinged worker's estimate may be far off)."""
+        return {self.tags[w]: e.offset_ns for w, e in self.clocks.items() if w in self.tags and w in self.settled}
 
 
 class Follower:
@@ -220,6 +223,7 @@ class Coordinator:
             ping = {"t1": time.time_ns(), "round": count + 1}
             self.environment.runner.send_message(_PING, ping, client_id=msg.node_id)
             return
+        self.conductor.settled.add(msg.node_id)
         offsets = self.conductor.offsets_by_tag()
         self.environment.runner.send_message(_OFFSETS, {"offsets": offsets})
         if self.conductor.target_consumers == 0 and len(self.conductor.clocks) == len(self.environment.runner.clients):

@@ -47,7 +47,7 @@ def stop_producing(ctx: RunContext, runner: WorkerRunner) -> None:
 
 
 def on_progress(ctx: RunContext, msg: Any) -> None:
-    ctx.shipping.take(msg.data)
+    ctx.shipping.take(msg.data, msg.node_id)
     ctx.progressed.add(msg.node_id)
 
 

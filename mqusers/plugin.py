@@ -96,10 +96,9 @@ def _on_init(environment: Environment, **_: Any) -> None:
         runner.register_message(FINISH, lambda msg, **_: gevent.spawn(runner.stop))
         runner.register_message(lifecycle.STOP_PRODUCING, lambda msg, **_: lifecycle.stop_producing(ctx, runner))
     if isinstance(runner, MasterRunner):
-        environment.events.worker_report.add_listener(lambda data, **_: ctx.shipping.take(data))
+        environment.events.worker_report.add_listener(lambda client_id, data, **_: ctx.shipping.take(data, client_id))
         runner.register_message(FINAL_TALLIES, lambda msg, **_: _on_final(ctx, runner, msg))
         runner.register_message(lifecycle.PROGRESS, lambda msg, **_: lifecycle.on_progress(ctx, msg))
-    # Last: the listener's test_stop must run after the one above has collected the workers' finals.
     try:
         influx.attach(environment, ctx, audit=lambda: _audit_totals(ctx))
     except OptionError as error:
@@ -203,7 +202,7 @@ def _audit_totals(ctx: RunContext) -> dict[str, dict[str, Any]]:
 
 
 def _on_final(ctx: RunContext, runner: MasterRunner, msg: Any) -> None:
-    ctx.shipping.take(msg.data)
+    ctx.shipping.take(msg.data, msg.node_id)
     ctx.finals.add(msg.node_id)
     if set(runner.clients.keys()) <= ctx.finals:
         ctx.finals_arrived.set()
@@ -234,16 +233,15 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
     if isinstance(runner, WorkerRunner):
         # A worker sends no stats report between "stop" and "client_stopped"; this message goes
         # first on the same socket, so the master's summary holds every last message.
-        runner.send_message(FINAL_TALLIES, ctx.shipping.payload())
-        return
-    if isinstance(runner, MasterRunner):
+        runner.send_message(FINAL_TALLIES, ctx.shipping.payload(final=True))
+    elif isinstance(runner, MasterRunner):
         _collect_finals(ctx, runner)
     else:
         ctx.merge_audit(ctx.drain_audit())
         ctx.generators[ctx.health.node] = ctx.health.report()
-    if ctx.error:
-        return
-    _report(environment, ctx)
+    if not isinstance(runner, WorkerRunner) and not ctx.error:
+        _report(environment, ctx)
+    ctx.shipping.complete()
 
 
 def _report(environment: Environment, ctx: RunContext) -> None:

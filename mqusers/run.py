@@ -31,22 +31,37 @@ from mqusers.options import Settings, read_settings
 
 
 class Shipping:
-    """Worker-side state bound for the master: each part registers a drain (worker) and a merge (master)."""
+    """Worker-side state bound for the master: each part registers a drain (worker) and a merge (master).
+
+    Workers send :meth:`payload` with every Locust report, while draining, and once more, final, at
+    stop; the master :meth:`take`\\ s each. After the master has everything (or a worker has sent
+    its final payload), :meth:`complete` runs what waits for the end: the report, the sinks' last
+    points. No part needs to know the order of Locust's listeners.
+    """
 
     def __init__(self) -> None:
-        self._parts: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+        self._parts: dict[str, tuple[Callable[[bool], Any], Callable[[Any, str], None]]] = {}
+        self._on_complete: list[Callable[[], None]] = []
 
-    def register(self, key: str, drain: Callable[[], Any], merge: Callable[[Any], None]) -> None:
+    def register(self, key: str, drain: Callable[[bool], Any], merge: Callable[[Any, str], None]) -> None:
+        """``drain(final)`` on a worker (``final``: the test is stopping); ``merge(value, node)`` on the master."""
         self._parts[key] = (drain, merge)
 
-    def payload(self) -> dict[str, Any]:
-        """Every part's state since the last payload, keyed for :meth:`take`."""
-        return {key: drain() for key, (drain, _) in self._parts.items()}
+    def on_complete(self, callback: Callable[[], None]) -> None:
+        self._on_complete.append(callback)
 
-    def take(self, data: Mapping[str, Any]) -> None:
+    def payload(self, final: bool = False) -> dict[str, Any]:
+        """Every part's state since the last payload, keyed for :meth:`take`."""
+        return {key: drain(final) for key, (drain, _) in self._parts.items()}
+
+    def take(self, data: Mapping[str, Any], node: str) -> None:
         for key, (_, merge) in self._parts.items():
             if data.get(key) is not None:
-                merge(data[key])
+                merge(data[key], node)
+
+    def complete(self) -> None:
+        for callback in self._on_complete:
+            callback()
 
 
 @dataclass
@@ -120,9 +135,11 @@ def context(environment: Environment) -> RunContext:
         )
         ctx.health = Health(node, producers=lambda: ctx.producers, fire=environment.events.request.fire)
         ship = ctx.shipping.register
-        ship("mqusers_book", lambda: ctx.book.drain(), lambda data: ctx.book.merge(data))
-        ship("mqusers_audit", ctx.drain_audit, ctx.merge_audit)
-        ship("mqusers_health", ctx.health.report, lambda report: ctx.generators.__setitem__(report["node"], report))
+        ship("mqusers_book", lambda _: ctx.book.drain(), lambda data, _: ctx.book.merge(data))
+        ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda data, _: ctx.merge_audit(data))
+        ship(
+            "mqusers_health", lambda _: ctx.health.report(), lambda report, node: ctx.generators.update({node: report})
+        )
     return ctx
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from locust import events as locust_events
 from locust.env import Environment
 from locust.event import Events
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import WorkerRunner
 
 import logging
 import sys
@@ -19,7 +19,7 @@ from typing import Any
 
 from mqusers.parsing import OptionError
 from mqusers.run import context
-from mqusers.sinks.listener import AuditSource, InfluxSink, RunInfo, listen, register_final_message
+from mqusers.sinks.listener import AuditSource, InfluxSink, RunInfo, listen
 from mqusers.sinks.settings import add_influx_arguments, read_influx_settings
 
 __all__ = ["AuditSource", "InfluxSink", "RunInfo", "add_influx_arguments", "attach", "register"]
@@ -49,8 +49,6 @@ def attach(
     settings = read_influx_settings(environment.parsed_options)
     runner = environment.runner
     if settings is None:
-        if isinstance(runner, MasterRunner):
-            register_final_message(runner, None)  # workers may still stream: no "unknown message" noise
         if isinstance(runner, WorkerRunner) and environment not in _waiting:
             _waiting.add(environment)
             listen(environment.events.test_start, lambda **_: _attach_late(environment, ctx, audit, send))

@@ -3,9 +3,10 @@
 Each process keeps a second :class:`Book` on ``events.request`` and, every ``--influx-interval``
 (aligned on multiples of it since the epoch, so all workers' intervals coincide), turns what it
 drained into ``mqusers_ops`` points tagged with its own worker id. Workers also ship the encoded
-interval tallies to the master in their reports (and in one final message at stop); the master
-merges them per interval into ``mqusers_merged`` and writes run-wide points (users, workers,
-backlog, audit totals, the whole-run summary at stop) and the test's events. A local runner does
+interval tallies to the master through mqusers' shipping (:class:`mqusers.run.Shipping`, with the
+last partial interval in the final shipment); the master merges them per interval into
+``mqusers_merged`` and writes run-wide points (users, workers, backlog, audit totals, the
+whole-run summary once every worker's intervals are in) and the test's events. A local runner does
 both. Points go through a bounded :class:`LineWriter`: the Users never wait for the store.
 """
 
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 import gevent
 
 from mqusers.health import PROBE, IntervalLag
+from mqusers.run import Shipping
 from mqusers.sinks import points, schema
 from mqusers.sinks.settings import InfluxSettings, http_sender
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain
@@ -30,10 +32,8 @@ from mqusers.sinks.writer import LineWriter
 
 logger = logging.getLogger(__name__)
 
-REPORT_KEY = "mqusers_influx"
-FINAL_MESSAGE = "mqusers_influx_final"
+SHIPPING_KEY = "mqusers_influx"
 CPU_WARNING_EVERY_S = 60.0
-FINAL_WAIT_S = 10.0
 AuditSource = Callable[[], Mapping[str, Mapping[str, float]]]
 
 
@@ -42,6 +42,9 @@ class RunInfo(Protocol):
 
     @property
     def run_id(self) -> str: ...
+
+    @property
+    def shipping(self) -> Shipping: ...
 
 
 def _now_ms() -> int:
@@ -86,7 +89,6 @@ class InfluxSink:
         )
         self.running = False
         self.started_ms = self.interval_start_ms = 0
-        self.finals: set[str] = set()  # master: workers whose final intervals arrived this test
         self._last_cpu_warning = 0.0
         self._audit_errors: set[str] = set()
         self._ticker: Any = None
@@ -98,16 +100,12 @@ class InfluxSink:
         events = self.environment.events
         listen(events.request, self.book.on_request)
         listen(events.test_start, self.on_test_start)
-        listen(events.test_stop, self.on_test_stop)
+        # Intervals travel with mqusers' own shipping; the last points come once everything is in.
+        self.ctx.shipping.register(SHIPPING_KEY, self._ship, self.receive_intervals)
+        self.ctx.shipping.on_complete(self.finish)
         listen(events.spawning_complete, self._on_spawning_complete)
         listen(events.cpu_warning, self._on_cpu_warning)
         listen(events.quitting, self.close)
-        runner = self.environment.runner
-        if isinstance(runner, WorkerRunner):
-            listen(events.report_to_master, self._on_report_to_master)
-        if isinstance(runner, MasterRunner):
-            listen(events.worker_report, self._on_worker_report)
-            register_final_message(runner, self)
         self.writer.start()
         PROBE.watch(self.lag)
         self._ticker = gevent.spawn(self._tick_forever)
@@ -125,19 +123,17 @@ class InfluxSink:
         self.book.clear()
         self.totals.clear()
         self.merger.clear()
-        self.outbox, self.seen_own, self.seen_merged, self.finals = [], set(), set(), set()
+        self.outbox, self.seen_own, self.seen_merged = [], set(), set()
         self.started_ms = self.interval_start_ms = _now_ms()
         self.running = True
         if self.role != "worker":
             # Later: mqusers' own test_start listener may set this test's run id after this one ran.
             gevent.spawn(lambda: self.event("test_start", f"test start: {self.scenario}, run {self.ctx.run_id}"))
 
-    def on_test_stop(self, **_: Any) -> None:
+    def finish(self) -> None:
+        """The test is over and (master) every worker's intervals are in: the last points."""
         if not self.running:
             return
-        runner = self.environment.runner
-        if isinstance(runner, MasterRunner):
-            self._wait_for_finals(runner)
         try:
             self._final_points()
         except Exception:  # never turn a listener bug into a failed test (Locust's exit code 2)
@@ -145,31 +141,22 @@ class InfluxSink:
         self.running = False
         self.writer.wake()
 
-    def _wait_for_finals(self, runner: MasterRunner) -> None:
-        """Workers still connected have not sent their last intervals yet: give them a moment.
-
-        A worker that stopped sent them before Locust's "client_stopped" (which removes it from
-        ``runner.clients``); on --run-time, mqusers' own test_stop listener (before this one) has
-        just asked the workers to stop.
-        """
-        deadline = time.monotonic() + FINAL_WAIT_S
-        while not set(runner.clients.keys()) <= self.finals and time.monotonic() < deadline:
-            gevent.sleep(0.05)
+    def _ship(self, final: bool) -> list[list[Any]]:
+        """A worker's completed intervals for the master; at stop, the last partial one too."""
+        if final and self.running:
+            self.writer.add(self._own_interval(_now_ms()))
+        outbox, self.outbox = self.outbox, []
+        return outbox
 
     def _final_points(self) -> None:
-        now = _now_ms()
-        lines = self._own_interval(now) if self.role != "master" else []
         if self.role == "worker":
-            runner = self.environment.runner
-            assert isinstance(runner, WorkerRunner)
-            # Goes before Locust's "client_stopped" on the same socket, so the master has every interval.
-            runner.send_message(FINAL_MESSAGE, {"intervals": self.outbox})
-            self.outbox = []
-        else:
-            lines += self._run_lines(now, final=True)
-            duration_s = max(now - self.started_ms, 1) / 1000.0
-            lines += points.summary_lines(self.tags(), self.totals, now, duration_s)
-            lines.append(self._event_line("test_stop", f"test stop after {duration_s:.1f} s", now))
+            return  # its last interval went with the final shipment
+        now = _now_ms()
+        lines = self._own_interval(now) if self.role == "local" else []
+        lines += self._run_lines(now, final=True)
+        duration_s = max(now - self.started_ms, 1) / 1000.0
+        lines += points.summary_lines(self.tags(), self.totals, now, duration_s)
+        lines.append(self._event_line("test_stop", f"test stop after {duration_s:.1f} s", now))
         self.writer.add(lines)
 
     def close(self, **_: Any) -> None:
@@ -289,13 +276,7 @@ class InfluxSink:
 
     # ----------------------------------------------------------------------------- Locust events
 
-    def _on_report_to_master(self, data: dict[str, Any], **_: Any) -> None:
-        data[REPORT_KEY], self.outbox = self.outbox, []
-
-    def _on_worker_report(self, client_id: str, data: dict[str, Any], **_: Any) -> None:
-        self.receive_intervals(client_id, data.get(REPORT_KEY) or [])
-
-    def receive_intervals(self, client_id: str, intervals: list[list[Any]]) -> None:
+    def receive_intervals(self, intervals: list[list[Any]], client_id: str) -> None:
         for ts, duration_s, drained in intervals:
             self.merger.add(client_id, int(ts), float(duration_s), drained)
 
@@ -313,15 +294,3 @@ class InfluxSink:
 def listen(hook: Any, handler: Callable[..., Any]) -> None:
     # Locust's EventHook.add_listener is unannotated; this keeps strict typing everywhere else.
     hook.add_listener(handler)
-
-
-def register_final_message(runner: MasterRunner, sink: InfluxSink | None) -> None:
-    if FINAL_MESSAGE in runner.custom_messages:
-        return
-
-    def on_final(msg: Any, **_: Any) -> None:
-        if sink is not None:
-            sink.receive_intervals(msg.node_id, (msg.data or {}).get("intervals") or [])
-            sink.finals.add(msg.node_id)
-
-    runner.register_message(FINAL_MESSAGE, on_final)

@@ -11,7 +11,7 @@ import argparse
 import logging
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from gevent.event import Event
 
 from mqusers.measure.book import Book
 from mqusers.parsing import OptionError
+from mqusers.run import Shipping
 from mqusers.sinks import schema
 from mqusers.sinks.listener import InfluxSink
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
@@ -180,6 +181,7 @@ def test_backlog_counts_fan_out_on_topics() -> None:
 @dataclass
 class Ctx:
     run_id: str = "run-1"
+    shipping: Shipping = field(default_factory=Shipping)
 
 
 def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], int]]:
@@ -207,14 +209,15 @@ def environment(runner_kind: str = "local") -> Environment:
 def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: pytest.LogCaptureFixture) -> None:
     env, store = environment(), Store()
     audit = {"/queue/a": {"lost": 0, "duplicated": 0, "in_flight": 0}}
-    sink = InfluxSink(env, Ctx(), InfluxSettings(url="http://h", interval=0.1), audit=lambda: audit, send=store.send)
+    ctx = Ctx()
+    sink = InfluxSink(env, ctx, InfluxSettings(url="http://h", interval=0.1), audit=lambda: audit, send=store.send)
     sink.start()
     env.events.test_start.fire(environment=env)
     for index in range(50):
         fire(env.events, "receive /queue/a", ms=0.5 + index / 100)
         fire(env.events, "send /queue/a", ms=0.1, error=RuntimeError("x") if index == 0 else None)
         gevent.sleep(0.006)
-    env.events.test_stop.fire(environment=env)
+    ctx.shipping.complete()  # what mqusers' test_stop does once the run's figures are all in
     with caplog.at_level(logging.INFO):
         sink.close()
     points = parse(store.lines)
@@ -246,8 +249,8 @@ def test_master_merges_what_workers_ship_into_one_series(caplog: pytest.LogCaptu
             book = IntervalBook()
             for _ in range(30):
                 fire(book, "receive /topic/t", 2.0)
-            sink.receive_intervals(worker, [[1_000, 1.0, drain(book)[1]], [2_000, 1.0, {}]])
-        sink.on_test_stop()
+            sink.receive_intervals([[1_000, 1.0, drain(book)[1]], [2_000, 1.0, {}]], worker)
+        sink.finish()
         sink.close()
     finally:
         env.runner.quit()

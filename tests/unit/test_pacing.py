@@ -73,4 +73,6 @@ def test_clock_offset_and_error_bound_from_the_fastest_ping() -> None:
     estimate = conductor.clocks["w"]
     assert estimate.offset_ns == 5_000_000 and estimate.rtt_ns == 2_000_000
     assert estimate.error_ns == 1_000_001  # half the round trip: the true offset lies within it
+    assert conductor.offsets_by_tag() == {}  # not used before every ping of that worker came back
+    conductor.settled.add("w")
     assert conductor.offsets_by_tag() == {"p1": 5_000_000}
