@@ -52,7 +52,7 @@ bench-memory: install
 	$(PY) -m benchmarks.memory --host stomp://127.0.0.1:61613
 
 dashboards: install
-	$(PY) -m mqusers.sinks.dashboards
+	$(PY) -m tools.dashboards
 
 services-up: install
 	$(PY) -m services start $(BROKERS)
