@@ -5,6 +5,14 @@ PY := $(VENV)/bin/python
 BROKERS := activemq activemq-persistent activemq-stress rabbitmq
 DEMO_SECONDS ?= 30
 
+# $(call with_services,NAMES,COMMAND): start NAMES, run COMMAND, then stop only the services this call
+# started (`services start --started`), never a broker someone else runs; also when a start failed.
+define with_services
+	@started=$$(mktemp); \
+	$(PY) -m services start --started $$started $(1) && $(2); status=$$?; \
+	[ ! -s $$started ] || $(PY) -m services stop $$(cat $$started); rm -f $$started; exit $$status
+endef
+
 .PHONY: install demo test unit lint bench bench-listener bench-memory dashboards services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
@@ -16,20 +24,17 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # A ~30 s headless pub/sub run on a local ActiveMQ: 3 producers, 3 subscribers, 1 KB messages.
-# The broker is stopped afterwards only if this command started it.
+# The broker's port follows MQUSERS_PORT_OFFSET, as the services scripts do.
 demo: install
-	@if $(PY) -m services running activemq; then ours=""; else ours=activemq; fi; \
-	$(PY) -m services start activemq || exit 1; \
-	$(VENV)/bin/locust -f locustfiles/pubsub.py --host stomp://127.0.0.1:61613 --headless \
-		-u 6 -r 6 -t $(DEMO_SECONDS)s --mq-consumers 3 --mq-rate 1000 --only-summary; status=$$?; \
-	[ -z "$$ours" ] || $(PY) -m services stop $$ours; exit $$status
+	$(call with_services,activemq,$(VENV)/bin/locust -f locustfiles/pubsub.py \
+		--host stomp://127.0.0.1:$$($(PY) -m services port activemq stomp) --headless \
+		-u 6 -r 6 -t $(DEMO_SECONDS)s --mq-consumers 3 --mq-rate 1000 --only-summary)
 
 # Everything CI runs: lint, types, unit and integration tests against real brokers.
 # faketime gives one test a worker with a really skewed clock; ip netns needs root.
 test: install lint
 	@command -v faketime >/dev/null || apt-get install -y -qq faketime
-	$(PY) -m services start $(BROKERS)
-	$(PY) -m pytest tests; status=$$?; $(PY) -m services stop all; exit $$status
+	$(call with_services,$(BROKERS),$(PY) -m pytest tests)
 
 unit: install
 	$(PY) -m pytest tests/unit
@@ -52,7 +57,7 @@ bench-memory: install
 	$(PY) -m benchmarks.memory --host stomp://127.0.0.1:61613
 
 dashboards: install
-	$(PY) -m mqusers.sinks.dashboards
+	$(PY) -m tools.dashboards
 
 services-up: install
 	$(PY) -m services start $(BROKERS)

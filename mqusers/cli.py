@@ -1,20 +1,25 @@
-"""The ``mqusers`` command: ``mqusers matrix ...`` (load tests themselves run through ``locust``)."""
+"""The ``mqusers`` command: ``mqusers matrix ...`` and ``mqusers locustfiles`` (load tests run through ``locust``)."""
 
 from __future__ import annotations
 
 import sys
 
+from mqusers import matrix  # the package imports Locust first, so gevent patches before anything networked
+
+USAGE = """usage: mqusers matrix [--host URL] [--modes ...] [--sizes ...] [--messages N] [--locustfiles DIR]
+       mqusers locustfiles    (prints the folder of the shipped scenarios, for locust -f)
+"""
+
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args == ["locustfiles"]:
+        print(matrix.shipped_locustfiles())
+        return 0
     if not args or args[0] != "matrix":
-        sys.stderr.write("usage: mqusers matrix [--host URL] [--modes ...] [--sizes ...] [--messages N]\n")
+        sys.stderr.write(USAGE)
         return 2
-    import locust  # noqa: F401  (gevent patches before the matrix imports anything networked)
-
-    from mqusers.matrix import main as matrix
-
-    return matrix(args[1:])
+    return matrix.main(args[1:])
 
 
 if __name__ == "__main__":

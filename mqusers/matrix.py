@@ -20,7 +20,17 @@ from typing import Any
 
 from mqusers.parsing import OptionError, parse_broker_url, parse_size
 
-LOCUSTFILES = Path(__file__).resolve().parent.parent / "locustfiles"
+
+def shipped_locustfiles() -> Path:
+    """The scenario folder: the repository's ``locustfiles/``, which the wheel ships as ``mqusers/locustfiles/``.
+
+    An editable install or a checkout has no copy inside the package, so it falls back to the repository's.
+    """
+    package = Path(__file__).resolve().parent
+    installed = package / "locustfiles"
+    return installed if installed.is_dir() else package.parent / "locustfiles"
+
+
 MODES = {
     # mode: (locustfile, durable variant, destination kind, users, consumers)
     "topic": ("pubsub.py", "durable_topic.py", "topic", 2, 1),
@@ -51,11 +61,17 @@ def cells(modes: list[str], sizes: list[str]) -> list[Cell]:
     return grid
 
 
-def command(cell: Cell, host: str, messages: int, rate: float, out: Path, extra: list[str]) -> list[str]:
-    plain, durable_file, kind, users, consumers = MODES[cell.mode]
-    locustfile = durable_file if cell.durable else plain
+def locustfile(cell: Cell) -> str:
+    plain, durable_file, *_ = MODES[cell.mode]
+    return durable_file if cell.durable else plain
+
+
+def command(
+    cell: Cell, locustfiles: Path, host: str, messages: int, rate: float, out: Path, extra: list[str]
+) -> list[str]:
+    _, _, kind, users, consumers = MODES[cell.mode]
     return [
-        sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--headless", "--only-summary",
+        sys.executable, "-m", "locust", "-f", str(locustfiles / locustfile(cell)), "--headless", "--only-summary",
         "--host", host, "-u", str(users), "-r", str(users), "-t", "3600s", "--mq-consumers", str(consumers),
         "--mq-destination", f"/{kind}/mqusers.matrix.{cell.slug}.{int(time.time())}",
         "--mq-size", cell.size, "--mq-persistent", str(cell.persistent).lower(),
@@ -108,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=100_000, help="messages per cell")
     parser.add_argument("--rate", type=float, default=0, help="total messages/s per cell (0 = as fast as possible)")
     parser.add_argument("--out", default="reports/matrix", help="folder for one JSON report per cell")
+    parser.add_argument(
+        "--locustfiles",
+        type=Path,
+        default=shipped_locustfiles(),
+        help="folder with the scenarios the grid runs (default: the shipped ones, `mqusers locustfiles`)",
+    )
     args, extra = parser.parse_known_args(argv)
     try:
         parse_broker_url(args.host)
@@ -118,18 +140,22 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [m for m in modes if m not in MODES]
         if unknown or args.messages < 1:
             raise OptionError(f"--modes: {', '.join(unknown)} unknown" if unknown else "--messages: at least 1")
+        grid = cells(modes, sizes)
+        missing = sorted({name for name in map(locustfile, grid) if not (args.locustfiles / name).is_file()})
+        if missing:
+            raise OptionError(f"--locustfiles: {args.locustfiles} has no {', '.join(missing)}")
     except OptionError as error:
         sys.stderr.write(f"mqusers matrix: {error}\n")
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    grid, failed = cells(modes, sizes), 0
+    failed = 0
     results: dict[str, list[tuple[Cell, dict[str, Any]]]] = {m: [] for m in modes}
     for index, cell in enumerate(grid, 1):
         report = out / f"{cell.slug}.json"
         started = time.monotonic()
         print(f"[{index}/{len(grid)}] {cell.slug} ...", end=" ", flush=True)
-        argv = command(cell, args.host, args.messages, args.rate, report, extra)
+        argv = command(cell, args.locustfiles, args.host, args.messages, args.rate, report, extra)
         run = subprocess.run(argv, capture_output=True, text=True)
         if not report.exists():
             failed += 1

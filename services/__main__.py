@@ -1,12 +1,15 @@
-"""CLI: python -m services start|stop NAME... | stop all | status"""
+"""CLI: python -m services start [--started FILE] NAME... | stop NAME... | stop all | status
+| running NAME | port NAME KEY
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from typing import TextIO
 
-from . import SERVICES, ServiceError, is_running, start, status, stop
+from . import SERVICES, ServiceError, is_running, ports, start, status, stop
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -24,19 +27,29 @@ def _parse(argv: list[str]) -> argparse.Namespace:
             metavar="NAME",
             help=f"one of: {', '.join(SERVICES)}" + (", all" if command == "stop" else ""),
         )
+        if command == "start":
+            # So that a caller (make test, make demo) stops only what it started, not a broker someone else runs.
+            cmd.add_argument("--started", metavar="FILE", help="write the names this call started to FILE, one a line")
     sub.add_parser("status", help="show what runs")
     running = sub.add_parser("running", help="exit 0 if NAME runs, 1 if not")
     running.add_argument("name", metavar="NAME")
+    port = sub.add_parser("port", help="print a port of NAME, MQUSERS_PORT_OFFSET applied")
+    port.add_argument("name", metavar="NAME")
+    port.add_argument("key", metavar="KEY", help="e.g. stomp, amqp, management, http")
     return parser.parse_args(argv)
 
 
-def _run(command: str, names: list[str]) -> int:
+def _run(command: str, names: list[str], started: TextIO | None = None) -> int:
     failures = 0
     for name in names:
         began = time.monotonic()
         try:
             if command == "start":
-                verb = "started" if start(name) else "already running"
+                fresh = start(name)
+                verb = "started" if fresh else "already running"
+                if fresh and started is not None:
+                    started.write(name + "\n")
+                    started.flush()  # written at once: a later failure or Ctrl-C must not lose it
             else:
                 verb = "stopped" if stop(name) else "not running"
         except ServiceError as err:
@@ -47,6 +60,19 @@ def _run(command: str, names: list[str]) -> int:
     return 1 if failures else 0
 
 
+def _port(name: str, key: str) -> int:
+    try:
+        found = ports(name)
+    except ServiceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if key not in found:
+        print(f"error: {name} has no port {key!r} (known: {', '.join(found)})", file=sys.stderr)
+        return 2
+    print(found[key])
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if args.command == "status":
@@ -54,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "running":
         return 0 if is_running(args.name) else 1
+    if args.command == "port":
+        return _port(args.name, args.key)
+    if args.command == "start" and args.started:
+        with open(args.started, "w", encoding="utf-8") as started:
+            return _run("start", args.names, started)
     names = args.names
     if args.command == "stop" and "all" in names:
         names = list(reversed(SERVICES))

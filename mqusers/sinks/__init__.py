@@ -1,8 +1,9 @@
 """Where live figures go while a test runs: the InfluxDB listener and its schema.
 
 ``schema`` names every measurement, tag and field; ``influx`` is the listener (:func:`attach`
-from mqusers' init listener, :func:`register` from a locustfile); ``dashboards`` generates the
-Grafana dashboards from the schema. Nothing here imports influxdb-client until a listener starts.
+from mqusers' init listener, :func:`register` from a locustfile); the repository's
+``tools/dashboards.py`` generates the Grafana dashboards from the schema. Nothing here imports
+influxdb-client until a listener starts.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 This module is the one source of truth: the InfluxDB listener only writes points through
 :func:`line`, which refuses any name not declared here, and the Grafana dashboards are generated
-from these constants (:mod:`mqusers.sinks.dashboards`) and checked against them by the tests.
+from these constants (the repository's ``tools/dashboards.py``) and checked against them by the tests.
 
 Tags are low-cardinality by construction: run id, worker (Locust's unique ``client_id``, or
 ``local`` / ``master``), operation, destination, scenario (locustfile stem) and event kind. Never

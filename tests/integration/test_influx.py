@@ -23,9 +23,10 @@ import pytest
 import requests
 
 import services
-from mqusers.sinks import dashboards, schema
+from mqusers.sinks import schema
 from tests.integration import broker_stats as bs
 from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
+from tools import dashboards
 
 PRODUCERS, RATE = 2, 200  # the paced load: 2 producers x 200 msg/s
 ENABLE = """from mqusers.sinks.influx import register

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT, started
+from tests.integration.conftest import LOCUSTFILES, ROOT, started
 
 
 @pytest.mark.activemq
@@ -37,3 +37,18 @@ def test_matrix_refuses_bad_input_in_one_line() -> None:
     )
     assert run.returncode == 2
     assert run.stderr.strip().startswith("mqusers matrix: --mq-size: '1XB' is not a size")
+
+
+def test_matrix_refuses_a_locustfiles_folder_without_the_grids_scenarios(tmp_path: Path) -> None:
+    (tmp_path / "queue_balance.py").write_text("")
+    run = subprocess.run(
+        [sys.executable, "-m", "mqusers.cli", "matrix", "--locustfiles", str(tmp_path), "--modes", "queue,topic"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert run.stderr == f"mqusers matrix: --locustfiles: {tmp_path} has no durable_topic.py, pubsub.py\n"
+
+
+def test_in_a_checkout_the_scenarios_are_the_repositorys_locustfiles() -> None:
+    run = subprocess.run([sys.executable, "-m", "mqusers.cli", "locustfiles"], capture_output=True, text=True, cwd=ROOT)
+    assert (run.returncode, run.stdout) == (0, f"{LOCUSTFILES}\n")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mqusers.sinks import dashboards, schema
+from mqusers.sinks import schema
+from tools import dashboards
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "grafana"
@@ -38,7 +39,7 @@ def test_regenerating_gives_the_committed_files() -> None:
     rendered = dashboards.render_all()
     assert sorted(rendered) == [path.name for path in COMMITTED]
     for path in COMMITTED:
-        assert path.read_text() == rendered[path.name], f"run `python -m mqusers.sinks.dashboards`: {path} is stale"
+        assert path.read_text() == rendered[path.name], f"run `make dashboards`: {path} is stale"
 
 
 def test_the_datasource_is_provisioned_for_influxql_on_influxdb_2() -> None:

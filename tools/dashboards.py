@@ -1,6 +1,6 @@
-"""The Grafana dashboards, generated from :mod:`mqusers.sinks.schema`: ``python -m mqusers.sinks.dashboards``.
+"""The Grafana dashboards, generated from :mod:`mqusers.sinks.schema`: ``python -m tools.dashboards``.
 
-Writes ``grafana/dashboards/{overview,drilldown,comparison}.json`` (committed; a test checks that
+Writes the repository's ``grafana/dashboards/{overview,drilldown,comparison}.json`` (committed; a test checks that
 regenerating changes nothing). Every query is raw InfluxQL, so the same dashboards work on InfluxDB
 1.x, 2.x (DBRP / v1 compatibility) and 3.x. Every selected value is aliased (``AS "p99"``): the
 alias is the column a panel shows, and the column the tests expect back from a real InfluxDB.
@@ -21,7 +21,7 @@ from mqusers.sinks import schema as s
 
 DATASOURCE = {"type": "influxdb", "uid": "mqusers-influxql"}
 SCHEMA_VERSION = 39
-OUTPUT = Path(__file__).resolve().parents[2] / "grafana" / "dashboards"
+OUTPUT = Path(__file__).resolve().parents[1] / "grafana" / "dashboards"
 RUN = f"\"{s.RUN}\" = '$run'"
 RUNS = f'"{s.RUN}" =~ /^$run$/'
 DESTINATION = f'"{s.DESTINATION}" =~ /^$destination$/'
