@@ -47,8 +47,11 @@ class Drain:
         received: Callable[[], int],
         complete: Callable[[], bool],
         refresh: Callable[[], None] = lambda: None,
+        deserted: Callable[[], bool] = lambda: False,
     ):
         self.received, self.complete, self.refresh = received, complete, refresh
+        #: True when no consumer is left to drain (a master whose workers all quit, e.g. on Ctrl-C).
+        self.deserted = deserted
         self.running = False
         self.outcome: DrainOutcome | None = None
         self.cut = False  # a second Ctrl-C: end the drain now
@@ -85,6 +88,9 @@ class Drain:
                     count, last_change = latest, now
                 elif now - last_change >= idle_s:
                     outcome = DrainOutcome(True, now - began, f"no delivery for {idle_s:g} s")
+                    break
+                if self.deserted():
+                    outcome = DrainOutcome(False, now - began, "no worker left to receive")
                     break
                 if self.cut or now >= self._deadline:
                     outcome = DrainOutcome(False, now - began, "cut short: messages may still be queued")

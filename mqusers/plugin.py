@@ -147,12 +147,15 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.sent, ctx.received, ctx.audit = SentLedger(ctx.process_tag), ReceiveLedger(ctx.process_tag), Audit()
     ctx.producing, ctx.stopped, ctx.ended_by = True, False, "time"
     ctx.producers, ctx.generators, ctx.progressed = [], {}, set()
+    runner = environment.runner
     ctx.drain = Drain(
         lambda: lifecycle.deliveries(ctx),
         lambda: lifecycle.all_arrived(environment, ctx),
         lambda: lifecycle.refresh(environment, ctx),
+        deserted=lambda: isinstance(runner, MasterRunner) and not runner.clients,
     )
-    ctx.health.start()
+    if not isinstance(environment.runner, MasterRunner):
+        ctx.health.start()  # the master generates no load: its own health says nothing about the figures
     if environment.runner is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         ctx.pump = gevent.spawn(lifecycle.fold_ledgers, ctx)
     ctx.started = time.time()

@@ -84,3 +84,9 @@ def test_a_send_that_does_not_move_is_one_blocked_episode() -> None:
     stuck.progress = (False, 1)
     health._sample_blocked(BLOCKED_S * 4)
     assert health.blocked["/queue/b"].now == 0
+
+
+def test_a_drain_with_no_consumer_left_ends_unsettled() -> None:
+    ticks = iter(range(10**6))
+    outcome = Drain(lambda: next(ticks), lambda: False, deserted=lambda: True).run(idle_s=5, limit_s=None)
+    assert not outcome.settled and outcome.reason == "no worker left to receive" and outcome.seconds < 1
