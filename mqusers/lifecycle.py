@@ -22,6 +22,10 @@ from mqusers.run import RunContext, context
 
 STOP_PRODUCING = "mqusers_stop_producing"
 PROGRESS = "mqusers_progress"
+#: The master's receipt for a worker's final shipment.
+FINAL_RECEIVED = "mqusers_final_received"
+#: How long a worker quitting on its own (Ctrl-C reaches every process) waits for that receipt.
+FINAL_RECEIPT_WAIT_S = 5.0
 #: While draining, workers ship their tallies and audit this often (the drain's idle clock needs them).
 PROGRESS_EVERY_S = 0.25
 #: A single process folds its ledgers into the audit this often, so they never grow with messages.
@@ -83,9 +87,16 @@ def on_test_stopping(environment: Environment, **_: Any) -> None:
 def on_quitting(environment: Environment, **_: Any) -> None:
     """Ctrl-C or SIGTERM: Locust quits without stopping the test first; stop it, so it drains and reports."""
     runner = environment.runner
-    if runner is None or isinstance(runner, WorkerRunner):
+    if runner is None:
         return
     ctx = context(environment)
+    if isinstance(runner, WorkerRunner):
+        if not ctx.stopped:
+            # Its own Ctrl-C: stop now (the final shipment goes out) and wait until the master has it,
+            # or the process exits with the message still queued in its socket.
+            runner.stop()
+            ctx.final_received.wait(FINAL_RECEIPT_WAIT_S)
+        return
     if ctx.drain is not None and ctx.drain.running:
         ctx.ended_by = "interrupt"
         ctx.drain.cut = True

@@ -94,6 +94,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     if isinstance(runner, WorkerRunner):
         environment.events.report_to_master.add_listener(lambda data, **_: data.update(ctx.shipping.payload()))
         runner.register_message(FINISH, lambda msg, **_: gevent.spawn(runner.stop))
+        runner.register_message(lifecycle.FINAL_RECEIVED, lambda msg, **_: ctx.final_received.set())
         runner.register_message(lifecycle.STOP_PRODUCING, lambda msg, **_: lifecycle.stop_producing(ctx, runner))
     if isinstance(runner, MasterRunner):
         environment.events.worker_report.add_listener(lambda client_id, data, **_: ctx.shipping.take(data, client_id))
@@ -136,6 +137,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.ordinals.clear()
     ctx.finals.clear()
     ctx.finals_arrived.clear()
+    ctx.final_received.clear()
     coordinator = coordinator_for(environment, ctx)
     if isinstance(environment.runner, WorkerRunner):
         coordinator.follower.reset()
@@ -206,6 +208,7 @@ def _audit_totals(ctx: RunContext) -> dict[str, dict[str, Any]]:
 
 def _on_final(ctx: RunContext, runner: MasterRunner, msg: Any) -> None:
     ctx.shipping.take(msg.data, msg.node_id)
+    runner.send_message(lifecycle.FINAL_RECEIVED, {}, client_id=msg.node_id)
     ctx.finals.add(msg.node_id)
     if set(runner.clients.keys()) <= ctx.finals:
         ctx.finals_arrived.set()

@@ -78,6 +78,8 @@ class RunContext:
     #: Workers whose final tallies the master has merged this test.
     finals: set[str] = field(default_factory=set)
     finals_arrived: Event = field(default_factory=Event)
+    #: Worker: the master confirmed this test's final shipment.
+    final_received: Event = field(default_factory=Event)
     ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
 
     coordinator: Coordinator | None = None

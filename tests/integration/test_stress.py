@@ -7,8 +7,10 @@ The destructive tests use their own broker (``activemq-stress``), or restart the
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import stomp
 import services
 from services.base import port_open
 from tests.integration.broker_stats import activemq_destination_stats, rabbitmq_queue_stats, wait_for
-from tests.integration.conftest import Broker, run_locust, start_locust, started
+from tests.integration.conftest import Broker, locust_command, run_locust, start_locust, started
 
 HERE = Path(__file__).parent / "locustfiles"
 
@@ -192,6 +194,32 @@ def test_an_interrupted_run_drains_and_writes_its_report(destination, tmp_path: 
     row = run.row(topic)
     assert row["sent"] > 200 and row["received"] == 2 * row["sent"], row  # producers stopped first, then drained
     assert "Traceback" not in run.output and "mqusers summary" in run.output
+
+
+def test_ctrl_c_in_the_terminal_of_a_multi_process_run_still_writes_the_report(destination, tmp_path: Path) -> None:
+    """Ctrl-C reaches the master and its --processes workers at once: the run must still end and report."""
+    broker = started("activemq")
+    topic, report = destination("topic"), tmp_path / "report.json"
+    command = locust_command(
+        "pubsub.py", broker.url, "--processes", "2", "--mq-destination", topic, "--mq-consumers", "2",
+        "--mq-rate", "200", users=4, seconds=120, report=report,
+    )  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)  # fmt: skip
+    try:
+        assert wait_for(lambda: activemq_destination_stats(broker.port, topic)["enqueueCount"] > 200, timeout=20)
+        os.killpg(process.pid, signal.SIGINT)  # what the terminal does: the whole process group
+        output, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 1, output[-3000:]
+    document = json.loads(report.read_text())
+    assert document["ended_by"] == "interrupt" and len(document["generator"]["processes"]) == 2
+    [row] = [r for r in document["destinations"] if r["destination"] == topic]
+    assert row["sent"] > 200 and row["lost"] == 0
+    assert row["received"] + row["unreceived"] == 2 * row["sent"], row  # messages in flight at Ctrl-C: not lost
+    assert "Traceback" not in output
 
 
 def test_request_reply_without_a_responder_fails_each_request_and_goes_on(destination, tmp_path: Path) -> None:
