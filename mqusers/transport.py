@@ -8,17 +8,22 @@ stomp.py's regex header parser and listener dispatch cost more CPU than the rest
 life together, which would make the generator the bottleneck. Frames ``on_frame`` does not take
 (CONNECTED, other RECEIPTs, ERROR) go through stomp.py's own processing unchanged.
 
+:class:`StompTransport` is the client's default :class:`mqusers.connection.Transport`: the
+connection it opens is the :class:`LeanTransport` itself, so a message's send is one call.
+
 The hook overrides ``BaseTransport.__read_frames``, a private method: stomp.py is pinned to 9.0.x
 in ``pyproject.toml`` and the integration tests run this path against real brokers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import logging
 import socket
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 import stomp
@@ -27,10 +32,11 @@ from stomp.protocol import Protocol12
 from stomp.transport import Transport
 from stomp.utils import Frame
 
+from mqusers.connection import ClientConfig, FrameTaker, Listener, Unreachable
 from mqusers.wire import FrameParser, Headers
 
-#: ``on_frame(command, headers, body)`` returns True when it consumed the frame.
-FrameTaker = Callable[[bytes, Headers, bytes], bool]
+# The client reports connection failures itself, in one line; stomp.py would add a warning per attempt.
+logging.getLogger("stomp.py").setLevel(logging.ERROR)
 
 _RECV_BYTES = 256 * 1024
 
@@ -68,19 +74,31 @@ class LeanTransport(Transport):  # type: ignore[misc]
     def send(self, encoded_frame: bytes) -> None:
         sock = self.socket
         if sock is None:
-            raise stomp_exception.NotConnectedException()
+            raise ConnectionError("not connected")
         # A plain lock: stomp.py's BoundedSemaphore yields to gevent's hub on every release, and
         # gevent's sendall asks the kernel for SO_SNDBUF each call; one send() mostly suffices.
         with self._send_lock:
             self.in_send = True
             self.sends += 1
-            if isinstance(sock, ssl.SSLSocket):
-                sock.sendall(encoded_frame)  # TLS records: leave partial writes to the TLS layer
-            else:
-                sent = sock.send(encoded_frame)
-                if sent < len(encoded_frame):
-                    sock.sendall(memoryview(encoded_frame)[sent:])
-            self.in_send = False
+            try:
+                if isinstance(sock, ssl.SSLSocket):
+                    sock.sendall(encoded_frame)  # TLS records: leave partial writes to the TLS layer
+                else:
+                    sent = sock.send(encoded_frame)
+                    if sent < len(encoded_frame):
+                        sock.sendall(memoryview(encoded_frame)[sent:])
+            finally:
+                self.in_send = False
+
+    def close(self) -> None:
+        """Close without waiting on the broker: shutting the socket down ends the reader greenlet too."""
+        self.running = False
+        sock = self.socket
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
 
     def receive(self) -> bytes | None:
         try:
@@ -144,3 +162,55 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
             transport.set_ssl(for_hosts=hosts, ca_certs=ca_file)
         stomp.connect.BaseConnection.__init__(self, transport)
         Protocol12.__init__(self, transport, heartbeats)
+
+
+class _Events(stomp.ConnectionListener):  # type: ignore[misc]
+    """The frames left to stomp.py's dispatch: connection state only."""
+
+    def __init__(self, listener: Listener):
+        self._listener = listener
+
+    def on_connected(self, frame: Any) -> None:
+        self._listener.on_connected(frame.headers)
+
+    def on_disconnected(self) -> None:
+        self._listener.on_disconnected()
+
+
+def _why_unreachable(config: ClientConfig) -> str:
+    """stomp.py only says that connecting failed; try the first host again to say why."""
+    host, port = config.address.hosts[0]
+    try:
+        with socket.create_connection((host, port), timeout=config.timeout) as sock:
+            if config.address.ssl:
+                context = ssl.create_default_context(cafile=config.ca_file)
+                with context.wrap_socket(sock, server_hostname=host):
+                    pass
+    except ssl.SSLCertVerificationError as error:
+        return f"TLS: {error.verify_message}; --mq-ca-file names the CA to trust"
+    except OSError as error:
+        return error.strerror or str(error) or type(error).__name__
+    return "it answered a retry; check its STOMP connector"
+
+
+class StompTransport:
+    """Opens a :class:`LeanConnection` per connect: stomp.py connects, negotiates and beats the heart."""
+
+    def open(self, config: ClientConfig, headers: Mapping[str, str], listener: Listener) -> LeanTransport:
+        connection = LeanConnection(
+            list(config.address.hosts),
+            on_frame=listener.on_frame,
+            heartbeats=config.heartbeats,
+            vhost=config.vhost,
+            connect_timeout=config.timeout,
+            use_ssl=config.address.ssl,
+            ca_file=config.ca_file,
+        )
+        connection.set_listener("mqusers", _Events(listener))
+        try:
+            connection.connect(config.user, config.password, wait=False, headers=dict(headers))
+        except stomp_exception.ConnectFailedException:
+            raise Unreachable(_why_unreachable(config)) from None
+        # After CONNECT the client only sends frames and closes: both are the transport's.
+        transport: LeanTransport = connection.transport
+        return transport

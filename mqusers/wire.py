@@ -111,6 +111,26 @@ class SendFrames:
         return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), extra, self._tail))
 
 
+def receipt_line(receipt: bytes, extra: bytes = b"") -> bytes:
+    """``extra`` header lines, then the request for a RECEIPT: one format on the per-message path."""
+    return b"%sreceipt:%s\n" % (extra, receipt)
+
+
+def request_lines(reply_to: bytes, correlation: bytes) -> bytes:
+    """The header lines that make a SEND a request: where to reply, and the id the reply echoes."""
+    return b"reply-to:%s\ncorrelation-id:%s\n" % (escape_bytes(reply_to), correlation)
+
+
+def receipted_frame(command: str, headers: Mapping[str, str], receipt: bytes) -> bytes:
+    """A control frame (SUBSCRIBE, UNSUBSCRIBE...) that asks for a RECEIPT."""
+    return encode_frame(command, {**headers, "receipt": receipt.decode()})
+
+
+def disconnect_frame(receipt: bytes) -> bytes:
+    """DISCONNECT asking for a RECEIPT: the broker sends it once it has processed every earlier frame."""
+    return b"DISCONNECT\nreceipt:%s\n\n\x00" % receipt
+
+
 def _unescape(value: bytes) -> bytes:
     if b"\\\\" not in value:
         # The common case (ActiveMQ escapes the ':' of every message-id): no escaped backslash, so

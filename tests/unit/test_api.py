@@ -4,7 +4,7 @@ import types
 import stomp
 
 import mqusers
-from mqusers.client import _Listener
+from mqusers.transport import _Events
 
 
 def test_public_api_is_exactly_all() -> None:
@@ -18,5 +18,5 @@ def test_typed_marker_ships() -> None:
 
 
 def test_listener_methods_exist_on_stomps_listener() -> None:
-    ours = {name for name in vars(_Listener) if name.startswith("on_")}
+    ours = {name for name in vars(_Events) if name.startswith("on_")}
     assert ours and ours <= set(dir(stomp.ConnectionListener))

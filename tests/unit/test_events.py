@@ -1,35 +1,41 @@
-"""Event firing on a fresh Locust Environment: no broker, frames fed to the client directly."""
+"""Event firing on a fresh Locust Environment: no broker, the client over an in-memory transport."""
 
 from locust.env import Environment
 from locust.event import Events
 
+import re
 import time
 import zlib
 
 import gevent
+import pytest
 
 from mqusers import Receiver, StompClient
-from mqusers.client import ClientConfig, Publisher, Sent
+from mqusers.client import ClientConfig, MqError, Publisher, Sent
 from mqusers.measure.ledgers import Subscription
 from mqusers.parsing import parse_broker_url
-from mqusers.wire import FrameParser, SendFrames
+from mqusers.wire import SendFrames
+from tests.unit.memory_transport import MemoryConnection, MemoryTransport
 
-
-class Wire(StompClient):
-    """A client whose socket is a list: what it would send is kept, nothing is connected."""
-
-    def __init__(self, fire):  # type: ignore[no-untyped-def]
-        super().__init__(ClientConfig(parse_broker_url("stomp://127.0.0.1:1"), timeout=0.05), fire)
-        self.sent: list[bytes] = []
-
-    def send_raw(self, data: bytes) -> None:
-        self.sent.append(data)
+ADDRESS = "stomp://127.0.0.1:1"
+CONFIG = ClientConfig(parse_broker_url(ADDRESS), timeout=0.05)
 
 
 def environment() -> Environment:
     env = Environment(events=Events())
     env.create_local_runner()  # the runner hooks request events into env.stats
     return env
+
+
+def connected(env: Environment, config: ClientConfig = CONFIG) -> tuple[StompClient, MemoryConnection]:
+    transport = MemoryTransport()
+    client = StompClient(config, env.events.request.fire, transport=transport)
+    client.connect()
+    return client, transport.connection
+
+
+def publisher() -> Publisher:
+    return Publisher("/queue/a", SendFrames("/queue/a", b"body", "run", "p", {}))
 
 
 def message(body: bytes, sent_ns: int, *, crc: int | None = None, ack: bytes | None = None) -> tuple[dict, bytes]:
@@ -45,9 +51,13 @@ def message(body: bytes, sent_ns: int, *, crc: int | None = None, ack: bytes | N
     return headers, body
 
 
+def errors(env: Environment) -> list[str]:
+    return sorted(str(e.error) for e in env.stats.errors.values())
+
+
 def test_receive_event_carries_send_to_receive_latency() -> None:
     env = environment()
-    client = Wire(env.events.request.fire)
+    client, _ = connected(env)
     receiver = Receiver(client, "/queue/a", "auto", run_id="run")
     receiver(*message(b"x" * 100, time.time_ns() - 5_000_000))
     entry = env.stats.entries[("receive /queue/a", "STOMP")]
@@ -58,7 +68,7 @@ def test_receive_event_carries_send_to_receive_latency() -> None:
 
 def test_corrupt_messages_of_this_run_are_failures() -> None:
     env = environment()
-    receiver = Receiver(Wire(env.events.request.fire), "/queue/a", "auto", run_id="run")
+    receiver = Receiver(connected(env)[0], "/queue/a", "auto", run_id="run")
     receiver(*message(b"abc", time.time_ns(), crc=1))
     receiver({b"subscription": b"s", b"mq-run": b"run"}, b"stamp lost")
     entry = env.stats.entries[("receive /queue/a", "STOMP")]
@@ -69,22 +79,23 @@ def test_corrupt_messages_of_this_run_are_failures() -> None:
 
 def test_foreign_and_other_runs_messages_are_counted_apart() -> None:
     env = environment()
-    receiver = Receiver(Wire(env.events.request.fire), "/queue/a", "client-individual", run_id="run")
+    client, connection = connected(env)
+    receiver = Receiver(client, "/queue/a", "client-individual", run_id="run")
     receiver.audit = Subscription("k", "/queue/a", "queue", False)
     receiver({b"subscription": b"s", b"ack": b"f1"}, b"not ours")
     other_headers, body = message(b"old", time.time_ns() - 3_600_000_000_000, ack=b"o1")
     receiver({**other_headers, b"mq-run": b"earlier", b"mq-producer": b"p", b"mq-seq": b"1"}, body)
     assert ("receive /queue/a", "STOMP") not in env.stats.entries  # neither received nor a failure
     assert (receiver.audit.foreign, receiver.audit.other_run, receiver.received) == (1, 1, 0)
-    assert receiver._client.sent == [b"ACK\nid:f1\n\n\x00", b"ACK\nid:o1\n\n\x00"]  # type: ignore[attr-defined]
+    assert connection.sent == [b"ACK\nid:f1\n\n\x00", b"ACK\nid:o1\n\n\x00"]
 
 
 def test_other_runs_can_fail_or_be_received() -> None:
     env = environment()
-    failing = Receiver(Wire(env.events.request.fire), "/queue/a", "auto", run_id="run", other_runs="fail")
+    failing = Receiver(connected(env)[0], "/queue/a", "auto", run_id="run", other_runs="fail")
     failing({b"subscription": b"s"}, b"not ours")
     assert env.stats.entries[("receive /queue/a", "STOMP")].num_failures == 1
-    draining = Receiver(Wire(env.events.request.fire), "/queue/b", "auto", run_id="run", other_runs="receive")
+    draining = Receiver(connected(env)[0], "/queue/b", "auto", run_id="run", other_runs="receive")
     headers, body = message(b"old", time.time_ns() - 5_000_000)
     draining({**headers, b"mq-run": b"earlier"}, body)
     entry = env.stats.entries[("receive /queue/b", "STOMP")]
@@ -93,56 +104,65 @@ def test_other_runs_can_fail_or_be_received() -> None:
 
 def test_client_ack_mode_batches_and_flushes() -> None:
     env = environment()
-    client = Wire(env.events.request.fire)
+    client, connection = connected(env)
     receiver = Receiver(client, "/queue/a", "client", ack_every=3, run_id="run")
     for n in range(1, 5):
         receiver(*message(b"m", time.time_ns(), ack=b"a%d" % n))
-    assert client.sent == [b"ACK\nid:a3\n\n\x00"]
+    assert connection.sent == [b"ACK\nid:a3\n\n\x00"]
     receiver.flush()
-    assert client.sent[-1] == b"ACK\nid:a4\n\n\x00"
+    assert connection.sent[-1] == b"ACK\nid:a4\n\n\x00"
 
 
 def test_individual_acks_and_no_acks_while_closing() -> None:
-    client = Wire(environment().events.request.fire)
+    client, connection = connected(environment())
     receiver = Receiver(client, "/queue/a", "client-individual", ack_every=50, run_id="run")
     receiver(*message(b"m", time.time_ns(), ack=b"x:1"))
-    assert client.sent == [b"ACK\nid:x\\c1\n\n\x00"]
+    assert connection.sent == [b"ACK\nid:x\\c1\n\n\x00"]
     client.closing = True
     receiver(*message(b"m", time.time_ns(), ack=b"x:2"))
-    assert len(client.sent) == 1 and receiver.received == 1
+    assert len(connection.sent) == 1 and receiver.received == 1
 
 
 def test_receipt_times_a_sync_send_and_an_error_frame_fails_it() -> None:
     env = environment()
-    client = Wire(env.events.request.fire)
-    client._connected.set()
-    publisher = Publisher("/queue/a", SendFrames("/queue/a", b"body", "run", "p", {}))
-    parser = FrameParser(lambda c, h, b: client._take_frame(c, h, b))
+    client, connection = connected(env)
 
-    def answer(template: bytes) -> None:
-        while not client.sent:
-            gevent.sleep(0.001)
-        receipt = client.sent.pop().split(b"receipt:")[1].split(b"\n")[0]
-        parser.feed(template % receipt)
+    def refuse() -> None:
+        receipt = connection.next_frame()[1][b"receipt"]
+        connection.feed(b"ERROR\nreceipt-id:%s\nmessage:queue full\n\n\x00" % receipt)
 
-    gevent.spawn(answer, b"RECEIPT\nreceipt-id:%s\n\n\x00")
-    assert client.publish(publisher, 1, sync=True)
-    gevent.spawn(answer, b"ERROR\nreceipt-id:%s\nmessage:queue full\n\n\x00")
-    assert client.publish(publisher, 2, sync=True) is Sent.FAILED  # written, then refused: not sent
-    assert client.publish(publisher, 3, sync=True) is Sent.UNCONFIRMED  # no RECEIPT within the timeout
+    gevent.spawn(connection.answer_receipt)
+    assert client.publish(publisher(), 1, sync=True) is Sent.CONFIRMED
+    gevent.spawn(refuse)
+    assert client.publish(publisher(), 2, sync=True) is Sent.FAILED  # written, then refused: not sent
+    assert client.publish(publisher(), 3, sync=True) is Sent.UNCONFIRMED  # no RECEIPT within the timeout
     sends = env.stats.entries[("send /queue/a", "STOMP")]
     receipts = env.stats.entries[("receipt /queue/a", "STOMP")]
     assert (sends.num_requests, sends.num_failures) == (3, 0)
     assert (receipts.num_requests, receipts.num_failures) == (3, 2)
-    errors = sorted(str(e.error) for e in env.stats.errors.values())
-    assert "queue full" in errors[0] and "no RECEIPT within 0.05s" in errors[1]
+    assert "queue full" in errors(env)[0] and "no RECEIPT within 0.05s" in errors(env)[1]
+    assert [frame.count(b"\nreceipt:") for frame in connection.sent] == [1, 1, 1]
+
+
+def test_a_request_carries_reply_to_and_a_correlation_id_that_the_reply_echoes() -> None:
+    env = environment()
+    client, connection = connected(env)
+
+    def reply() -> None:
+        headers = connection.next_frame()[1]
+        client.reply_arrived({b"correlation-id": headers[b"correlation-id"]}, b"body")
+
+    gevent.spawn(reply)
+    assert client.request(publisher(), 7, "/temp-queue/r") is Sent.CONFIRMED
+    assert b"\nreply-to:/temp-queue/r\ncorrelation-id:p-7\n" in connection.sent[0]
+    requests = env.stats.entries[("request /queue/a", "STOMP")]
+    assert (requests.num_requests, requests.num_failures) == (1, 0)
 
 
 def test_a_missing_reply_is_a_failure_and_the_greenlet_lives_on() -> None:
     env = environment()
-    client = Wire(env.events.request.fire)
-    publisher = Publisher("/queue/a", SendFrames("/queue/a", b"body", "run", "p", {}))
-    worker = gevent.spawn(lambda: [client.request(publisher, n, "/temp-queue/r") for n in (1, 2)])
+    client, _ = connected(env)
+    worker = gevent.spawn(lambda: [client.request(publisher(), n, "/temp-queue/r") for n in (1, 2)])
     worker.join(timeout=5)
     assert worker.successful() and worker.value == [Sent.UNCONFIRMED, Sent.UNCONFIRMED]
     requests = env.stats.entries[("request /queue/a", "STOMP")]
@@ -151,8 +171,125 @@ def test_a_missing_reply_is_a_failure_and_the_greenlet_lives_on() -> None:
 
 def test_unclaimed_error_frame_is_a_failure_with_the_brokers_message() -> None:
     env = environment()
-    client = Wire(env.events.request.fire)
-    client._connected.set()
-    FrameParser(lambda c, h, b: client._take_frame(c, h, b)).feed(b"ERROR\nmessage:Invalid destination\n\n\x00")
+    _, connection = connected(env)
+    connection.feed(b"ERROR\nmessage:Invalid destination\n\n\x00")
     [error] = env.stats.errors.values()
-    assert error.name == "error stomp://127.0.0.1:1" and "Invalid destination" in str(error.error)
+    assert error.name == f"error {ADDRESS}" and "Invalid destination" in str(error.error)
+
+
+def test_a_drop_while_a_receipt_is_pending_leaves_the_message_unconfirmed() -> None:
+    env = environment()
+    client, connection = connected(env, ClientConfig(parse_broker_url(ADDRESS), timeout=5.0))
+
+    def drop() -> None:
+        connection.next_frame()
+        connection.drop()
+
+    gevent.spawn(drop)
+    started = time.monotonic()
+    assert client.publish(publisher(), 1, sync=True) is Sent.UNCONFIRMED
+    assert time.monotonic() - started < 1.0  # the drop answers the wait, not the timeout
+    assert client.dropped and not client.connected
+    assert errors(env) == ["connection lost"]
+    assert env.stats.entries[("receipt /queue/a", "STOMP")].num_failures == 1
+
+
+def test_a_refused_subscribe_is_a_subscribe_failure_with_the_brokers_message() -> None:
+    env = environment()
+    client, connection = connected(env)
+    # RabbitMQ confirms a SUBSCRIBE to a missing queue, then refuses it, in the same read.
+    gevent.spawn(connection.answer_receipt, b"ERROR\nmessage:not_found\n\nNO_QUEUE - no queue 'q'\x00")
+    sub_id = client.subscribe("/amq/queue/q", lambda h, b: None, ack="auto", headers={})
+    gevent.sleep(0)
+    entry = env.stats.entries[("subscribe /amq/queue/q", "STOMP")]
+    assert (entry.num_requests, entry.num_failures) == (2, 1)
+    assert errors(env) == ["broker ERROR: not_found: NO_QUEUE - no queue 'q'"]
+    assert sub_id.startswith("mq-sub-") and ("error " + ADDRESS, "STOMP") not in env.stats.entries
+
+
+def test_an_error_after_a_delivery_is_not_the_subscribe_refused() -> None:
+    env = environment()
+    client, connection = connected(env)
+    received: list[bytes] = []
+    gevent.spawn(connection.answer_receipt)
+    sub_id = client.subscribe("/queue/q", lambda h, b: received.append(b), ack="auto", headers={"id": "s1"})
+    connection.feed(b"MESSAGE\nsubscription:%s\n\nhello\x00ERROR\nmessage:later\n\n\x00" % sub_id.encode())
+    assert received == [b"hello"]
+    assert env.stats.entries[("subscribe /queue/q", "STOMP")].num_failures == 0
+    assert env.stats.entries[(f"error {ADDRESS}", "STOMP")].num_failures == 1
+
+
+def test_reconnecting_moves_the_generation_and_connected_at() -> None:
+    transport = MemoryTransport()
+    client = StompClient(CONFIG, environment().events.request.fire, transport=transport)
+    assert (client.generation, client.connected) == (0, False)
+    client.connect()
+    first_at = client.connected_at
+    assert (client.generation, client.connected, client.dropped) == (1, True, False)
+    transport.connection.drop()
+    assert (client.generation, client.connected, client.dropped) == (1, False, True)
+    gevent.sleep(0.01)
+    client.connect()
+    assert (client.generation, client.connected, client.dropped) == (2, True, False)
+    assert client.connected_at > first_at and len(transport.connections) == 2
+
+
+def test_disconnect_waits_for_the_receipt_of_its_disconnect() -> None:
+    client, connection = connected(environment(), ClientConfig(parse_broker_url(ADDRESS), timeout=5.0))
+    gevent.spawn(connection.answer_receipt)
+    started = time.monotonic()
+    client.disconnect()
+    assert time.monotonic() - started < 1.0
+    assert connection.sent == [b"DISCONNECT\nreceipt:mq-bye-1\n\n\x00"] and connection.closed
+    assert not client.connected and not client.dropped
+
+
+def test_disconnect_from_a_broker_that_never_answers_returns_within_the_timeout() -> None:
+    client, connection = connected(environment())
+    started = time.monotonic()
+    client.disconnect()
+    assert 0.05 <= time.monotonic() - started < 0.5  # it waited for the RECEIPT, up to the timeout
+    assert connection.sent[0].startswith(b"DISCONNECT\n") and connection.closed
+    assert not client.connected and not client.dropped
+
+
+def test_a_blocked_send_shows_in_send_progress_and_disconnect_still_returns() -> None:
+    env = environment()
+    client, connection = connected(env)
+    connection.stall()
+    producer = gevent.spawn(client.publish, publisher(), 1)
+    gevent.sleep(0.01)
+    assert client.send_progress() == (True, 1)
+    started = time.monotonic()
+    client.disconnect()  # its DISCONNECT blocks too, until the timeout
+    assert time.monotonic() - started < 0.5
+    assert producer.get(timeout=1) is Sent.FAILED  # the connection closed under the blocked send
+    assert client.send_progress() == (False, 0) and connection.closed
+
+
+@pytest.mark.parametrize(
+    ("transport", "reason"),
+    [
+        (MemoryTransport(unreachable="no route to host"), f"cannot reach the broker at {ADDRESS} (no route to host)"),
+        (MemoryTransport(b"ERROR\nmessage:bad login\n\n\x00"), "refused the connection: bad login"),
+        (MemoryTransport(connected=None), "refused the connection: no CONNECTED frame within 0.05s"),
+    ],
+)
+def test_a_failed_connect_raises_and_fires_one_line(transport: MemoryTransport, reason: str) -> None:
+    env = environment()
+    client = StompClient(CONFIG, env.events.request.fire, transport=transport)
+    with pytest.raises(MqError, match=re.escape(reason)):
+        client.connect()
+    assert not client.connected and client.generation == 0
+    assert all(connection.closed for connection in transport.connections)
+    [error] = env.stats.errors.values()
+    assert error.name == f"connect {ADDRESS}" and reason in str(error.error)
+
+
+def test_connect_sends_the_client_id_and_reads_the_dialect_from_the_server() -> None:
+    transport = MemoryTransport(b"CONNECTED\nversion:1.2\nserver:RabbitMQ/3.13.7\n\n\x00")
+    config = ClientConfig(parse_broker_url(ADDRESS), client_id="durable-1", dialect="auto")
+    client = StompClient(config, environment().events.request.fire, transport=transport)
+    client.connect()
+    assert transport.connection.connect_headers == {"client-id": "durable-1"}
+    assert (client.server, client.dialect.name) == ("RabbitMQ/3.13.7", "rabbitmq")

@@ -1,0 +1,242 @@
+"""One STOMP session's lifecycle and bookkeeping: connecting, dropping, closing, and who waits on what.
+
+:class:`Session` opens a :class:`mqusers.connection.Connection` through its transport, routes what
+the broker sends (MESSAGE to its subscription's handler, RECEIPT and replies to their waiters, ERROR
+to the operation it refuses) and fires the ``connect`` and ``error`` events. What to send is
+:class:`mqusers.client.StompClient`'s business.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gevent
+from gevent.event import AsyncResult, Event
+
+from mqusers.connection import ClientConfig, Connection, Listener, Transport, Unreachable
+from mqusers.dialects import ACTIVEMQ, Dialect, dialect_for
+from mqusers.names import CONNECT, ERROR, REQUEST_TYPE, SUBSCRIBE, UNSUBSCRIBED, event_name
+from mqusers.transport import StompTransport
+from mqusers.wire import Headers, disconnect_frame
+
+MessageHandler = Callable[[Headers, bytes], None]
+
+
+class MqError(Exception):
+    """A messaging failure whose message is one readable line."""
+
+
+class BrokerError(MqError):
+    """The broker sent an ERROR frame; the message is its ``message`` header."""
+
+
+class ConnectionLost(MqError):
+    """The connection dropped while an answer was pending: the outcome is unknown."""
+
+
+class Session:
+    """One connection at a time. ``fire`` is ``environment.events.request.fire``."""
+
+    def __init__(self, config: ClientConfig, fire: Callable[..., Any], *, transport: Transport | None = None):
+        self.config = config
+        self.fire = fire
+        self.dialect: Dialect = ACTIVEMQ
+        self.server = ""
+        self._transport: Transport = transport or StompTransport()
+        self._connection: Connection | None = None
+        self._listener = Listener(self._take_frame, self._on_connected, self._on_disconnected)
+        self._connected = Event()
+        self._refusal: str | None = None
+        self._handlers: dict[bytes, MessageHandler] = {}
+        self._waiters: dict[bytes, AsyncResult] = {}
+        self._ids = itertools.count(1)
+        self._context: dict[str, Any] = {}
+        #: Set while disconnecting: unacknowledged deliveries now will go to another consumer.
+        self.closing = False
+        #: Successful connects so far; a change tells holders of ack ids that theirs are void.
+        self.generation = 0
+        #: True when the last connection ended without this client closing it (a drop).
+        self.dropped = False
+        self.connected_at = 0.0
+        #: Destination and start of the last SUBSCRIBE: an unclaimed ERROR soon after (before any
+        #: delivery) is the broker refusing it.
+        self._last_subscribe: tuple[str, float] | None = None
+
+    @property
+    def connected(self) -> bool:
+        # No syscall per message: the reader clears the event when the connection drops.
+        return self._connected.is_set() and self._connection is not None
+
+    def send_progress(self) -> tuple[bool, int]:
+        """(a send is in progress, frames sent so far): the same pair twice, a while apart, is a blocked send."""
+        connection = self._connection
+        return (False, 0) if connection is None else (connection.in_send, connection.sends)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Connect and wait for CONNECTED; raise :class:`MqError` with one line on failure."""
+        name = event_name(CONNECT, self.config.address)
+        start = time.perf_counter()
+        try:
+            self._open()
+        except MqError as error:
+            self._fire(name, start, 0, error)
+            raise
+        self._fire(name, start, 0, None)
+
+    def _open(self) -> None:
+        config = self.config
+        # ActiveMQ and Artemis key durable subscriptions on client-id; RabbitMQ ignores it.
+        headers = {"client-id": config.client_id} if config.client_id else {}
+        self._connected.clear()
+        self._refusal = None
+        self.closing = False
+        self._last_subscribe = None
+        try:
+            self._connection = self._transport.open(config, headers, self._listener)
+        except Unreachable as error:
+            raise MqError(f"cannot reach the broker at {config.address} ({error})") from None
+        if not self._connected.wait(config.timeout) or self._refusal is not None:
+            reason = self._refusal or f"no CONNECTED frame within {config.timeout:g}s"
+            self._close_quietly()
+            raise MqError(f"broker at {config.address} refused the connection: {reason}")
+        self.generation += 1
+        self.dropped = False
+        self.connected_at = time.monotonic()
+
+    def disconnect(self) -> None:
+        """DISCONNECT politely within ``timeout`` (a stalled broker never answers), then close the socket."""
+        self.closing = True
+        if self.connected:
+            receipt = b"mq-bye-%d" % next(self._ids)
+            waiter = self._waiters[receipt] = AsyncResult()
+            # The Timeout also ends a send blocked by a broker that stopped reading.
+            with gevent.Timeout(self.config.timeout, False), contextlib.suppress(MqError):
+                self.send_raw(disconnect_frame(receipt))
+                waiter.wait(self.config.timeout)
+            self._waiters.pop(receipt, None)
+        self._close_quietly()
+
+    def abort(self) -> None:
+        """Close at once, without DISCONNECT (e.g. after a refused SUBSCRIBE)."""
+        self.closing = True
+        self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        connection, self._connection = self._connection, None
+        self._connected.clear()
+        if connection is not None:
+            connection.close()
+
+    def send_raw(self, data: bytes) -> None:
+        """Write a pre-encoded frame (ACKs, replies); raise :class:`MqError` when not connected."""
+        connection = self._connection
+        if connection is None:
+            raise MqError("not connected")
+        try:
+            connection.send(data)
+        except OSError as error:
+            raise MqError(f"connection lost: {error or type(error).__name__}") from None
+
+    # -- answers -----------------------------------------------------------------------------
+
+    def _await(self, waiter: AsyncResult, key: bytes, name: str, start: float, size: int, what: str) -> MqError | None:
+        """Wait for ``waiter``, fire ``name`` with the outcome, return the error (None: answered).
+
+        ``wait`` returns on timeout instead of raising ``gevent.Timeout``, a BaseException that would
+        end the User's greenlet (and could be another, outer timeout's).
+        """
+        try:
+            waiter.wait(self.config.timeout)
+        finally:
+            self._waiters.pop(key, None)
+        error: MqError | None
+        if not waiter.ready():
+            error = MqError(f"no {what} within {self.config.timeout:g}s")
+        elif waiter.successful():
+            self._fire(name, start, size, None, end=waiter.value)
+            return None
+        else:
+            exception = waiter.exception
+            error = exception if isinstance(exception, MqError) else MqError(str(exception))
+        self._fire(name, start, size, error)
+        return error
+
+    def reply_arrived(self, headers: Headers, body: bytes) -> None:
+        """For reply subscriptions: wake the request waiting on this correlation id."""
+        waiter = self._waiters.get(headers.get(b"correlation-id", b""))
+        if waiter is not None:
+            waiter.set(time.perf_counter())
+
+    def _fire(self, name: str, start: float, size: int, error: Exception | None, end: float | None = None) -> None:
+        self.fire(
+            request_type=REQUEST_TYPE,
+            name=name,
+            response_time=((end or time.perf_counter()) - start) * 1000.0,
+            response_length=size,
+            exception=error,
+            context=self._context,
+        )
+
+    # -- the reader greenlet -----------------------------------------------------------------
+
+    def _take_frame(self, command: bytes, headers: Headers, body: bytes) -> bool:
+        if command == b"MESSAGE":
+            if self._last_subscribe is not None:
+                self._last_subscribe = None  # a delivery proves the subscription works
+            handler = self._handlers.get(headers.get(b"subscription", b""))
+            if handler is not None:
+                handler(headers, body)
+            else:
+                stray = MqError("message for no subscription")
+                self._fire(UNSUBSCRIBED, time.perf_counter(), len(body), stray)
+            return True
+        if command == b"RECEIPT":
+            waiter = self._waiters.get(headers.get(b"receipt-id", b""))
+            if waiter is not None:
+                waiter.set(time.perf_counter())
+                return True
+            return False
+        if command == b"ERROR":
+            self._on_error(headers, body)
+        return False
+
+    def _on_error(self, headers: Headers, body: bytes) -> None:
+        message = headers.get(b"message", b"").decode("utf-8", "replace").strip()
+        detail = " ".join(body[:300].decode("utf-8", "replace").split())
+        if detail and detail not in message:
+            message = f"{message}: {detail}" if message else detail
+        error = BrokerError(f"broker ERROR: {message}")
+        if not self._connected.is_set():
+            self._refusal = message or "ERROR frame"
+            self._connected.set()
+            return
+        waiter = self._waiters.get(headers.get(b"receipt-id", b""))
+        if waiter is not None:
+            waiter.set_exception(error)
+            return
+        subscribed = self._last_subscribe
+        if subscribed is not None and time.perf_counter() - subscribed[1] < self.config.timeout:
+            # RabbitMQ confirms a SUBSCRIBE to a missing queue or exchange, then refuses it in an ERROR.
+            self._last_subscribe = None
+            self._fire(event_name(SUBSCRIBE, subscribed[0]), subscribed[1], 0, error)
+            return
+        self._fire(event_name(ERROR, self.config.address), time.perf_counter(), 0, error)
+
+    def _on_connected(self, headers: Mapping[str, str]) -> None:
+        self.server = headers.get("server", "")
+        self.dialect = dialect_for(self.config.dialect, self.server)
+        self._connected.set()
+
+    def _on_disconnected(self) -> None:
+        if not self.closing and self._connected.is_set():
+            self.dropped = True
+        self._connected.clear()
+        for waiter in list(self._waiters.values()):
+            if not waiter.ready():
+                waiter.set_exception(ConnectionLost("connection lost"))
