@@ -3,6 +3,7 @@
 Every mqusers event has request type ``STOMP`` and a name made of an operation and its target (a
 destination, or the broker address for connects and unclaimed ERROR frames). Reports, the audit
 and the InfluxDB sink group by the two halves, so they are split only by :func:`split_event_name`.
+Other Locust requests (an ``HttpUser``'s) are tallied beside them under :func:`request_key`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,21 @@ def split_event_name(name: str) -> tuple[str, str]:
     """``"receive /topic/x"`` -> ``("receive", "/topic/x")``; a name without a target gets ``""``."""
     operation, _, target = name.partition(" ")
     return operation, target
+
+
+def request_key(request_type: str, name: str) -> str:
+    """The tally key of a non-STOMP request: ``("get", "/api/x")`` -> ``"GET /api/x"``.
+
+    Upper case, so it never equals a STOMP event name, whose operations are all lower case, and
+    never counts towards a destination (:func:`destination_operation`).
+    """
+    return f"{request_type.upper()} {name}"
+
+
+def destination_operation(key: str) -> tuple[str, str] | None:
+    """A STOMP event's ``(operation, destination)``; ``None`` for broker-wide events and other requests."""
+    operation, target = split_event_name(key)
+    return (operation, target) if operation.islower() and target.startswith("/") else None
 
 
 def destination_kind(destination: str) -> str:

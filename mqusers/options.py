@@ -8,6 +8,7 @@ per test and hands plain values on. An empty value means "what the scenario (Use
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +27,10 @@ from mqusers.parsing import (
     OTHER_RUNS,
     REPLY_MODES,
     BrokerAddress,
+    OptionError,
     choice,
     decimal,
+    is_broker_url,
     parse_bool,
     parse_broker_url,
     parse_ca_file,
@@ -83,8 +86,16 @@ class Settings:
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
 _SECONDS = decimal(MAX_SECONDS, unit="seconds")
 
-#: Every ``--mq-*`` option, in ``--help`` order. ``Settings.broker`` alone comes from Locust's ``--host``.
+#: Every ``--mq-*`` option, in ``--help`` order. Without ``--mq-host``, ``Settings.broker`` comes from
+#: the STOMP User classes' ``host`` or Locust's ``--host`` (:func:`read_settings`).
 OPTIONS: tuple[Option, ...] = (
+    Option(
+        "mq-host",
+        "broker",
+        parse_broker_url,
+        "the broker, as for --host (stomp://H:P, stomp+ssl://H:P, comma-separated for failover); leaves --host "
+        "to the HttpUsers of a mixed locustfile",
+    ),
     Option(
         "mq-destination",
         "destination",
@@ -173,7 +184,7 @@ OPTIONS: tuple[Option, ...] = (
         default="0,0",
     ),
     Option("mq-vhost", "vhost", text, "virtual host sent in the CONNECT host header (RabbitMQ)", default="/"),
-    # "broker" is the address (--host); this option picks the dialect spoken to it.
+    # "broker" is the address (--mq-host); this option picks the dialect spoken to it.
     Option(
         "mq-broker",
         "dialect",
@@ -271,6 +282,28 @@ def add_arguments(parser: Any) -> Any:
     return group
 
 
-def read_settings(options: Any, host: str | None) -> Settings:
-    """Validate every mqusers option once; raise :class:`~mqusers.parsing.OptionError` with one clear line."""
-    return Settings(broker=parse_broker_url(host) if host else None, **read(options, OPTIONS))
+def class_brokers(user_classes: Iterable[type]) -> tuple[str, ...]:
+    """The distinct stomp(+ssl) URLs the User classes set as ``host``: the STOMP Users' broker.
+
+    Read before the first spawn: Locust then overwrites every class's ``host`` with ``--host``.
+    """
+    hosts = (getattr(user_class, "host", None) for user_class in user_classes)
+    return tuple(dict.fromkeys(host for host in hosts if isinstance(host, str) and is_broker_url(host)))
+
+
+def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ()) -> Settings:
+    """Validate every mqusers option once; raise :class:`~mqusers.parsing.OptionError` with one clear line.
+
+    The broker is ``--mq-host``, else the STOMP User classes' ``host`` (``brokers``, from
+    :func:`class_brokers`), else ``host`` (``--host``), which then has to be a broker URL: an http(s)
+    ``--host`` belongs to the HttpUsers of a mixed locustfile once the broker comes from elsewhere.
+    """
+    values = read(options, OPTIONS)
+    if "broker" not in values:
+        if len(brokers) > 1:
+            raise OptionError(f"the User classes' host name {len(brokers)} brokers; give one with --mq-host")
+        if brokers:
+            values["broker"] = parse_broker_url(brokers[0], "host")
+        elif host:
+            values["broker"] = parse_broker_url(host)
+    return Settings(**values)

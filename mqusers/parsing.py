@@ -1,7 +1,7 @@
 """Option values from text: a parser takes the text and its flag, and returns the value or raises.
 
 Every refusal is one :class:`OptionError` line that names the flag and the accepted form. Nothing
-here knows which options exist (but Locust's ``--host``, :func:`parse_broker_url`); the tables in
+here knows which options exist (but Locust's ``--host``, the default flag of :func:`parse_broker_url`); the tables in
 :mod:`mqusers.options` and :mod:`mqusers.sinks.settings` declare them.
 """
 
@@ -184,14 +184,14 @@ def mask_userinfo(url: str) -> str:
     return f"{url[: scheme.end() if scheme else 0]}***{url[at:]}"
 
 
-def parse_broker_url(value: str) -> BrokerAddress:
+def parse_broker_url(value: str, option: str = "--host") -> BrokerAddress:
     """``stomp://h:61613``, ``stomp+ssl://h:61614``, or a comma-separated failover list of them."""
-    utf8(value, "--host")
+    utf8(value, option)
     if "@" in value:
         # Checked on the whole text, before the split at ',' that a password may contain; past this
         # point nothing mask_userinfo would hide is left to quote.
         raise OptionError(
-            f"--host: {mask_userinfo(value)!r}: credentials do not belong in the URL; "
+            f"{option}: {mask_userinfo(value)!r}: credentials do not belong in the URL; "
             "set LOCUST_MQ_USER and LOCUST_MQ_PASSWORD"
         )
     hosts: list[tuple[str, int]] = []
@@ -201,22 +201,28 @@ def parse_broker_url(value: str) -> BrokerAddress:
         try:
             url = urlsplit(part if "://" in part else f"{'stomp+ssl' if True in schemes else 'stomp'}://{part}")
         except ValueError:  # e.g. an unclosed '[' of an IPv6 address
-            raise OptionError(f"--host: {part!r} is not a broker address; {form}") from None
+            raise OptionError(f"{option}: {part!r} is not a broker address; {form}") from None
         if url.scheme not in SCHEMES:
-            raise OptionError(f"--host: {part!r} has scheme {url.scheme!r}; {form}")
+            raise OptionError(f"{option}: {part!r} has scheme {url.scheme!r}; {form}")
         if url.path not in ("", "/") or url.query or not url.hostname:
-            raise OptionError(f"--host: {part!r} is not a broker address; {form}")
+            raise OptionError(f"{option}: {part!r} is not a broker address; {form}")
         try:
             port = url.port
         except ValueError:
-            raise OptionError(f"--host: {part!r} has a bad port; use 1-65535") from None
+            raise OptionError(f"{option}: {part!r} has a bad port; use 1-65535") from None
         if port is None:
-            raise OptionError(f"--host: {part!r} has no port; {form}")
+            raise OptionError(f"{option}: {part!r} has no port; {form}")
         schemes.add(SCHEMES[url.scheme])
         hosts.append((url.hostname, port))
     if len(schemes) != 1:
-        raise OptionError(f"--host: mixes stomp and stomp+ssl; {form}")
+        raise OptionError(f"{option}: mixes stomp and stomp+ssl; {form}")
     return BrokerAddress(tuple(hosts), ssl=schemes.pop())
+
+
+def is_broker_url(value: str) -> bool:
+    """``value`` starts with a STOMP scheme: a User class's ``host`` that names the broker."""
+    scheme = _SCHEME_RE.match(value)
+    return scheme is not None and value[: scheme.end() - 3].lower() in SCHEMES
 
 
 def parse_http_url(value: str, option: str) -> str:

@@ -110,7 +110,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx = context(environment)
     options = environment.parsed_options
     try:
-        ctx.settings = read_settings(options, environment.host)
+        ctx.settings = read_settings(options, environment.host, ctx.brokers)
         ctx.error = None
     except OptionError as error:
         # Web UI edits land here: refuse the run before any User is spawned.

@@ -10,7 +10,7 @@ from typing import Any
 from mqusers.ending import DrainOutcome
 from mqusers.health import blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book, Tally
-from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
+from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, destination_operation, split_event_name
 from mqusers.options import SECRET_FIELDS, Settings
 
 _LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
@@ -38,8 +38,8 @@ class RunFacts:
 def _by_destination(book: Book) -> dict[str, dict[str, Tally]]:
     out: dict[str, dict[str, Tally]] = {}
     for name, tally in book.tallies.items():
-        operation, destination = split_event_name(name)
-        if destination.startswith("/"):
+        if (found := destination_operation(name)) is not None:
+            operation, destination = found
             out.setdefault(destination, {})[operation] = tally
     return out
 
@@ -81,7 +81,7 @@ def destination_rows(book: Book, verdict: dict[str, dict[str, Any]] | None = Non
 
 
 def operation_rows(book: Book) -> list[dict[str, Any]]:
-    """Every timed operation other than plain sends and receives (connect, receipt, request...)."""
+    """Every timed operation other than plain sends and receives (connect, receipt, request..., GET /api/x)."""
     rows = []
     for name, tally in sorted(book.tallies.items()):
         if split_event_name(name)[0] in (SEND, RECEIVE):

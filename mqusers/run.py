@@ -27,7 +27,7 @@ from mqusers.health import Health
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
-from mqusers.options import Settings, read_settings
+from mqusers.options import Settings, class_brokers, read_settings
 
 
 class Shipping:
@@ -69,6 +69,8 @@ class RunContext:
     """What one Environment's Users share for the current test."""
 
     settings: Settings
+    #: The STOMP User classes' own broker URLs, read before Locust overwrites ``host`` with ``--host``.
+    brokers: tuple[str, ...] = ()
     run_id: str = ""
     #: Random per process, so producer ids stay unique across workers and hosts.
     process_tag: str = field(default_factory=lambda: secrets.token_hex(4))
@@ -123,7 +125,9 @@ def context(environment: Environment) -> RunContext:
     """The environment's run context, created (and its book attached) on first use."""
     ctx = _contexts.get(environment)
     if ctx is None:
-        ctx = _contexts[environment] = RunContext(read_settings(environment.parsed_options, environment.host))
+        brokers = class_brokers(environment.user_classes)
+        settings = read_settings(environment.parsed_options, environment.host, brokers)
+        ctx = _contexts[environment] = RunContext(settings, brokers)
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
         ctx.sent.process = ctx.received.process = ctx.process_tag
         environment.events.request.add_listener(ctx.book.on_request)
@@ -147,7 +151,7 @@ def context(environment: Environment) -> RunContext:
 
 def client_config(settings: Settings, client_id: str | None = None) -> ClientConfig:
     if settings.broker is None:
-        raise MqError("no broker: pass --host stomp://HOST:PORT")
+        raise MqError("no broker: pass --mq-host stomp://HOST:PORT (or --host in a STOMP-only locustfile)")
     return ClientConfig(
         address=settings.broker,
         user=settings.user,

@@ -1,10 +1,11 @@
 """Exact per-operation tallies with microsecond HdrHistograms, mergeable across Locust workers.
 
-The book listens to ``events.request`` and keeps, per event name (``"receive /topic/x"``...), the
-count, failures, bytes and a histogram of successful response times in microseconds (3
-significant digits, 1 µs to 1 h). Workers ship :meth:`Book.drain` output with their reports; the
-master :meth:`Book.merge`\\ s it, so percentiles come from the merged histogram, never from an
-average of per-worker percentiles. Negative latencies (unsynchronised clocks) are counted, not
+The book listens to ``events.request`` and keeps, per event name (``"receive /topic/x"``..., and
+``"GET /api/x"`` for other request types: :func:`~mqusers.names.request_key`), the count,
+failures, bytes and a histogram of successful response times in microseconds (3 significant
+digits, 1 µs to 1 h). Workers ship :meth:`Book.drain` output with their reports; the master
+:meth:`Book.merge`\\ s it, so percentiles come from the merged histogram, never from an average of
+per-worker percentiles. Negative latencies (unsynchronised clocks) are counted, not
 clipped into the histogram.
 """
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
+
+from mqusers.names import REQUEST_TYPE, request_key
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
@@ -64,10 +67,9 @@ def _percentile_key(percentile: float) -> str:
 
 
 class Book:
-    """Tallies keyed by event name, for ``request_type == "STOMP"`` events."""
+    """Tallies keyed by event name: STOMP events' own, any other request's :func:`request_key`."""
 
-    def __init__(self, request_type: str = "STOMP"):
-        self.request_type = request_type
+    def __init__(self) -> None:
         self.tallies: dict[str, Tally] = {}
         #: False during a warm-up: events are not tallied.
         self.recording = True
@@ -75,8 +77,10 @@ class Book:
     def on_request(
         self, request_type: str, name: str, response_time: float, response_length: int, exception: Any, **_: Any
     ) -> None:
-        if request_type != self.request_type or not self.recording:
+        if not self.recording:
             return
+        if request_type != REQUEST_TYPE:  # the one compare a STOMP message pays
+            name = request_key(request_type, name)
         now = time.time()
         tally = self.tallies.get(name)
         if tally is None:

@@ -16,7 +16,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, Tally
-from mqusers.names import destination_kind, split_event_name
+from mqusers.names import REQUEST_TYPE, destination_kind, destination_operation, request_key, split_event_name
 from mqusers.sinks.schema import PERCENTILE_FIELDS
 
 EncodedTallies = dict[str, list[Any]]
@@ -97,15 +97,14 @@ class IntervalBook:
     negative latencies are counted, not clipped in.
     """
 
-    def __init__(self, request_type: str = "STOMP"):
-        self.request_type = request_type
+    def __init__(self) -> None:
         self.slots: dict[str, _Slot] = {}
 
     def on_request(
         self, request_type: str, name: str, response_time: float, response_length: int, exception: Any, **_: Any
     ) -> None:
-        if request_type != self.request_type:
-            return
+        if request_type != REQUEST_TYPE:  # the one compare a STOMP message pays
+            name = request_key(request_type, name)
         slot = self.slots.get(name)
         if slot is None:
             slot = self.slots[name] = _Slot()
@@ -139,7 +138,7 @@ def drain(book: IntervalBook, encode: bool = True) -> tuple[dict[str, Tally], En
     tallies = book.take()
     if not encode:
         return tallies, {}
-    encoder = Book(book.request_type)
+    encoder = Book()
     encoder.tallies = dict(tallies)
     return tallies, encoder.drain()
 
@@ -230,8 +229,8 @@ class RunTotals:
         """Per destination with sends or receives: totals and the backlog still expected to arrive."""
         grouped: dict[str, dict[str, Tally]] = {}
         for name, tally in self.tallies.items():
-            operation, target = split_name(name)
-            if target.startswith("/"):
+            if (found := destination_operation(name)) is not None:
+                operation, target = found
                 grouped.setdefault(target, {})[operation] = tally
         rows = {}
         for destination, operations in sorted(grouped.items()):

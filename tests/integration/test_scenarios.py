@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import time
 import zlib
 from collections.abc import Callable
@@ -11,7 +14,7 @@ import pytest
 import stomp
 
 from tests.integration.broker_stats import wait_for
-from tests.integration.conftest import Broker, LocustRun, run_locust, started
+from tests.integration.conftest import Broker, LocustRun, free_port, run_locust, started
 
 
 def assert_plausible_latency(run: LocustRun, destination: str) -> None:
@@ -176,3 +179,42 @@ def test_durable_subscriber_gets_what_was_published_while_offline(
     # Both subscribers were there and nothing reached them. The report has a row only for a destination
     # that saw a send or a receive, so "received nothing" reads as no row at all (seen on both brokers).
     assert plain.report["destinations"] == []
+
+
+#: Absolute, so run_locust takes it as it is rather than under the shipped locustfiles/.
+MIXED = Path(__file__).parent / "locustfiles" / "mixed.py"
+
+
+def test_an_http_user_beside_stomp_users_keeps_its_host(destination, tmp_path: Path) -> None:
+    started("activemq")
+    (tmp_path / "mixed.txt").write_text("ok\n")
+    port = free_port()
+    log = tmp_path / "http.log"
+    with log.open("w") as sink:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+            cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        assert wait_for(lambda: _listening(port), timeout=10), "the HTTP server did not start"
+        topic = destination("topic")
+        run = run_locust(
+            str(MIXED), f"http://127.0.0.1:{port}", "--mq-host", "stomp://127.0.0.1:61613", "--mq-destination", topic,
+            "--mq-messages", "200", "--mq-rate", "200", "--mq-consumers", "2", users=4, tmp_path=tmp_path,
+        )  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert run.code == 0, run.output[-3000:]
+    row = run.row(topic)
+    assert (row["sent"], row["received"], row["errors"]) == (200, 400, 0)
+    served = log.read_text().count('"GET /mixed.txt HTTP/1.1" 200')
+    fetched = run.operation("GET /mixed.txt")
+    assert served > 0 and (fetched["count"], fetched["errors"]) == (served, 0)
+    assert [r["destination"] for r in run.report["destinations"]] == [topic]
+    assert run.report["options"]["broker"] == "stomp://127.0.0.1:61613"
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0

@@ -3,6 +3,7 @@ import random
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import Book
+from mqusers.report import destination_rows, operation_rows
 
 
 def fire(book: Book, name: str, ms: float, error: Exception | None = None) -> None:
@@ -44,10 +45,14 @@ def test_failures_negatives_and_other_request_types() -> None:
     fire(book, "receive /queue/a", 1.0)
     fire(book, "receive /queue/a", -3.0)
     fire(book, "receive /queue/a", 0.0, RuntimeError("corrupt"))
-    book.on_request(request_type="GET", name="/", response_time=1.0, response_length=0, exception=None)
+    book.on_request(request_type="GET", name="/receive", response_time=1.0, response_length=0, exception=None)
+    book.on_request(request_type="receive", name="/queue/a", response_time=1.0, response_length=0, exception=None)
     tally = book.tallies["receive /queue/a"]
     assert (tally.count, tally.failures, tally.negative, tally.histogram.get_total_count()) == (3, 1, 1, 1)
-    assert list(book.tallies) == ["receive /queue/a"]
+    # Other request types are tallied apart, never under a STOMP name, even one spelled like it.
+    assert list(book.tallies) == ["receive /queue/a", "GET /receive", "RECEIVE /queue/a"]
+    assert [row["name"] for row in operation_rows(book)] == ["GET /receive", "RECEIVE /queue/a"]
+    assert [row["destination"] for row in destination_rows(book)] == ["/queue/a"]
 
 
 def test_drain_starts_afresh() -> None:

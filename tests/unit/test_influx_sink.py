@@ -273,9 +273,10 @@ def test_interval_book_gives_the_same_tallies_as_a_book() -> None:
         error = RuntimeError("x") if index % 1009 == 0 else None
         for book in (fast, exact):
             book.on_request(request_type="STOMP", name=name, response_time=ms, response_length=7, exception=error)
-    fast.on_request(request_type="HTTP", name="GET /", response_time=1.0, response_length=0, exception=None)
+            book.on_request(request_type="GET", name="/api", response_time=ms, response_length=3, exception=error)
     taken = fast.take()
-    assert set(taken) == set(exact.tallies) and fast.take() == {}
+    assert set(taken) == set(exact.tallies) == {"receive /queue/0", "receive /queue/1", "receive /queue/2", "GET /api"}
+    assert fast.take() == {}
     for name, tally in taken.items():
         truth = exact.tallies[name]
         assert (tally.count, tally.failures, tally.bytes, tally.negative) == (

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
-from mqusers.options import read_settings
+from mqusers.options import class_brokers, read_settings
 from mqusers.parsing import BrokerAddress, OptionError, parse_broker_url, parse_destination, parse_size
 from mqusers.sinks.settings import read_influx_settings
 from mqusers.wire import make_body
@@ -266,3 +266,35 @@ def test_bodies_are_printable_at_every_size(size: int) -> None:
     assert len(body) == size and body.isalnum()
     if size >= 1000:
         assert len(set(body)) == 62  # every letter and digit is in use
+
+
+class _Api:
+    host = "http://127.0.0.1:8080"
+
+
+class _Stomp:
+    host = "stomp://class-broker:61613"
+
+
+def test_the_broker_comes_from_mq_host_then_the_stomp_classes_then_a_stomp_host() -> None:
+    brokers = class_brokers([_Api, _Stomp, _Stomp, object])
+    assert brokers == ("stomp://class-broker:61613",)
+    flag = parse("--mq-host", "stomp+ssl://flag-broker:61614")
+    assert str(read_settings(flag, "stomp://host-broker:61613", brokers).broker) == "stomp+ssl://flag-broker:61614"
+    assert str(read_settings(parse(), "http://127.0.0.1:8080", brokers).broker) == "stomp://class-broker:61613"
+    assert str(read_settings(parse(), "stomp://host-broker:61613", ()).broker) == "stomp://host-broker:61613"
+    # An http --host is the HttpUsers' when the broker comes from elsewhere, and refused when it does not.
+    assert str(read_settings(flag, "http://127.0.0.1:8080", ()).broker) == "stomp+ssl://flag-broker:61614"
+    with pytest.raises(OptionError, match=r"^--host: 'http://127.0.0.1:8080' has scheme 'http'"):
+        read_settings(parse(), "http://127.0.0.1:8080", ())
+    assert read_settings(parse(), None, ()).broker is None
+
+
+def test_mq_host_is_read_and_masked_like_host() -> None:
+    with pytest.raises(OptionError) as caught:
+        read_settings(parse("--mq-host", "stomp://admin:hunter2@h:61613"), None)
+    assert str(caught.value).startswith("--mq-host: 'stomp://***@h:61613': credentials do not belong in the URL")
+    with pytest.raises(OptionError, match=r"^--mq-host: 'http://h:1' has scheme 'http'"):
+        read_settings(parse("--mq-host", "http://h:1"), None)
+    with pytest.raises(OptionError, match="name 2 brokers; give one with --mq-host"):
+        read_settings(parse(), None, ("stomp://a:1", "stomp://b:2"))
