@@ -7,7 +7,8 @@ Every end takes the same path. Locust fires ``test_stopping`` before it stops an
 1. stops every producer (workers hear it in one message),
 2. waits until every expected delivery of this run has arrived (the audit), or no delivery has
    arrived for ``--mq-drain`` seconds (an idle timeout), or, for a run ended by time or by the user,
-   ``--mq-drain-max`` seconds have passed or Ctrl-C came again.
+   ``--mq-drain-max`` seconds have passed or Ctrl-C came (again: see
+   :func:`mqusers.lifecycle.catch_interrupts`).
 
 The drain *settles* when the consumers went idle or everything arrived: a missing message below
 one that arrived is then lost. A drain cut short leaves missing messages ``unreceived``.
@@ -16,11 +17,9 @@ one that arrived is then lost. A drain cut short leaves missing messages ``unrec
 from __future__ import annotations
 
 import logging
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import gevent
 from gevent.event import Event
@@ -54,7 +53,7 @@ class Drain:
         self.deserted = deserted
         self.running = False
         self.outcome: DrainOutcome | None = None
-        self.cut = False  # a second Ctrl-C: end the drain now
+        self.cut = False  # Ctrl-C during the drain: end it now
         self._deadline = float("inf")
         self._done = Event()
 
@@ -73,51 +72,30 @@ class Drain:
         self.running = True
         last_change = began
         count, checked = self.received(), 0.0
-        previous = _catch_second_interrupt(self)
-        try:
-            while True:
-                now = time.monotonic()
-                if now - checked >= AUDIT_EVERY_S:
-                    checked = now
-                    self.refresh()
-                    if self.complete():
-                        outcome = DrainOutcome(True, now - began, "every expected message arrived")
-                        break
-                latest = self.received()
-                if latest != count:
-                    count, last_change = latest, now
-                elif now - last_change >= idle_s:
-                    outcome = DrainOutcome(True, now - began, f"no delivery for {idle_s:g} s")
+        while True:
+            now = time.monotonic()
+            if now - checked >= AUDIT_EVERY_S:
+                checked = now
+                self.refresh()
+                if self.complete():
+                    outcome = DrainOutcome(True, now - began, "every expected message arrived")
                     break
-                if self.deserted():
-                    outcome = DrainOutcome(False, now - began, "no worker left to receive")
-                    break
-                if self.cut or now >= self._deadline:
-                    outcome = DrainOutcome(False, now - began, "cut short: messages may still be queued")
-                    break
-                gevent.sleep(POLL_S)
-        finally:
-            _restore(previous)
+            latest = self.received()
+            if latest != count:
+                count, last_change = latest, now
+            elif now - last_change >= idle_s:
+                outcome = DrainOutcome(True, now - began, f"no delivery for {idle_s:g} s")
+                break
+            if self.deserted():
+                outcome = DrainOutcome(False, now - began, "no worker left to receive")
+                break
+            if self.cut or now >= self._deadline:
+                outcome = DrainOutcome(False, now - began, "cut short: messages may still be queued")
+                break
+            gevent.sleep(POLL_S)
         self.outcome = outcome
         self.running = False
         self._done.set()
         if not outcome.settled:
             logger.warning("mqusers: drain %s after %.1f s", outcome.reason, outcome.seconds)
         return outcome
-
-
-def _catch_second_interrupt(drain: Drain) -> Any:
-    """While draining, Ctrl-C cuts the drain short instead of raising KeyboardInterrupt mid-report."""
-
-    def on_interrupt(signum: int, frame: Any) -> None:
-        drain.cut = True
-
-    try:
-        return signal.signal(signal.SIGINT, on_interrupt)
-    except ValueError:  # not the main thread (tests): leave signals alone
-        return None
-
-
-def _restore(previous: Any) -> None:
-    if previous is not None:
-        signal.signal(signal.SIGINT, previous)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
 
+import contextlib
+import signal
 import time
 from typing import Any
 
@@ -82,6 +84,27 @@ def on_test_stopping(environment: Environment, **_: Any) -> None:
         runner.send_message(STOP_PRODUCING, {})
     settings = ctx.settings
     ctx.drain.run(settings.drain, None if ctx.ended_by == "count" else settings.drain_max)
+
+
+def catch_interrupts(environment: Environment) -> None:
+    """Ctrl-C as Locust means it (stop, report, exit), raised in the main greenlet, never in a User's.
+
+    Python raises KeyboardInterrupt in whatever greenlet runs when the signal lands: a User would
+    die with a traceback mid-send. Through gevent's handler the hub takes the signal instead; while
+    a drain runs, Ctrl-C cuts it short rather than abandoning the report.
+    """
+
+    def on_interrupt() -> None:
+        ctx = context(environment)
+        if ctx.drain is not None and ctx.drain.running:
+            ctx.ended_by, ctx.drain.cut = "interrupt", True
+            return
+        hub = gevent.get_hub()
+        hub.parent.throw(KeyboardInterrupt())
+
+    # Not the main thread (an embedding program): leave its signals alone.
+    with contextlib.suppress(ValueError):
+        gevent.signal_handler(signal.SIGINT, on_interrupt)
 
 
 def on_quitting(environment: Environment, **_: Any) -> None:

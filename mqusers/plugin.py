@@ -90,6 +90,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     environment.events.test_stopping.add_listener(lifecycle.on_test_stopping)
     environment.events.test_stop.add_listener(_on_test_stop)
     environment.events.quitting.add_listener(lifecycle.on_quitting)
+    lifecycle.catch_interrupts(environment)
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         environment.events.report_to_master.add_listener(lambda data, **_: data.update(ctx.shipping.payload()))
