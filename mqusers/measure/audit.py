@@ -242,8 +242,7 @@ class Audit:
             for name, p in producers.items():
                 received = sub.streams[name][0] if name in sub.streams else IntervalBag()
                 window, zone = _topic_window(sub, p, offsets, drain_ns, horizon)
-                for figures in (fig, own):
-                    _tally(figures, p, p.bag.distinct.intersection(window), received, zone, settled)
+                _tally((fig, own), p, p.bag.distinct.intersection(window), received, zone, settled)
         for (destination, name), received in sorted(self._queues.items()):
             if name not in known.get(destination, {}):
                 out[destination]["foreign"] += len(received)
@@ -251,7 +250,7 @@ class Audit:
             for name, p in known.get(destination, {}).items():
                 zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, _END)])
                 received = self._queues.get((destination, name), IntervalBag())
-                _tally(out[destination], p, p.bag.distinct, received, zone, settled)
+                _tally((out[destination],), p, p.bag.distinct, received, zone, settled)
         for fig in out.values():
             if fig["drops"]:
                 # At-least-once: what a dropped connection had not acknowledged comes again.
@@ -293,8 +292,9 @@ def _topic_window(
 
 
 def _tally(
-    fig: Figures, p: _Producer, expected: IntervalSet, bag: IntervalBag, zone: IntervalSet, settled: bool
+    into: tuple[Figures, ...], p: _Producer, expected: IntervalSet, bag: IntervalBag, zone: IntervalSet, settled: bool
 ) -> None:
+    """Add one producer's expected-versus-received figures to each of ``into`` (computed once)."""
     received = bag.distinct
     missing = expected.difference(received)
     unconfirmed = missing.intersection(p.unconfirmed)
@@ -303,12 +303,17 @@ def _tally(
     top = received.last
     # Evidence of loss: a later message of the same producer arrived, and the consumers went idle.
     lost = len(waiting.intersection(IntervalSet([(0, top)]))) if settled and top is not None else 0
-    fig["expected"] += len(expected)
-    fig["received"] += len(received)
-    fig["lost"] += lost
-    fig["unreceived"] += len(waiting) - lost
-    fig["unconfirmed"] += len(unconfirmed)
-    fig["in_flight"] += len(rest) - len(waiting)
-    fig["unexpected"] += len(received.difference(expected))
-    # deliveries beyond sends: received more than k times, sent at most k times
-    fig["duplicated"] += sum(len(bag.layers[k].difference(p.bag.above(k))) for k in range(1, len(bag.layers)))
+    figures = {
+        "expected": len(expected),
+        "received": len(received),
+        "lost": lost,
+        "unreceived": len(waiting) - lost,
+        "unconfirmed": len(unconfirmed),
+        "in_flight": len(rest) - len(waiting),
+        "unexpected": len(received.difference(expected)),
+        # deliveries beyond sends: received more than k times, sent at most k times
+        "duplicated": sum(len(bag.layers[k].difference(p.bag.above(k))) for k in range(1, len(bag.layers))),
+    }
+    for fig in into:
+        for key, value in figures.items():
+            fig[key] += value
