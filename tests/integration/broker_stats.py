@@ -181,14 +181,18 @@ def activemq_destination_stats(
 # -------------------------------------------------------------------- RabbitMQ
 
 
-def _management_get(port: int, path: str, auth: tuple[str, str]) -> dict[str, Any] | None:
+def _management_get(port: int, path: str, auth: tuple[str, str]) -> Any:
     """JSON of a management API GET; None on 404 (no such queue/exchange yet)."""
     response = requests.get(f"http://127.0.0.1:{port}/api/{path}", auth=auth, timeout=10)
     if response.status_code == 404:
         return None
     response.raise_for_status()
-    data: dict[str, Any] = response.json()
-    return data
+    return response.json()
+
+
+def rabbitmq_queue_names(port: int, auth: tuple[str, str] = GUEST) -> list[str]:
+    """Every queue's name, from the management API on ``port``."""
+    return [queue["name"] for queue in _management_get(port, "queues", auth)]
 
 
 def rabbitmq_queue_stats(port: int, queue: str, vhost: str = "/", auth: tuple[str, str] = GUEST) -> dict[str, int]:

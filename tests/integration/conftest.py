@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import stomp
 
 import services
 from tests.integration import broker_stats
@@ -148,13 +152,21 @@ class RunningLocust:
 
     process: subprocess.Popen[str]
     report: Path
+    #: In a process group of its own (--processes workers included): signal and kill the group.
+    group: bool = False
+
+    def signal(self, signum: int) -> None:
+        if self.group:
+            os.killpg(self.process.pid, signum)
+        else:
+            self.process.send_signal(signum)
 
     def finish(self, timeout: float) -> LocustRun:
         """Wait at most ``timeout`` s for the run to end by itself; kill it (and fail) if it does not."""
         try:
             output, _ = self.process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            self.signal(signal.SIGKILL)
             output, _ = self.process.communicate()
             raise AssertionError(f"locust did not end within {timeout} s:\n{output[-3000:]}") from None
         document = json.loads(self.report.read_text()) if self.report.exists() else {}
@@ -162,9 +174,31 @@ class RunningLocust:
 
 
 def start_locust(
-    locustfile: str, host: str, *args: str, users: int = 2, seconds: float = 3, tmp_path: Path
+    locustfile: str, host: str, *args: str, users: int = 2, seconds: float = 3, tmp_path: Path, group: bool = False
 ) -> RunningLocust:
+    """``group``: in a process group of its own, which a test can signal as a terminal's Ctrl-C does."""
     report = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
     command = locust_command(locustfile, host, *args, users=users, seconds=seconds, report=report)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    return RunningLocust(process, report)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, start_new_session=group
+    )
+    return RunningLocust(process, report, group)
+
+
+def publish_outside(broker: Broker, destination: str, count: int, *, stamped: bool) -> None:
+    """Persistent messages from plain stomp.py, not mqusers: an independent producer.
+
+    ``stamped`` gives them mqusers headers of another run ("outside"); otherwise they carry none.
+    The last one waits for its RECEIPT, so the broker holds them all on return.
+    """
+    connection = stomp.Connection12([("127.0.0.1", broker.port)], vhost="/")
+    connection.connect(wait=True)  # both local brokers let an anonymous loopback client in
+    for seq in range(count):
+        body = b"x" * 100 if stamped else f"foreign {seq}".encode()
+        headers = {"persistent": "true"}
+        if stamped:
+            headers.update({"mq-run": "outside", "mq-producer": "outside", "mq-seq": str(seq),
+                            "mq-sent-ns": str(time.time_ns()), "mq-size": "100",
+                            "mq-crc32": str(zlib.crc32(body))})  # fmt: skip
+        connection.send(destination, body, headers=headers, receipt=f"r{seq}" if seq == count - 1 else None)
+    connection.disconnect(receipt="bye")

@@ -5,16 +5,13 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import stomp
 
 from tests.integration.broker_stats import wait_for
-from tests.integration.conftest import Broker, LocustRun, free_port, run_locust, started
+from tests.integration.conftest import Broker, LocustRun, free_port, publish_outside, run_locust, started
 
 
 def assert_plausible_latency(run: LocustRun, destination: str) -> None:
@@ -142,18 +139,6 @@ def durable_broker(request: pytest.FixtureRequest) -> Broker:
     return started(request.param)
 
 
-def publish_outside(broker: Broker, topic: str, count: int) -> None:
-    """Publish persistent messages with plain stomp.py, not mqusers: an independent producer."""
-    connection = stomp.Connection12([("127.0.0.1", broker.port)], vhost="/")
-    connection.connect(wait=True)
-    body = b"x" * 100
-    for seq in range(count):
-        headers = {"persistent": "true", "mq-run": "outside", "mq-producer": "outside", "mq-seq": str(seq),
-                   "mq-sent-ns": str(time.time_ns()), "mq-size": "100", "mq-crc32": str(zlib.crc32(body))}  # fmt: skip
-        connection.send(topic, body, headers=headers, receipt=f"r{seq}" if seq == count - 1 else None)
-    connection.disconnect(receipt="bye")
-
-
 def test_durable_subscriber_gets_what_was_published_while_offline(
     durable_broker: Broker, destination: Callable[[str], str], tmp_path: Path
 ) -> None:
@@ -162,13 +147,13 @@ def test_durable_subscriber_gets_what_was_published_while_offline(
     subscribe_only = ("--mq-destination", topic, "--mq-consumers", "2", "--mq-other-runs", "receive")
     first = run_locust("durable_topic.py", durable_broker.url, *subscribe_only, users=2, seconds=1, tmp_path=tmp_path)
     assert first.code == 0, first.output[-3000:]
-    publish_outside(durable_broker, topic, 150)
+    publish_outside(durable_broker, topic, 150, stamped=True)
     second = run_locust("durable_topic.py", durable_broker.url, *subscribe_only, users=2, seconds=2, tmp_path=tmp_path)
     assert second.code == 0, second.output[-3000:]
     row = second.row(topic)
     assert (row["received"], row["errors"]) == (300, 0)
     # The same topic without durable subscriptions keeps nothing for absent subscribers.
-    publish_outside(durable_broker, topic, 50)
+    publish_outside(durable_broker, topic, 50, stamped=True)
     plain = run_locust(
         "durable_topic.py", durable_broker.url, *subscribe_only, "--mq-durable", "false", users=2, seconds=1,
         tmp_path=tmp_path,

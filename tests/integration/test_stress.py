@@ -7,21 +7,17 @@ The destructive tests use their own broker (``activemq-stress``), or restart the
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-import requests
-import stomp
 
 import services
 from services.base import port_open
-from tests.integration.broker_stats import activemq_destination_stats, rabbitmq_queue_stats, wait_for
-from tests.integration.conftest import Broker, locust_command, run_locust, start_locust, started
+from tests.integration.broker_stats import activemq_destination_stats, rabbitmq_queue_names, wait_for
+from tests.integration.conftest import Broker, publish_outside, run_locust, start_locust, started
 
 HERE = Path(__file__).parent / "locustfiles"
 
@@ -96,24 +92,6 @@ def test_seed_method_on_a_durable_topic_and_request_reply(destination, tmp_path:
     assert run.report["ended_by"] == "count"
 
 
-def put_foreign(broker: Broker, destination: str, count: int) -> None:
-    """Messages from outside mqusers: plain stomp.py, no mqusers headers."""
-    connection = stomp.Connection12([("127.0.0.1", broker.port)], vhost="/")
-    if broker.name == "rabbitmq":
-        connection.connect("guest", "guest", wait=True)
-    else:
-        connection.connect(wait=True)  # ActiveMQ here lets anonymous clients in
-    for n in range(count):
-        connection.send(destination, f"foreign {n}", headers={"persistent": "true"})
-    connection.disconnect(receipt="bye")
-
-
-def queue_depth(broker: Broker, queue: str) -> int:
-    if broker.name.startswith("activemq"):
-        return int(activemq_destination_stats(broker.port, queue)["size"])
-    return rabbitmq_queue_stats(broker.management_port, queue.split("/")[2])["messages"]
-
-
 def test_leftovers_of_an_earlier_run_and_foreign_messages_are_counted_apart(
     broker: Broker, destination, tmp_path: Path
 ) -> None:
@@ -121,8 +99,8 @@ def test_leftovers_of_an_earlier_run_and_foreign_messages_are_counted_apart(
     earlier = run_locust("put_only.py", broker.url, "--mq-destination", queue, "--mq-messages", "100", users=1,
                          tmp_path=tmp_path)  # fmt: skip
     assert earlier.row(queue)["sent"] == 100, earlier.output[-2000:]
-    put_foreign(broker, queue, 200)
-    assert wait_for(lambda: queue_depth(broker, queue) == 300)
+    publish_outside(broker, queue, 200, stamped=False)
+    assert wait_for(lambda: broker.counters(queue)["held"] == 300)
     run = run_locust(
         "queue_balance.py", broker.url, "--mq-destination", queue, "--mq-consumers", "1", "--mq-rate", "0",
         "--mq-total-messages", "500", users=2, seconds=60, tmp_path=tmp_path,
@@ -133,7 +111,7 @@ def test_leftovers_of_an_earlier_run_and_foreign_messages_are_counted_apart(
     assert (row["lost"], row["duplicated"], row["reordered"], row["errors"]) == (0, 0, 0, 0), row
     assert row["latency_ms"]["max"] < 1000  # an hour-old message would show here
     assert "counted apart" in run.output
-    assert wait_for(lambda: queue_depth(broker, queue) == 0, timeout=15)  # strays were acknowledged too
+    assert wait_for(lambda: broker.counters(queue)["held"] == 0, timeout=15)  # strays were acknowledged too
 
 
 def test_a_frozen_broker_cannot_hold_the_run_past_its_bound(destination, tmp_path: Path) -> None:
@@ -187,7 +165,7 @@ def test_an_interrupted_run_drains_and_writes_its_report(destination, tmp_path: 
         users=3, seconds=120, tmp_path=tmp_path,
     )  # fmt: skip
     assert wait_for(lambda: activemq_destination_stats(broker.port, topic)["enqueueCount"] > 200, timeout=15)
-    running.process.send_signal(signum)
+    running.signal(signum)
     run = running.finish(timeout=30)
     assert run.code == 1, run.output[-3000:]
     assert run.report["ended_by"] == "interrupt"
@@ -199,27 +177,20 @@ def test_an_interrupted_run_drains_and_writes_its_report(destination, tmp_path: 
 def test_ctrl_c_in_the_terminal_of_a_multi_process_run_still_writes_the_report(destination, tmp_path: Path) -> None:
     """Ctrl-C reaches the master and its --processes workers at once: the run must still end and report."""
     broker = started("activemq")
-    topic, report = destination("topic"), tmp_path / "report.json"
-    command = locust_command(
+    topic = destination("topic")
+    running = start_locust(
         "pubsub.py", broker.url, "--processes", "2", "--mq-destination", topic, "--mq-consumers", "2",
-        "--mq-rate", "200", users=4, seconds=120, report=report,
+        "--mq-rate", "200", users=4, seconds=120, tmp_path=tmp_path, group=True,
     )  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)  # fmt: skip
-    try:
-        assert wait_for(lambda: activemq_destination_stats(broker.port, topic)["enqueueCount"] > 200, timeout=20)
-        os.killpg(process.pid, signal.SIGINT)  # what the terminal does: the whole process group
-        output, _ = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 1, output[-3000:]
-    document = json.loads(report.read_text())
-    assert document["ended_by"] == "interrupt" and len(document["generator"]["processes"]) == 2
-    [row] = [r for r in document["destinations"] if r["destination"] == topic]
+    assert wait_for(lambda: activemq_destination_stats(broker.port, topic)["enqueueCount"] > 200, timeout=20)
+    running.signal(signal.SIGINT)  # what the terminal does: the whole process group
+    run = running.finish(timeout=30)
+    assert run.code == 1, run.output[-3000:]
+    assert run.report["ended_by"] == "interrupt" and len(run.report["generator"]["processes"]) == 2
+    row = run.row(topic)
     assert row["sent"] > 200 and row["lost"] == 0
     assert row["received"] + row["unreceived"] == 2 * row["sent"], row  # messages in flight at Ctrl-C: not lost
-    assert "Traceback" not in output
+    assert "Traceback" not in run.output
 
 
 def test_request_reply_without_a_responder_fails_each_request_and_goes_on(destination, tmp_path: Path) -> None:
@@ -288,19 +259,11 @@ def test_a_broker_killed_mid_run_loses_no_acknowledged_message(destination, tmp_
 def test_rabbitmq_reply_queues_go_with_their_requesters(destination, tmp_path: Path) -> None:
     broker = started("rabbitmq")
     queue = destination("queue")
-    before = set(rabbitmq_queue_names(broker))
+    before = set(rabbitmq_queue_names(broker.management_port))
     run = run_locust(
         "request_reply.py", broker.url, "--mq-destination", queue, "--mq-reply-to", "queue", "--mq-messages", "20",
         users=3, tmp_path=tmp_path,
     )  # fmt: skip
     assert run.operation(f"request {queue}")["count"] == 20, run.output[-3000:]
-    left = [q for q in set(rabbitmq_queue_names(broker)) - before if q.startswith("mqusers.reply.")]
+    left = [q for q in set(rabbitmq_queue_names(broker.management_port)) - before if q.startswith("mqusers.reply.")]
     assert left == [], left
-
-
-def rabbitmq_queue_names(broker: Broker) -> list[str]:
-    response = requests.get(
-        f"http://127.0.0.1:{broker.management_port}/api/queues", auth=("guest", "guest"), timeout=10
-    )
-    response.raise_for_status()
-    return [q["name"] for q in response.json()]
