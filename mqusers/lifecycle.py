@@ -34,10 +34,10 @@ PROGRESS_EVERY_S = 0.25
 MERGE_EVERY_S = 1.0
 
 
-def fold_ledgers(ctx: RunContext) -> None:
+def fold_ledgers_every_second(ctx: RunContext) -> None:
     while True:
         gevent.sleep(MERGE_EVERY_S)
-        ctx.merge_audit(ctx.drain_audit())
+        ctx.fold_ledgers()
 
 
 def ship_progress(ctx: RunContext, runner: WorkerRunner) -> None:
@@ -63,7 +63,7 @@ def deliveries(ctx: RunContext) -> int:
 
 def refresh(environment: Environment, ctx: RunContext) -> None:
     if not isinstance(environment.runner, MasterRunner):
-        ctx.merge_audit(ctx.drain_audit())
+        ctx.fold_ledgers()
 
 
 def all_arrived(environment: Environment, ctx: RunContext) -> bool:
@@ -95,9 +95,7 @@ def catch_interrupts(environment: Environment) -> None:
     """
 
     def on_interrupt() -> None:
-        ctx = context(environment)
-        if ctx.drain is not None and ctx.drain.running:
-            ctx.ended_by, ctx.drain.cut = "interrupt", True
+        if context(environment).interrupt_drain():
             return
         hub = gevent.get_hub()
         hub.parent.throw(KeyboardInterrupt())
@@ -120,9 +118,7 @@ def on_quitting(environment: Environment, **_: Any) -> None:
             runner.stop()
             ctx.final_received.wait(FINAL_RECEIPT_WAIT_S)
         return
-    if ctx.drain is not None and ctx.drain.running:
-        ctx.ended_by = "interrupt"
-        ctx.drain.cut = True
+    if ctx.interrupt_drain():
         return
     if runner.state in (STATE_RUNNING, STATE_SPAWNING):
         ctx.ended_by = "interrupt"

@@ -160,7 +160,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     if not isinstance(environment.runner, MasterRunner):
         ctx.health.start()  # the master generates no load: its own health says nothing about the figures
     if environment.runner is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
-        ctx.pump = gevent.spawn(lifecycle.fold_ledgers, ctx)
+        ctx.pump = gevent.spawn(lifecycle.fold_ledgers_every_second, ctx)
     ctx.started = time.time()
     if ctx.settings.warmup:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
@@ -244,7 +244,7 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
     elif isinstance(runner, MasterRunner):
         _collect_finals(ctx, runner)
     else:
-        ctx.merge_audit(ctx.drain_audit())
+        ctx.fold_ledgers()
         ctx.generators[ctx.health.node] = ctx.health.report()
     if not isinstance(runner, WorkerRunner) and not ctx.error:
         _report(environment, ctx)

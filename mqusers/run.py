@@ -113,6 +113,17 @@ class RunContext:
         for delta in drained or ():
             self.audit.merge(delta)
 
+    def fold_ledgers(self) -> None:
+        """A process without a master: its own ledgers' news into its own audit."""
+        self.merge_audit(self.drain_audit())
+
+    def interrupt_drain(self) -> bool:
+        """Ctrl-C or SIGTERM during a drain: end it now; False when no drain runs."""
+        if self.drain is None or not self.drain.running:
+            return False
+        self.ended_by, self.drain.cut = "interrupt", True
+        return True
+
     def next_ordinal(self, user_class: type) -> int:
         """0, 1, 2... per User class and test: stable names for durable subscribers."""
         return next(self.ordinals.setdefault(user_class.__name__, itertools.count()))
