@@ -9,8 +9,8 @@ from typing import Any
 
 from mqusers.ending import DrainOutcome
 from mqusers.health import blocked_by_destination, saturation_sentence
-from mqusers.measure.book import Book, Tally
-from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, destination_operation, split_event_name
+from mqusers.measure.book import Book, Tally, by_destination
+from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.options import SECRET_FIELDS, Settings
 
 _LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
@@ -35,15 +35,6 @@ class RunFacts:
     generator: dict[str, Any] = field(default_factory=lambda: {"verdict": "ok", "processes": {}})
 
 
-def _by_destination(book: Book) -> dict[str, dict[str, Tally]]:
-    out: dict[str, dict[str, Tally]] = {}
-    for name, tally in book.tallies.items():
-        if (found := destination_operation(name)) is not None:
-            operation, destination = found
-            out.setdefault(destination, {})[operation] = tally
-    return out
-
-
 def destination_rows(book: Book, verdict: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Per destination: counts, rates over its measured span, latency (ms), errors, the audit's figures.
 
@@ -51,7 +42,7 @@ def destination_rows(book: Book, verdict: dict[str, dict[str, Any]] | None = Non
     start-up, idle time and the drain's wait are not in it; nor is the warm-up, which the book skips.
     """
     rows = []
-    for destination, operations in sorted(_by_destination(book).items()):
+    for destination, operations in sorted(by_destination(book.tallies).items()):
         if SEND not in operations and RECEIVE not in operations:
             continue
         sent, received = operations.get(SEND, Tally()), operations.get(RECEIVE, Tally())

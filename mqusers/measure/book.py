@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.names import REQUEST_TYPE, request_key
+from mqusers.names import REQUEST_TYPE, destination_operation, request_key
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
@@ -116,3 +117,13 @@ class Book:
                 self.tallies[name] = other
             else:
                 tally.add(other)
+
+
+def by_destination(tallies: Mapping[str, Tally]) -> dict[str, dict[str, Tally]]:
+    """Tallies of STOMP operations on destinations, grouped: ``{"/queue/a": {"send": ..., "receive": ...}}``."""
+    grouped: dict[str, dict[str, Tally]] = {}
+    for name, tally in tallies.items():
+        if (found := destination_operation(name)) is not None:
+            operation, destination = found
+            grouped.setdefault(destination, {})[operation] = tally
+    return grouped

@@ -15,8 +15,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, Tally
-from mqusers.names import REQUEST_TYPE, destination_kind, destination_operation, request_key, split_event_name
+from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, Tally, by_destination
+from mqusers.names import REQUEST_TYPE, destination_kind, request_key, split_event_name
 from mqusers.sinks.schema import PERCENTILE_FIELDS
 
 EncodedTallies = dict[str, list[Any]]
@@ -227,13 +227,8 @@ class RunTotals:
 
     def destinations(self) -> dict[str, DestinationTotals]:
         """Per destination with sends or receives: totals and the backlog still expected to arrive."""
-        grouped: dict[str, dict[str, Tally]] = {}
-        for name, tally in self.tallies.items():
-            if (found := destination_operation(name)) is not None:
-                operation, target = found
-                grouped.setdefault(target, {})[operation] = tally
         rows = {}
-        for destination, operations in sorted(grouped.items()):
+        for destination, operations in sorted(by_destination(self.tallies).items()):
             if "send" not in operations and "receive" not in operations:
                 continue
             send, receive, subscribe = (operations.get(op, Tally()) for op in ("send", "receive", "subscribe"))
