@@ -15,8 +15,8 @@ from typing import Protocol
 from mqusers.parsing import BrokerAddress
 from mqusers.wire import Headers
 
-#: ``on_frame(command, headers, body)`` returns True when it consumed the frame.
-FrameTaker = Callable[[bytes, Headers, bytes], bool]
+#: ``on_frame(command, headers, body, received_ns)`` returns True when it consumed the frame.
+FrameTaker = Callable[[bytes, Headers, bytes, int], bool]
 
 
 @dataclass(frozen=True)

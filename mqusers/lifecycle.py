@@ -20,7 +20,7 @@ from typing import Any
 import gevent
 
 from mqusers.names import RECEIVE, split_event_name
-from mqusers.run import RunContext, context
+from mqusers.run import FLUSH_EVERY_S, RunContext, context
 
 STOP_PRODUCING = "mqusers_stop_producing"
 PROGRESS = "mqusers_progress"
@@ -32,6 +32,18 @@ FINAL_RECEIPT_WAIT_S = 5.0
 PROGRESS_EVERY_S = 0.25
 #: A single process folds its ledgers into the audit this often, so they never grow with messages.
 MERGE_EVERY_S = 1.0
+
+
+def flush_every(ctx: RunContext) -> None:
+    """A load process: recorded successes to the book, Locust's stats (the web UI) and the sinks."""
+    while True:
+        gevent.sleep(FLUSH_EVERY_S)
+        ctx.recorder.flush()
+
+
+def end_warmup(ctx: RunContext) -> None:
+    ctx.recorder.flush()  # what was recorded during the warm-up stays out of the book
+    ctx.book.recording = True
 
 
 def fold_ledgers_every_second(ctx: RunContext) -> None:
@@ -58,6 +70,7 @@ def on_progress(ctx: RunContext, msg: Any) -> None:
 
 
 def deliveries(ctx: RunContext) -> int:
+    ctx.recorder.flush()
     return sum(t.count for name, t in ctx.book.tallies.items() if split_event_name(name)[0] == RECEIVE)
 
 

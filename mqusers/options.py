@@ -26,6 +26,7 @@ from mqusers.parsing import (
     MIN_RATE,
     OTHER_RUNS,
     REPLY_MODES,
+    REQUEST_EVENTS,
     BrokerAddress,
     OptionError,
     choice,
@@ -81,6 +82,7 @@ class Settings:
     ca_file: str | None = None
     other_runs: str | None = None
     fail_on_saturation: bool = False
+    request_events: str = "bulk"
 
 
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
@@ -234,6 +236,14 @@ OPTIONS: tuple[Option, ...] = (
         "write the per-destination summary to this CSV file (its folder must exist)",
         ui=False,
         master_writes=True,
+    ),
+    Option(
+        "mq-request-events",
+        "request_events",
+        choice(REQUEST_EVENTS),
+        "per-message successes to Locust: bulk (its stats updated from mqusers' exact aggregates every"
+        " 0.2 s; request listeners see failures only) or per-message (an event each; more CPU per message)",
+        default="bulk",
     ),
     Option(
         "mq-warmup",

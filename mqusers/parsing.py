@@ -17,6 +17,7 @@ ACK_MODES = ("auto", "client", "client-individual")
 BROKERS = ("auto", "activemq", "rabbitmq", "artemis")
 REPLY_MODES = ("temp", "queue")
 OTHER_RUNS = ("apart", "fail", "receive")
+REQUEST_EVENTS = ("bulk", "per-message")
 SCHEMES = {"stomp": False, "stomp+ssl": True, "stomp+tls": True}
 
 # Bounds: a value beyond them is a typo, and the arithmetic on it (1/rate, seconds as ns) overflows mid-run.

@@ -146,6 +146,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         producers = max(1, (getattr(options, "num_users", 0) or 1) - _consumer_target(environment))
         settings = ctx.settings
         coordinator.begin(_consumer_target(environment), settings.total_rate, settings.total_messages, producers)
+    ctx.recorder.restart(ctx.settings.request_events == "per-message")
     ctx.book.clear()
     ctx.sent, ctx.received, ctx.audit = SentLedger(ctx.process_tag), ReceiveLedger(ctx.process_tag), Audit()
     ctx.producing, ctx.stopped, ctx.ended_by = True, False, "time"
@@ -159,13 +160,14 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     )
     if not isinstance(environment.runner, MasterRunner):
         ctx.health.start()  # the master generates no load: its own health says nothing about the figures
+        ctx.flusher = gevent.spawn(lifecycle.flush_every, ctx)
     if environment.runner is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         ctx.pump = gevent.spawn(lifecycle.fold_ledgers_every_second, ctx)
     ctx.started = time.time()
     if ctx.settings.warmup:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
         ctx.book.recording = False
-        gevent.spawn_later(ctx.settings.warmup, setattr, ctx.book, "recording", True)
+        gevent.spawn_later(ctx.settings.warmup, lifecycle.end_warmup, ctx)
 
 
 def _consumers_problem(environment: Environment, settings: Settings, users: int | None) -> str | None:
@@ -232,6 +234,10 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
     if ctx.stopped:
         return  # a second stop (e.g. -t during mqusers' own end) reports nothing new
     ctx.stopped = True
+    if ctx.flusher is not None:
+        ctx.flusher.kill(block=False)
+        ctx.flusher = None
+    ctx.recorder.flush()
     if ctx.pump is not None:
         ctx.pump.kill(block=False)
         ctx.pump = None

@@ -1,7 +1,8 @@
 """MESSAGE handlers: measure each delivery, acknowledge it, and answer requests.
 
 These run in the connection's reader greenlet once per message, so they do a handful of dict
-lookups, one CRC-32 and one event; nothing here allocates per message beyond the event's kwargs.
+lookups, one CRC-32 and one :meth:`~mqusers.measure.recorder.Operation.record`; failures fire
+Locust events as they happen.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from mqusers.names import ACK, RECEIVE, RECEIVE_DUE, REPLY, REQUEST_TYPE, event_
 from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, RUN, SENT_NS, SEQ, SIZE, Headers, ack_frame, reply_frame
 
 Observer = Callable[[Headers, bytes], None]
+#: ActiveMQ and RabbitMQ flag a redelivery with this header.
+_REDELIVERED = b"redelivered"
 
 _NO_STAMP = MqError("message of this run without its mqusers headers (mq-sent-ns, mq-size, mq-crc32)")
 _CORRUPT = MqError("body does not match its mq-size / mq-crc32 headers")
@@ -47,7 +50,8 @@ class Receiver:
     ):
         self.destination = destination
         self.name = event_name(RECEIVE, destination)
-        self.due_name = event_name(RECEIVE_DUE, destination)
+        self._receive = client.operation(self.name)
+        self._due = client.operation(event_name(RECEIVE_DUE, destination))
         #: Clock offsets of every process (distributed runs): remote send times onto this clock.
         self._clock = clock
         self._offsets: dict[str, int] | None = None
@@ -68,47 +72,42 @@ class Receiver:
         self._other_runs = other_runs
         self._warned = False
 
-    def __call__(self, headers: Headers, body: bytes) -> None:
-        received_ns = time.time_ns()
+    def __call__(self, headers: Headers, body: bytes, received_ns: int) -> None:
         if self._acks and self._client.closing:
             return  # never acknowledged, so the broker redelivers it to another consumer
         own = headers.get(RUN) == self._run
         if not own and self._stray(headers, len(body)):
             return
         size = len(body)
-        error: MqError | None = None
         if self._clock is not None and self._clock.offsets:
             received_ns -= self._correction(headers.get(PRODUCER, b""))
         try:
-            latency_ms = (received_ns - int(headers[SENT_NS])) * 1e-6
-            if int(headers[SIZE]) != size or zlib.crc32(body) != int(headers[CRC]):
-                error = _CORRUPT
+            sent_ns = int(headers[SENT_NS])
+            intact = int(headers[SIZE]) == size and zlib.crc32(body) == int(headers[CRC])
         except (KeyError, ValueError):
-            latency_ms, error = 0.0, _NO_STAMP
-        due = headers.get(DUE_NS)
-        if due is not None and error is None:
-            # Coordinated omission corrected: measured from when the schedule wanted it sent.
-            self._fire(
-                request_type=REQUEST_TYPE, name=self.due_name, response_time=(received_ns - int(due)) * 1e-6,
-                response_length=size, exception=None, context=self._context,
-            )  # fmt: skip
+            self._failed(size, _NO_STAMP)
+        else:
+            if not intact:
+                self._failed(size, _CORRUPT)
+            else:
+                due = headers.get(DUE_NS)
+                if due is not None:
+                    # Coordinated omission corrected: measured from when the schedule wanted it sent.
+                    self._due.record((received_ns - int(due)) // 1000, size, received_ns)
+                if self.audit is not None and own:  # the audit is of this run's messages only
+                    self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(_REDELIVERED) == b"true")
+                self._receive.record((received_ns - sent_ns) // 1000, size, received_ns)
         self.received += 1
-        if self.audit is not None and error is None and own:  # the audit is of this run's messages only
-            self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(b"redelivered") == b"true")
-        self._fire(
-            request_type=REQUEST_TYPE,
-            name=self.name,
-            response_time=latency_ms,
-            response_length=size,
-            exception=error,
-            context=self._context,
-        )
         if self._acks:
             self._unacked = headers.get(b"ack")
             if self.received % self._ack_every == 0:
                 self.flush()
         if self._observer is not None:
             self._observer(headers, body)
+
+    def _failed(self, size: int, error: MqError) -> None:
+        self._fire(request_type=REQUEST_TYPE, name=self.name, response_time=0.0, response_length=size,
+                   exception=error, context=self._context)  # fmt: skip
 
     def _stray(self, headers: Headers, size: int) -> bool:
         """Count a message that is not this run's apart; False when it is to be received as usual."""
@@ -121,8 +120,7 @@ class Receiver:
             else:
                 self.audit.other_run += 1
         if self._other_runs == "fail":
-            self._fire(request_type=REQUEST_TYPE, name=self.name, response_time=0.0, response_length=size,
-                       exception=_FOREIGN if foreign else _OTHER_RUN, context=self._context)  # fmt: skip
+            self._failed(size, _FOREIGN if foreign else _OTHER_RUN)
         elif not self._warned:
             self._warned = True
             what = "messages without mqusers headers" if foreign else "messages of another run"
@@ -177,7 +175,7 @@ class Replier:
         self._name = event_name(REPLY, destination)
 
     def __call__(self, headers: Headers, body: bytes) -> None:
-        reply_to = headers.get(b"reply-to")
+        reply_to = headers.get(b"reply-to")  # raw: goes back to the broker as it came
         start = time.perf_counter()
         if reply_to is None:
             self._failed(start, MqError("request without a reply-to header"))

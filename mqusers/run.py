@@ -24,10 +24,15 @@ from mqusers.client import ClientConfig, MqError
 from mqusers.coordination import Coordinator
 from mqusers.ending import Drain
 from mqusers.health import Health
+from mqusers.locust_stats import add_batches
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
+from mqusers.measure.recorder import Recorder
 from mqusers.options import Settings, class_brokers, read_settings
+
+#: How often a load process hands its recorded successes to the book, Locust's stats and the sinks.
+FLUSH_EVERY_S = 0.2
 
 
 class Shipping:
@@ -39,7 +44,9 @@ class Shipping:
     points. No part needs to know the order of Locust's listeners.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, prepare: Callable[[], None] = lambda: None) -> None:
+        #: Runs before every payload: the recorder's flush, so each part ships all recorded so far.
+        self._prepare = prepare
         self._parts: dict[str, tuple[Callable[[bool], Any], Callable[[Any, str], None]]] = {}
         self._on_complete: list[Callable[[], None]] = []
 
@@ -52,6 +59,7 @@ class Shipping:
 
     def payload(self, final: bool = False) -> dict[str, Any]:
         """Every part's state since the last payload, keyed for :meth:`take`."""
+        self._prepare()
         return {key: drain(final) for key, (drain, _) in self._parts.items()}
 
     def take(self, data: Mapping[str, Any], node: str) -> None:
@@ -104,7 +112,13 @@ class RunContext:
     #: Workers heard from since producing stopped: until all have, the master's audit is stale.
     progressed: set[str] = field(default_factory=set)
     pump: Any = None
-    shipping: Shipping = field(default_factory=Shipping)
+    #: This process's per-message successes, handed on in bulk (:mod:`mqusers.measure.recorder`).
+    recorder: Recorder = field(default_factory=lambda: Recorder(lambda **_: None))
+    flusher: Any = None
+    shipping: Shipping = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.shipping = Shipping(prepare=lambda: self.recorder.flush())
 
     def drain_audit(self) -> list[Any]:
         return [self.sent.drain(), self.received.drain()]
@@ -142,6 +156,9 @@ def context(environment: Environment) -> RunContext:
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
         ctx.sent.process = ctx.received.process = ctx.process_tag
         environment.events.request.add_listener(ctx.book.on_request)
+        ctx.recorder = Recorder(environment.events.request.fire, ctx.settings.request_events == "per-message")
+        ctx.recorder.add_consumer(ctx.book.add_batches)
+        ctx.recorder.add_consumer(lambda batches: add_batches(environment.stats, batches))
         runner = environment.runner
         node = (
             runner.client_id

@@ -19,11 +19,13 @@ from gevent.event import AsyncResult, Event
 
 from mqusers.connection import ClientConfig, Connection, Listener, Transport, Unreachable
 from mqusers.dialects import ACTIVEMQ, Dialect, dialect_for
+from mqusers.measure.recorder import Record, Recorder
 from mqusers.names import CONNECT, ERROR, REQUEST_TYPE, SUBSCRIBE, UNSUBSCRIBED, event_name
 from mqusers.transport import StompTransport
-from mqusers.wire import Headers, disconnect_frame
+from mqusers.wire import Headers, disconnect_frame, unescape
 
-MessageHandler = Callable[[Headers, bytes], None]
+#: ``handler(headers, body, received_ns)`` for each MESSAGE of a subscription.
+MessageHandler = Callable[[Headers, bytes, int], None]
 
 
 class MqError(Exception):
@@ -39,11 +41,21 @@ class ConnectionLost(MqError):
 
 
 class Session:
-    """One connection at a time. ``fire`` is ``environment.events.request.fire``."""
+    """One connection at a time. ``fire`` is ``environment.events.request.fire``; ``recorder`` (the
+    process's, shared by every client) takes the per-message successes, else each fires an event."""
 
-    def __init__(self, config: ClientConfig, fire: Callable[..., Any], *, transport: Transport | None = None):
+    def __init__(
+        self,
+        config: ClientConfig,
+        fire: Callable[..., Any],
+        *,
+        transport: Transport | None = None,
+        recorder: Recorder | None = None,
+    ):
         self.config = config
-        self.fire = fire
+        self._recorder = recorder or Recorder(fire, per_message=True)
+        #: Fires one request event (failures, connects...), after the recorder's pending successes.
+        self.fire = self._recorder.fire
         self.dialect: Dialect = ACTIVEMQ
         self.server = ""
         self._transport: Transport = transport or StompTransport()
@@ -65,6 +77,10 @@ class Session:
         #: Destination and start of the last SUBSCRIBE: an unclaimed ERROR soon after (before any
         #: delivery) is the broker refusing it.
         self._last_subscribe: tuple[str, float] | None = None
+
+    def operation(self, name: str) -> Record:
+        """Where the per-message path records a success of ``name``."""
+        return self._recorder.operation(name)
 
     @property
     def connected(self) -> bool:
@@ -145,8 +161,11 @@ class Session:
 
     # -- answers -----------------------------------------------------------------------------
 
-    def _await(self, waiter: AsyncResult, key: bytes, name: str, start: float, size: int, what: str) -> MqError | None:
-        """Wait for ``waiter``, fire ``name`` with the outcome, return the error (None: answered).
+    def _await(
+        self, waiter: AsyncResult, key: bytes, target: Record | str, start: float, size: int, what: str
+    ) -> MqError | None:
+        """Wait for ``waiter``, record the outcome under ``target`` (an operation or an event name),
+        return the error (None: answered).
 
         ``wait`` returns on timeout instead of raising ``gevent.Timeout``, a BaseException that would
         end the User's greenlet (and could be another, outer timeout's).
@@ -159,15 +178,18 @@ class Session:
         if not waiter.ready():
             error = MqError(f"no {what} within {self.config.timeout:g}s")
         elif waiter.successful():
-            self._fire(name, start, size, None, end=waiter.value)
+            if isinstance(target, str):
+                self._fire(target, start, size, None, end=waiter.value)
+            else:
+                target.record(int((waiter.value - start) * 1e6), size, time.time_ns())
             return None
         else:
             exception = waiter.exception
             error = exception if isinstance(exception, MqError) else MqError(str(exception))
-        self._fire(name, start, size, error)
+        self._fire(target if isinstance(target, str) else target.name, start, size, error)
         return error
 
-    def reply_arrived(self, headers: Headers, body: bytes) -> None:
+    def reply_arrived(self, headers: Headers, body: bytes, received_ns: int) -> None:
         """For reply subscriptions: wake the request waiting on this correlation id."""
         waiter = self._waiters.get(headers.get(b"correlation-id", b""))
         if waiter is not None:
@@ -185,13 +207,13 @@ class Session:
 
     # -- the reader greenlet -----------------------------------------------------------------
 
-    def _take_frame(self, command: bytes, headers: Headers, body: bytes) -> bool:
+    def _take_frame(self, command: bytes, headers: Headers, body: bytes, received_ns: int) -> bool:
         if command == b"MESSAGE":
             if self._last_subscribe is not None:
                 self._last_subscribe = None  # a delivery proves the subscription works
             handler = self._handlers.get(headers.get(b"subscription", b""))
             if handler is not None:
-                handler(headers, body)
+                handler(headers, body, received_ns)
             else:
                 stray = MqError("message for no subscription")
                 self._fire(UNSUBSCRIBED, time.perf_counter(), len(body), stray)
@@ -207,7 +229,7 @@ class Session:
         return False
 
     def _on_error(self, headers: Headers, body: bytes) -> None:
-        message = headers.get(b"message", b"").decode("utf-8", "replace").strip()
+        message = unescape(headers.get(b"message", b"")).decode("utf-8", "replace").strip()
         detail = " ".join(body[:300].decode("utf-8", "replace").split())
         if detail and detail not in message:
             message = f"{message}: {detail}" if message else detail

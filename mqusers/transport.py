@@ -23,6 +23,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -124,10 +125,11 @@ class LeanTransport(Transport):  # type: ignore[misc]
         heartbeat = self.listeners.get("protocol-listener")
         if heartbeat is not None:
             heartbeat.on_heartbeat()  # any bytes from the broker prove it alive
-        self._parser.feed(data)
+        # One clock read per read, not per frame: what was read together arrived together.
+        self._parser.feed(data, time.time_ns())
 
-    def _dispatch(self, command: bytes, headers: Headers, body: bytes) -> None:
-        if self.on_frame(command, headers, body):
+    def _dispatch(self, command: bytes, headers: Headers, body: bytes, received_ns: int) -> None:
+        if self.on_frame(command, headers, body, received_ns):
             return
         frame = Frame(_text(command), {_text(k): _text(v) for k, v in headers.items()}, _text(body))
         self.process_frame(frame, None)

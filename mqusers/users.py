@@ -26,6 +26,8 @@ from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.wire import SendFrames, due_line, make_body
 
 _RETRY_MIN_S, _RETRY_MAX_S = 0.5, 5.0
+#: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
+_BURST_MAX, _BURST_BYTES = 64, 64 * 1024
 #: A connection that lived this long has worked: the next reconnect starts the back-off afresh.
 _STABLE_S = _RETRY_MAX_S
 logger = logging.getLogger(__name__)
@@ -52,7 +54,9 @@ class StompUser(User):
         self.destination = settings.destination or self.destination
         self.message_size = settings.size or self.message_size
         self.ordinal = self.mq.next_ordinal(type(self))
-        self.client = self.client_cls(client_config(settings, self.client_id()), environment.events.request.fire)
+        self.client = self.client_cls(
+            client_config(settings, self.client_id()), environment.events.request.fire, recorder=self.mq.recorder
+        )
         self._retry_at = 0.0
         self._retry_s = _RETRY_MIN_S
         self._lost_generation = 0
@@ -143,9 +147,14 @@ class StompProducerUser(StompUser):
         self.shared = bool(self.mq.settings.total_rate or self.mq.settings.total_messages)
         timeout = self.mq.settings.timeout
         self.schedule = SharedSchedule(lambda first: self.coordinator.next_block(timeout, first))
-        self._lag_name = event_name(SCHEDULE_LAG, self.destination)
+        self._lag = self.client.operation(event_name(SCHEDULE_LAG, self.destination))
         self._due_header = b""
         self.publisher = self.make_publisher(self.destination, {})
+        #: Messages per task run: unpaced sends without receipts go out in one write of up to 64 KB;
+        #: a subclass with its own ``emit`` gets it called per message.
+        paced = self.receipts or self.rate > 0 or self.mq.settings.total_rate
+        own_emit = type(self).emit is not StompProducerUser.emit
+        self.burst = 1 if paced or own_emit else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, self.message_size)))
         self._sent = self.mq.sent.producer(self.destination, self.producer_id)
         #: The first seq sent on the current connection.
         self._connection_seq = 1
@@ -156,7 +165,9 @@ class StompProducerUser(StompUser):
         if self.persistent:
             frame_headers["persistent"] = "true"
         body = make_body(self.message_size)
-        return Publisher(destination, SendFrames(destination, body, self.mq.run_id, self.producer_id, frame_headers))
+        return self.client.publisher(
+            destination, SendFrames(destination, body, self.mq.run_id, self.producer_id, frame_headers)
+        )
 
     def wait_time(self) -> float:
         if self.done():
@@ -192,35 +203,46 @@ class StompProducerUser(StompUser):
         if not self.ensure_connected():
             gevent.sleep(min(self.backoff_remaining(), 1.0))
             return
-        if self.shared and not self._wait_for_slot():
-            return
-        self.seq += 1
-        self.emit(self.seq)
+        count = self.burst
+        if self.max_messages:
+            count = min(count, self.max_messages - self.seq)
+        if self.shared:
+            count = self._take_slots(count)
+            if not count:
+                return
+        first, self.seq = self.seq + 1, self.seq + count
+        if count == 1:
+            self.emit(first)
+        else:
+            self.emit_many(first, count)
 
-    def _wait_for_slot(self) -> bool:
-        """Take the next slot of the shared schedule and sleep until it is due."""
+    def _take_slots(self, count: int) -> int:
+        """Take up to ``count`` slots of the shared schedule (one when paced, slept until it is due)."""
+        taken, slot = 0, None
         try:
-            slot = self.schedule.next()
+            while taken < count:
+                slot = self.schedule.next()
+                if slot is None:
+                    break
+                taken += 1
+                if slot.due is not None:
+                    break
         except NoBlock as error:
-            self.environment.events.request.fire(
-                request_type=REQUEST_TYPE, name=self._lag_name, response_time=self.mq.settings.timeout * 1000.0,
+            if taken:
+                return taken
+            self.client.fire(
+                request_type=REQUEST_TYPE, name=self._lag.name, response_time=self.mq.settings.timeout * 1000.0,
                 response_length=0, exception=MqError(str(error)), context={},
             )  # fmt: skip
-            return False
-        if slot is None:
-            return False
-        if slot.due is not None:
+            return 0
+        if slot is not None and slot.due is not None:
             # Unpaced, nothing is "due": only a schedule gives a coordinated-omission-corrected latency.
             self._due_header = due_line(time.time_ns() + int((slot.due - time.perf_counter()) * 1e9))
             delay = slot.due - time.perf_counter()
             if delay > 0:
                 gevent.sleep(delay)
-            lag_ms = (time.perf_counter() - slot.due) * 1000.0
-            self.environment.events.request.fire(
-                request_type=REQUEST_TYPE, name=self._lag_name, response_time=lag_ms, response_length=0,
-                exception=None, context={},
-            )  # fmt: skip
-        return True
+            self._lag.record(int((time.perf_counter() - slot.due) * 1e6), 0, time.time_ns())
+        return taken
 
     def emit(self, seq: int) -> None:
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
@@ -229,6 +251,13 @@ class StompProducerUser(StompUser):
             self._sent.record(seq, time.time_ns())
             if outcome is Sent.UNCONFIRMED:
                 self._sent.unconfirmed.add(seq)
+
+    def emit_many(self, first: int, count: int) -> None:
+        """Send messages ``first`` .. ``first + count - 1`` in one write (unpaced, no receipts)."""
+        if self.client.publish_many(self.publisher, first, count):
+            now_ns, record = time.time_ns(), self._sent.record
+            for seq in range(first, first + count):
+                record(seq, now_ns)
 
 
 class StompRequesterUser(StompProducerUser):

@@ -5,7 +5,10 @@ nanoseconds since the epoch, its body size and a CRC-32 of the body. The constan
 frame is encoded once per producer; a message costs one small ``%`` format and one join.
 
 The receive side parses frames by content-length with ``bytes.find``/``split``: stomp.py's
-regex-per-header parser spends about half of its receive CPU there (see ``benchmarks/``).
+regex-per-header parser spends about half of its receive CPU there (see ``benchmarks/``). Header
+values are kept as they came, STOMP-escaped (:data:`Headers`): the per-message path reads only
+mqusers' own headers, which never carry escapes, and hands ack ids and ``reply-to`` back to the
+broker unchanged; :func:`unescape` gives the real value where one is shown (an ERROR's message).
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ CRC = b"mq-crc32"
 DUE_NS = b"mq-due-ns"
 CORRELATION = b"correlation-id"
 
+#: A frame's headers, values as on the wire (STOMP-escaped); the first of a repeated header wins.
 Headers = dict[bytes, bytes]
-FrameHandler = Callable[[bytes, Headers, bytes], None]
+#: ``handler(command, headers, body, received_ns)``: ``received_ns`` is when the bytes were read.
+FrameHandler = Callable[[bytes, Headers, bytes, int], None]
 
 _ESCAPES = {b"\\n": b"\n", b"\\r": b"\r", b"\\c": b":", b"\\\\": b"\\"}
 
@@ -62,18 +67,18 @@ def encode_frame(command: str, headers: Mapping[str, str], body: bytes = b"") ->
 
 
 def ack_frame(ack_id: bytes) -> bytes:
-    """ACK for a delivery's ``ack`` header (cumulative in ``client`` mode)."""
-    return b"ACK\nid:%s\n\n\x00" % escape_bytes(ack_id)
+    """ACK for a delivery's raw ``ack`` header (cumulative in ``client`` mode)."""
+    return b"ACK\nid:%s\n\n\x00" % ack_id
 
 
 def reply_frame(reply_to: bytes, correlation: bytes, body: bytes) -> bytes:
-    """A responder's answer: the request's body, to its ``reply-to``, with its correlation id."""
-    head = b"SEND\ndestination:%s\ncorrelation-id:%s\ncontent-length:%d\n\n" % (
-        escape_bytes(reply_to),
-        escape_bytes(correlation),
+    """A responder's answer: the request's body, to its raw ``reply-to``, with its raw correlation id."""
+    return b"SEND\ndestination:%s\ncorrelation-id:%s\ncontent-length:%d\n\n%s\x00" % (
+        reply_to,
+        correlation,
         len(body),
+        body,
     )
-    return head + body + b"\x00"
 
 
 def due_line(due_ns: int) -> bytes:
@@ -106,6 +111,16 @@ class SendFrames:
     def frame(self, seq: int, sent_ns: int) -> bytes:
         return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), self._tail))
 
+    def frames(self, first: int, count: int, sent_ns: int) -> bytes:
+        """Messages ``first`` .. ``first + count - 1``, all stamped ``sent_ns``, as one buffer.
+
+        What lies between two sequence numbers is the same for every message, so the lot is one
+        C-level join of the numbers (latin-1 maps every byte to one character and back).
+        """
+        between = b"\nmq-sent-ns:%d\n%s%smq-seq:" % (sent_ns, self._tail, self._head)
+        seqs = between.decode("latin-1").join(map(str, range(first, first + count))).encode("latin-1")
+        return b"%smq-seq:%s\nmq-sent-ns:%d\n%s" % (self._head, seqs, sent_ns, self._tail)
+
     def frame_with(self, seq: int, sent_ns: int, extra: bytes) -> bytes:
         """``extra`` is pre-encoded header lines, e.g. ``b"receipt:r7\\n"``."""
         return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), extra, self._tail))
@@ -131,10 +146,12 @@ def disconnect_frame(receipt: bytes) -> bytes:
     return b"DISCONNECT\nreceipt:%s\n\n\x00" % receipt
 
 
-def _unescape(value: bytes) -> bytes:
+def unescape(value: bytes) -> bytes:
+    """The real value of a STOMP-escaped header value."""
+    if b"\\" not in value:
+        return value
     if b"\\\\" not in value:
-        # The common case (ActiveMQ escapes the ':' of every message-id): no escaped backslash, so
-        # plain replacements cannot misread one escape as another.
+        # No escaped backslash, so plain replacements cannot misread one escape as another.
         return value.replace(b"\\c", b":").replace(b"\\n", b"\n").replace(b"\\r", b"\r")
     out, index = bytearray(), 0
     while index < len(value):
@@ -149,36 +166,36 @@ def _unescape(value: bytes) -> bytes:
 
 
 def parse_headers(block: bytes) -> tuple[bytes, Headers]:
-    """The command and headers of a frame's header block (no trailing blank line)."""
-    if b"\r" in block:
-        block = block.replace(b"\r\n", b"\n")
-    lines = block.split(b"\n")
-    # STOMP 1.2: when a header repeats, the first occurrence wins, so fill from the end.
-    try:
-        headers: Headers = dict([line.split(b":", 1) for line in reversed(lines[1:])])
-    except ValueError:  # a line without ':': keep what can be read, as stomp.py does
-        headers = {}
-        for line in reversed(lines[1:]):
-            key, _, value = line.partition(b":")
-            headers[key] = value
-    if b"\\" in block:
-        for key in [k for k, v in headers.items() if b"\\" in k or b"\\" in v]:
-            value = headers.pop(key)
-            headers[_unescape(key)] = _unescape(value)
+    """The command and raw headers of a frame's header block (no trailing blank line)."""
+    if b"\r" not in block:
+        # All in C: one split on both separators. Lines are "key:value" with escaped values
+        # (STOMP 1.2), so there are exactly two parts per line; a raw ':' or a line without one
+        # changes the count (only both in one frame would cancel out: no broker sends that).
+        parts = block.replace(b"\n", b":").split(b":")
+        if len(parts) == 2 * block.count(b"\n") + 1:
+            # The first occurrence of a repeated header wins, so fill from the end.
+            return parts[0], dict(zip(parts[-2:0:-2], parts[-1:0:-2], strict=False))
+    lines = block.replace(b"\r\n", b"\n").split(b"\n")
+    headers: Headers = {}
+    for line in reversed(lines[1:]):  # a line without ':' or with a raw one: read as stomp.py does
+        key, _, value = line.partition(b":")
+        headers[key] = value
     return lines[0], headers
 
 
 class FrameParser:
-    """Splits a byte stream into frames and hands each to ``handler(command, headers, body)``.
+    """Splits a byte stream into frames and hands each to ``handler(command, headers, body, received_ns)``.
 
     Heart-beat EOLs between frames are skipped. Frames without content-length end at the first NUL.
+    ``received_ns`` is the time the caller read the bytes that completed the frame: latency is
+    measured to there, not to when mqusers got round to the frame.
     """
 
     def __init__(self, handler: FrameHandler):
         self._handler = handler
         self._pending = b""
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, received_ns: int) -> None:
         buffer = self._pending + data if self._pending else data
         handler, size, start = self._handler, len(buffer), 0
         while True:
@@ -207,6 +224,6 @@ class FrameParser:
                 body_end = buffer.find(b"\x00", body_start)
                 if body_end < 0:
                     break
-            handler(command, headers, buffer[body_start:body_end])
+            handler(command, headers, buffer[body_start:body_end], received_ns)
             start = body_end + 1
         self._pending = buffer[start:]

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from mqusers.measure.recorder import Batch
 from mqusers.names import REQUEST_TYPE, destination_operation, request_key
 
 LOWEST_US = 1
@@ -94,8 +95,27 @@ class Book:
         elif response_time < 0:
             tally.negative += 1
         else:
-            micros = int(response_time * 1000.0)
+            micros = round(response_time * 1000.0)  # exact for the recorder's micros / 1000
             tally.histogram.record_value(LOWEST_US if micros < LOWEST_US else min(micros, HIGHEST_US))
+
+    def add_batches(self, batches: Sequence[Batch]) -> None:
+        """The recorder's successes: what :meth:`on_request` per message would have tallied."""
+        if not self.recording:
+            return
+        for batch in batches:
+            tally = self.tallies.get(batch.name)
+            if tally is None:
+                tally = self.tallies[batch.name] = Tally(first=batch.first_ns / 1e9)
+            tally.first = min(tally.first, batch.first_ns / 1e9)
+            tally.last = max(tally.last, batch.last_ns / 1e9)
+            tally.count += batch.count
+            tally.bytes += batch.bytes
+            record = tally.histogram.record_value
+            for micros, count in batch.micros.items():
+                if micros < 0:
+                    tally.negative += count
+                else:
+                    record(LOWEST_US if micros < LOWEST_US else min(micros, HIGHEST_US), count)
 
     def clear(self) -> None:
         self.tallies = {}

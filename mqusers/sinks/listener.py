@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import gevent
 
 from mqusers.health import PROBE, IntervalLag
+from mqusers.measure.recorder import Recorder
 from mqusers.run import Shipping
 from mqusers.sinks import points, schema
 from mqusers.sinks.settings import InfluxSettings, http_sender
@@ -45,6 +46,9 @@ class RunInfo(Protocol):
 
     @property
     def shipping(self) -> Shipping: ...
+
+    @property
+    def recorder(self) -> Recorder: ...
 
 
 def _now_ms() -> int:
@@ -99,6 +103,7 @@ class InfluxSink:
     def start(self) -> None:
         events = self.environment.events
         listen(events.request, self.book.on_request)
+        self.ctx.recorder.add_consumer(self.book.add_batches)  # the per-message successes, in bulk
         listen(events.test_start, self.on_test_start)
         # Intervals travel with mqusers' own shipping; the last points come once everything is in.
         self.ctx.shipping.register(SHIPPING_KEY, self._ship, self.receive_intervals)

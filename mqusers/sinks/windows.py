@@ -8,7 +8,7 @@ percentiles come from the merged histograms, never from an average of the worker
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, Tally, by_destination
+from mqusers.measure.recorder import Batch
 from mqusers.names import REQUEST_TYPE, destination_kind, request_key, split_event_name
 from mqusers.sinks.schema import PERCENTILE_FIELDS
 
@@ -81,11 +82,13 @@ def tallies_of(drained: EncodedTallies) -> dict[str, Tally]:
 
 
 class _Slot:
-    __slots__ = ("bytes", "count", "failures", "negative", "samples")
+    __slots__ = ("bytes", "count", "failures", "grouped", "negative", "samples")
 
     def __init__(self) -> None:
         self.count = self.failures = self.bytes = self.negative = 0
         self.samples: list[int] = []
+        #: Samples that came already grouped (the recorder's batches).
+        self.grouped: Counter[int] = Counter()
 
 
 class IntervalBook:
@@ -115,7 +118,17 @@ class IntervalBook:
         elif response_time < 0:
             slot.negative += 1
         else:
-            slot.samples.append(int(response_time * 1000.0))
+            slot.samples.append(round(response_time * 1000.0))
+
+    def add_batches(self, batches: Sequence[Batch]) -> None:
+        """The recorder's successes, as :meth:`on_request` per message would have taken them."""
+        for batch in batches:
+            slot = self.slots.get(batch.name)
+            if slot is None:
+                slot = self.slots[batch.name] = _Slot()
+            slot.count += batch.count
+            slot.bytes += batch.bytes
+            slot.grouped.update(batch.micros)
 
     def clear(self) -> None:
         self.slots = {}
@@ -127,8 +140,13 @@ class IntervalBook:
         for name, slot in slots.items():
             tally = tallies[name] = Tally(slot.count, slot.failures, slot.bytes, slot.negative)
             record = tally.histogram.record_value
-            for micros, count in Counter(slot.samples).items():  # C-speed grouping of equal samples
-                record(LOWEST_US if micros < LOWEST_US else min(micros, HIGHEST_US), count)
+            grouped = slot.grouped
+            grouped.update(slot.samples)  # C-speed grouping of equal samples
+            for micros, count in grouped.items():
+                if micros < 0:
+                    tally.negative += count
+                else:
+                    record(LOWEST_US if micros < LOWEST_US else min(micros, HIGHEST_US), count)
         return tallies
 
 

@@ -7,6 +7,7 @@ frames back (RECEIPT, MESSAGE, ERROR) or drops it, exactly as a broker's bytes w
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from gevent.event import Event
@@ -67,7 +68,7 @@ class MemoryConnection:
 
     def feed(self, data: bytes) -> None:
         """Bytes from the broker: one or more frames, handled as the reader greenlet would."""
-        self._parser.feed(data)
+        self._parser.feed(data, time.time_ns())
 
     def drop(self) -> None:
         """The network or the broker ends the connection."""
@@ -92,9 +93,9 @@ class MemoryConnection:
             self._ended.set()
             self.listener.on_disconnected()
 
-    def _dispatch(self, command: bytes, headers: Headers, body: bytes) -> None:
+    def _dispatch(self, command: bytes, headers: Headers, body: bytes, received_ns: int) -> None:
         # As stomp.py does under the lean transport: the client first, then CONNECTED to the session.
-        if not self.listener.on_frame(command, headers, body) and command == b"CONNECTED":
+        if not self.listener.on_frame(command, headers, body, received_ns) and command == b"CONNECTED":
             self.listener.on_connected({k.decode(): v.decode() for k, v in headers.items()})
 
 

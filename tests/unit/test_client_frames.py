@@ -8,12 +8,13 @@ from mqusers.wire import (
     receipt_line,
     receipted_frame,
     request_lines,
+    unescape,
 )
 
 
 def read(data: bytes) -> list[tuple[bytes, Headers, bytes]]:
     frames: list[tuple[bytes, Headers, bytes]] = []
-    FrameParser(lambda c, h, b: frames.append((c, h, b))).feed(data)
+    FrameParser(lambda c, h, b, _: frames.append((c, h, b))).feed(data, 0)
     return frames
 
 
@@ -28,7 +29,7 @@ def test_a_request_names_its_reply_destination_escaped_and_its_correlation_id() 
     lines = request_lines(b"/queue/odd:name", b"p-1")
     assert lines == b"reply-to:/queue/odd\\cname\ncorrelation-id:p-1\n"
     [(_, headers, _)] = read(SendFrames("/queue/a", b"body", "r", "p", {}).frame_with(1, 2, lines))
-    assert (headers[b"reply-to"], headers[b"correlation-id"]) == (b"/queue/odd:name", b"p-1")
+    assert (unescape(headers[b"reply-to"]), headers[b"correlation-id"]) == (b"/queue/odd:name", b"p-1")
 
 
 def test_control_frames_ask_for_a_receipt() -> None:

@@ -34,11 +34,12 @@ def connected(env: Environment, config: ClientConfig = CONFIG) -> tuple[StompCli
     return client, transport.connection
 
 
-def publisher() -> Publisher:
-    return Publisher("/queue/a", SendFrames("/queue/a", b"body", "run", "p", {}))
+def publisher(client: StompClient) -> Publisher:
+    return client.publisher("/queue/a", SendFrames("/queue/a", b"body", "run", "p", {}))
 
 
-def message(body: bytes, sent_ns: int, *, crc: int | None = None, ack: bytes | None = None) -> tuple[dict, bytes]:
+def message(body: bytes, sent_ns: int, *, crc: int | None = None, ack: bytes | None = None) -> tuple[dict, bytes, int]:
+    """A delivery's headers, body and the time it was read (now)."""
     headers = {
         b"mq-run": b"run",
         b"mq-sent-ns": str(sent_ns).encode(),
@@ -48,7 +49,7 @@ def message(body: bytes, sent_ns: int, *, crc: int | None = None, ack: bytes | N
     }
     if ack:
         headers[b"ack"] = ack
-    return headers, body
+    return headers, body, time.time_ns()
 
 
 def errors(env: Environment) -> list[str]:
@@ -70,7 +71,7 @@ def test_corrupt_messages_of_this_run_are_failures() -> None:
     env = environment()
     receiver = Receiver(connected(env)[0], "/queue/a", "auto", run_id="run")
     receiver(*message(b"abc", time.time_ns(), crc=1))
-    receiver({b"subscription": b"s", b"mq-run": b"run"}, b"stamp lost")
+    receiver({b"subscription": b"s", b"mq-run": b"run"}, b"stamp lost", time.time_ns())
     entry = env.stats.entries[("receive /queue/a", "STOMP")]
     assert (entry.num_requests, entry.num_failures) == (2, 2)
     errors = {e.error for e in env.stats.errors.values()}
@@ -82,9 +83,9 @@ def test_foreign_and_other_runs_messages_are_counted_apart() -> None:
     client, connection = connected(env)
     receiver = Receiver(client, "/queue/a", "client-individual", run_id="run")
     receiver.audit = Subscription("k", "/queue/a", "queue", False)
-    receiver({b"subscription": b"s", b"ack": b"f1"}, b"not ours")
-    other_headers, body = message(b"old", time.time_ns() - 3_600_000_000_000, ack=b"o1")
-    receiver({**other_headers, b"mq-run": b"earlier", b"mq-producer": b"p", b"mq-seq": b"1"}, body)
+    receiver({b"subscription": b"s", b"ack": b"f1"}, b"not ours", time.time_ns())
+    other_headers, body, _ = message(b"old", time.time_ns() - 3_600_000_000_000, ack=b"o1")
+    receiver({**other_headers, b"mq-run": b"earlier", b"mq-producer": b"p", b"mq-seq": b"1"}, body, time.time_ns())
     assert ("receive /queue/a", "STOMP") not in env.stats.entries  # neither received nor a failure
     assert (receiver.audit.foreign, receiver.audit.other_run, receiver.received) == (1, 1, 0)
     assert connection.sent == [b"ACK\nid:f1\n\n\x00", b"ACK\nid:o1\n\n\x00"]
@@ -93,11 +94,11 @@ def test_foreign_and_other_runs_messages_are_counted_apart() -> None:
 def test_other_runs_can_fail_or_be_received() -> None:
     env = environment()
     failing = Receiver(connected(env)[0], "/queue/a", "auto", run_id="run", other_runs="fail")
-    failing({b"subscription": b"s"}, b"not ours")
+    failing({b"subscription": b"s"}, b"not ours", time.time_ns())
     assert env.stats.entries[("receive /queue/a", "STOMP")].num_failures == 1
     draining = Receiver(connected(env)[0], "/queue/b", "auto", run_id="run", other_runs="receive")
-    headers, body = message(b"old", time.time_ns() - 5_000_000)
-    draining({**headers, b"mq-run": b"earlier"}, body)
+    headers, body, received_ns = message(b"old", time.time_ns() - 5_000_000)
+    draining({**headers, b"mq-run": b"earlier"}, body, received_ns)
     entry = env.stats.entries[("receive /queue/b", "STOMP")]
     assert (entry.num_requests, entry.num_failures) == (1, 0) and entry.total_response_time >= 5
 
@@ -116,10 +117,10 @@ def test_client_ack_mode_batches_and_flushes() -> None:
 def test_individual_acks_and_no_acks_while_closing() -> None:
     client, connection = connected(environment())
     receiver = Receiver(client, "/queue/a", "client-individual", ack_every=50, run_id="run")
-    receiver(*message(b"m", time.time_ns(), ack=b"x:1"))
-    assert connection.sent == [b"ACK\nid:x\\c1\n\n\x00"]
+    receiver(*message(b"m", time.time_ns(), ack=b"x\\c1"))  # ActiveMQ escapes the ':' of its ack ids
+    assert connection.sent == [b"ACK\nid:x\\c1\n\n\x00"]  # handed back exactly as it came
     client.closing = True
-    receiver(*message(b"m", time.time_ns(), ack=b"x:2"))
+    receiver(*message(b"m", time.time_ns(), ack=b"x\\c2"))
     assert len(connection.sent) == 1 and receiver.received == 1
 
 
@@ -132,10 +133,10 @@ def test_receipt_times_a_sync_send_and_an_error_frame_fails_it() -> None:
         connection.feed(b"ERROR\nreceipt-id:%s\nmessage:queue full\n\n\x00" % receipt)
 
     gevent.spawn(connection.answer_receipt)
-    assert client.publish(publisher(), 1, sync=True) is Sent.CONFIRMED
+    assert client.publish(publisher(client), 1, sync=True) is Sent.CONFIRMED
     gevent.spawn(refuse)
-    assert client.publish(publisher(), 2, sync=True) is Sent.FAILED  # written, then refused: not sent
-    assert client.publish(publisher(), 3, sync=True) is Sent.UNCONFIRMED  # no RECEIPT within the timeout
+    assert client.publish(publisher(client), 2, sync=True) is Sent.FAILED  # written, then refused: not sent
+    assert client.publish(publisher(client), 3, sync=True) is Sent.UNCONFIRMED  # no RECEIPT within the timeout
     sends = env.stats.entries[("send /queue/a", "STOMP")]
     receipts = env.stats.entries[("receipt /queue/a", "STOMP")]
     assert (sends.num_requests, sends.num_failures) == (3, 0)
@@ -150,10 +151,10 @@ def test_a_request_carries_reply_to_and_a_correlation_id_that_the_reply_echoes()
 
     def reply() -> None:
         headers = connection.next_frame()[1]
-        client.reply_arrived({b"correlation-id": headers[b"correlation-id"]}, b"body")
+        client.reply_arrived({b"correlation-id": headers[b"correlation-id"]}, b"body", time.time_ns())
 
     gevent.spawn(reply)
-    assert client.request(publisher(), 7, "/temp-queue/r") is Sent.CONFIRMED
+    assert client.request(publisher(client), 7, "/temp-queue/r") is Sent.CONFIRMED
     assert b"\nreply-to:/temp-queue/r\ncorrelation-id:p-7\n" in connection.sent[0]
     requests = env.stats.entries[("request /queue/a", "STOMP")]
     assert (requests.num_requests, requests.num_failures) == (1, 0)
@@ -162,7 +163,7 @@ def test_a_request_carries_reply_to_and_a_correlation_id_that_the_reply_echoes()
 def test_a_missing_reply_is_a_failure_and_the_greenlet_lives_on() -> None:
     env = environment()
     client, _ = connected(env)
-    worker = gevent.spawn(lambda: [client.request(publisher(), n, "/temp-queue/r") for n in (1, 2)])
+    worker = gevent.spawn(lambda: [client.request(publisher(client), n, "/temp-queue/r") for n in (1, 2)])
     worker.join(timeout=5)
     assert worker.successful() and worker.value == [Sent.UNCONFIRMED, Sent.UNCONFIRMED]
     requests = env.stats.entries[("request /queue/a", "STOMP")]
@@ -187,7 +188,7 @@ def test_a_drop_while_a_receipt_is_pending_leaves_the_message_unconfirmed() -> N
 
     gevent.spawn(drop)
     started = time.monotonic()
-    assert client.publish(publisher(), 1, sync=True) is Sent.UNCONFIRMED
+    assert client.publish(publisher(client), 1, sync=True) is Sent.UNCONFIRMED
     assert time.monotonic() - started < 1.0  # the drop answers the wait, not the timeout
     assert client.dropped and not client.connected
     assert errors(env) == ["connection lost"]
@@ -199,7 +200,7 @@ def test_a_refused_subscribe_is_a_subscribe_failure_with_the_brokers_message() -
     client, connection = connected(env)
     # RabbitMQ confirms a SUBSCRIBE to a missing queue, then refuses it, in the same read.
     gevent.spawn(connection.answer_receipt, b"ERROR\nmessage:not_found\n\nNO_QUEUE - no queue 'q'\x00")
-    sub_id = client.subscribe("/amq/queue/q", lambda h, b: None, ack="auto", headers={})
+    sub_id = client.subscribe("/amq/queue/q", lambda h, b, _: None, ack="auto", headers={})
     gevent.sleep(0)
     entry = env.stats.entries[("subscribe /amq/queue/q", "STOMP")]
     assert (entry.num_requests, entry.num_failures) == (2, 1)
@@ -212,7 +213,7 @@ def test_an_error_after_a_delivery_is_not_the_subscribe_refused() -> None:
     client, connection = connected(env)
     received: list[bytes] = []
     gevent.spawn(connection.answer_receipt)
-    sub_id = client.subscribe("/queue/q", lambda h, b: received.append(b), ack="auto", headers={"id": "s1"})
+    sub_id = client.subscribe("/queue/q", lambda h, b, _: received.append(b), ack="auto", headers={"id": "s1"})
     connection.feed(b"MESSAGE\nsubscription:%s\n\nhello\x00ERROR\nmessage:later\n\n\x00" % sub_id.encode())
     assert received == [b"hello"]
     assert env.stats.entries[("subscribe /queue/q", "STOMP")].num_failures == 0
@@ -257,7 +258,7 @@ def test_a_blocked_send_shows_in_send_progress_and_disconnect_still_returns() ->
     env = environment()
     client, connection = connected(env)
     connection.stall()
-    producer = gevent.spawn(client.publish, publisher(), 1)
+    producer = gevent.spawn(client.publish, publisher(client), 1)
     gevent.sleep(0.01)
     assert client.send_progress() == (True, 1)
     started = time.monotonic()

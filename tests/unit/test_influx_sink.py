@@ -20,6 +20,7 @@ import pytest
 from gevent.event import Event
 
 from mqusers.measure.book import Book
+from mqusers.measure.recorder import Recorder
 from mqusers.parsing import OptionError
 from mqusers.run import Shipping
 from mqusers.sinks import schema
@@ -182,6 +183,7 @@ def test_backlog_counts_fan_out_on_topics() -> None:
 class Ctx:
     run_id: str = "run-1"
     shipping: Shipping = field(default_factory=Shipping)
+    recorder: Recorder = field(default_factory=lambda: Recorder(lambda **_: None))
 
 
 def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], int]]:

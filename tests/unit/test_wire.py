@@ -12,19 +12,20 @@ from mqusers.wire import (
     make_body,
     parse_headers,
     reply_frame,
+    unescape,
 )
 
 
 def collect() -> tuple[list[tuple[bytes, dict[bytes, bytes], bytes]], FrameParser]:
     frames: list[tuple[bytes, dict[bytes, bytes], bytes]] = []
-    return frames, FrameParser(lambda c, h, b: frames.append((c, h, b)))
+    return frames, FrameParser(lambda c, h, b, _: frames.append((c, h, b)))
 
 
 def test_send_frame_carries_every_stamp_header() -> None:
     body = make_body(100)
     frames = SendFrames("/queue/a", body, "run1", "p.1", {"persistent": "true"})
     got, parser = collect()
-    parser.feed(frames.frame(7, 1_700_000_000_123_456_789).replace(b"SEND", b"MESSAGE", 1))
+    parser.feed(frames.frame(7, 1_700_000_000_123_456_789).replace(b"SEND", b"MESSAGE", 1), 0)
     [(command, headers, received)] = got
     assert command == b"MESSAGE" and received == body
     stamp = [headers[k] for k in (b"mq-run", b"mq-producer", b"mq-seq", b"mq-sent-ns", b"mq-size", b"mq-crc32")]
@@ -35,7 +36,7 @@ def test_send_frame_carries_every_stamp_header() -> None:
 def test_extra_header_lines() -> None:
     frames = SendFrames("/queue/a", b"x", "r", "p", {})
     got, parser = collect()
-    parser.feed(frames.frame_with(1, 2, b"receipt:r-9\n"))
+    parser.feed(frames.frame_with(1, 2, b"receipt:r-9\n"), 0)
     assert got[0][1][b"receipt"] == b"r-9"
 
 
@@ -53,15 +54,16 @@ def test_stream_split_at_every_byte_with_heartbeats_nul_bodies_and_crlf() -> Non
         + b"ERROR\nmessage:no\\cway\n\nbody without length\x00"
     )
     whole, parser = collect()
-    parser.feed(stream)
+    parser.feed(stream, 0)
     pieces, piecewise = collect()
     for index in range(len(stream)):
-        piecewise.feed(stream[index : index + 1])
+        piecewise.feed(stream[index : index + 1], 0)
     assert whole == pieces
     assert [c for c, _, _ in whole] == [b"MESSAGE", b"RECEIPT", b"ERROR"]
     assert whole[0][2] == b"a\x00b"
     assert whole[1][1] == {b"receipt-id": b"7"}
-    assert whole[2][1][b"message"] == b"no:way" and whole[2][2] == b"body without length"
+    assert whole[2][1][b"message"] == b"no\\cway" and whole[2][2] == b"body without length"  # raw
+    assert unescape(whole[2][1][b"message"]) == b"no:way"
 
 
 def test_first_repeated_header_wins() -> None:
@@ -72,18 +74,31 @@ def test_unescaping_and_escaping_round_trip() -> None:
     raw = b"a:b\\c\nd"
     escaped = escape_bytes(raw)
     assert b":" not in escaped and b"\n" not in escaped
-    assert parse_headers(b"MESSAGE\nk:" + escaped)[1][b"k"] == raw
-    assert escape_bytes(b"plain") == b"plain"
+    assert parse_headers(b"MESSAGE\nk:" + escaped)[1][b"k"] == escaped  # values stay as on the wire
+    assert unescape(escaped) == raw and unescape(b"x\\cy\\nz") == b"x:y\nz"
+    assert escape_bytes(b"plain") == b"plain" and unescape(b"plain") == b"plain"
+
+
+def test_malformed_lines_and_crlf_take_the_careful_path() -> None:
+    assert parse_headers(b"MESSAGE\nk:v:w\nz:1")[1] == {b"k": b"v:w", b"z": b"1"}  # a raw ':' (STOMP 1.0 style)
+    assert parse_headers(b"MESSAGE\nbare\nz:1")[1] == {b"bare": b"", b"z": b"1"}
+    assert parse_headers(b"MESSAGE\r\nk:v\r\nk:later")[1] == {b"k": b"v"}
+
+
+def test_many_frames_in_one_buffer_equal_the_frames_one_by_one() -> None:
+    frames = SendFrames("/queue/a", make_body(100) + bytes(range(256)), "r", "p", {"persistent": "true"})
+    assert frames.frames(5, 3, 99) == b"".join(frames.frame(seq, 99) for seq in (5, 6, 7))
+    assert frames.frames(9, 1, 42) == frames.frame(9, 42)
 
 
 def test_content_length_without_nul_is_an_error() -> None:
     _, parser = collect()
     with pytest.raises(ValueError, match="not NUL-terminated"):
-        parser.feed(b"MESSAGE\ncontent-length:2\n\nabc\x00")
+        parser.feed(b"MESSAGE\ncontent-length:2\n\nabc\x00", 0)
 
 
-def test_control_frames_escape_what_the_broker_sent() -> None:
-    assert ack_frame(b"ID:host-1:2") == b"ACK\nid:ID\\chost-1\\c2\n\n\x00"
+def test_control_frames_hand_back_what_the_broker_sent() -> None:
+    assert ack_frame(b"ID\\chost-1\\c2") == b"ACK\nid:ID\\chost-1\\c2\n\n\x00"
     reply = reply_frame(b"/temp-queue/r", b"p-7", b"body")
     assert reply == b"SEND\ndestination:/temp-queue/r\ncorrelation-id:p-7\ncontent-length:4\n\nbody\x00"
     assert due_line(123) == b"mq-due-ns:123\n"
