@@ -133,11 +133,7 @@ class StompClient(Session):
             for _ in range(messages):
                 self._fire(operation.name, start, size, error)
             return False
-        end_ns = time.time_ns()
-        micros = int((time.perf_counter() - start) * 1e6)
-        record = operation.record
-        for _ in range(messages):
-            record(micros, size, end_ns)
+        operation.record_many(int((time.perf_counter() - start) * 1e6), size, time.time_ns(), messages)
         return True
 
     # -- subscriptions -----------------------------------------------------------------------

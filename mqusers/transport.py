@@ -55,6 +55,8 @@ class LeanTransport(Transport):  # type: ignore[misc]
         #: Read by the health monitor: a send in progress whose count does not move is blocked.
         self.in_send = False
         self.sends = 0
+        #: Heart-beats from the broker were asked for: every read must tell stomp.py's monitor.
+        self.beats_in = False
 
     def attempt_connection(self) -> None:
         super().attempt_connection()
@@ -101,30 +103,19 @@ class LeanTransport(Transport):  # type: ignore[misc]
             with contextlib.suppress(OSError):
                 sock.close()
 
-    def receive(self) -> bytes | None:
-        try:
-            return self.socket.recv(_RECV_BYTES)  # type: ignore[no-any-return]
-        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-            return None
-        except OSError as error:
-            if error.errno in (errno.EAGAIN, errno.EINTR):
-                return None
-            if self.is_connected():
-                raise
-            return b""
-
     def _BaseTransport__read_frames(self) -> None:
         try:
-            data = self.receive()
-        except OSError:
-            data = b""
-        if data is None:
+            data = self.socket.recv(_RECV_BYTES)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
+        except OSError as error:
+            if error.errno in (errno.EAGAIN, errno.EINTR):
+                return
+            data = b""
         if not data:
             raise stomp_exception.ConnectionClosedException()
-        heartbeat = self.listeners.get("protocol-listener")
-        if heartbeat is not None:
-            heartbeat.on_heartbeat()  # any bytes from the broker prove it alive
+        if self.beats_in:
+            self.listeners["protocol-listener"].on_heartbeat()  # any bytes from the broker prove it alive
         # One clock read per read, not per frame: what was read together arrived together.
         self._parser.feed(data, time.time_ns())
 
@@ -160,6 +151,7 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
             vhost=vhost,
             auto_decode=False,
         )
+        transport.beats_in = heartbeats[1] > 0
         if use_ssl:
             transport.set_ssl(for_hosts=hosts, ca_certs=ca_file)
         stomp.connect.BaseConnection.__init__(self, transport)

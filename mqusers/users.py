@@ -255,9 +255,7 @@ class StompProducerUser(StompUser):
     def emit_many(self, first: int, count: int) -> None:
         """Send messages ``first`` .. ``first + count - 1`` in one write (unpaced, no receipts)."""
         if self.client.publish_many(self.publisher, first, count):
-            now_ns, record = time.time_ns(), self._sent.record
-            for seq in range(first, first + count):
-                record(seq, now_ns)
+            self._sent.record_run(first, count, time.time_ns())
 
 
 class StompRequesterUser(StompProducerUser):

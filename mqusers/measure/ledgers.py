@@ -58,6 +58,19 @@ class SentStream:
             self._mark(seq, sent_ns)
         self.last_ns = sent_ns
 
+    def record_run(self, first: int, count: int, sent_ns: int) -> None:
+        """``first`` .. ``first + count - 1``, all sent at ``sent_ns`` (one write): one range, not ``count`` calls."""
+        top = self.seqs.last
+        if top is not None and first <= top:  # not above everything sent so far: the careful way
+            for seq in range(first, first + count):
+                self.record(seq, sent_ns)
+            return
+        last = first + count - 1
+        self.seqs.add_range(first, last)
+        if sent_ns >= self._due_ns:
+            self._mark(last, sent_ns)
+        self.last_ns = sent_ns
+
     def _mark(self, seq: int, sent_ns: int) -> None:
         if seq == self.seqs.last and seq > self._hwm:  # a new highest seq, not a gap filled in or a resend
             self._checkpoints.append([seq, sent_ns])

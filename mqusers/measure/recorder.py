@@ -47,6 +47,8 @@ class Record(Protocol):
 
     def record(self, micros: int, size: int, now_ns: int) -> None: ...
 
+    def record_many(self, micros: int, size: int, now_ns: int, count: int) -> None: ...
+
 
 def second_of(now_ns: int) -> int:
     """The second Locust would file an event at ``now_ns`` under: ``int(time.time())``."""
@@ -83,6 +85,14 @@ class Operation:
             self._open(now_ns)
         self._samples.append(micros)
         self._bytes += size
+        self._last_ns = now_ns
+
+    def record_many(self, micros: int, size: int, now_ns: int, count: int) -> None:
+        """``count`` successes alike (messages written together)."""
+        if now_ns >= self._end_ns:
+            self._open(now_ns)
+        self._samples.extend([micros] * count)
+        self._bytes += size * count
         self._last_ns = now_ns
 
     def _open(self, now_ns: int) -> None:
@@ -124,6 +134,10 @@ class PerMessage:
         # The same float the bulk path derives from the same µs, so both modes log identical values.
         self._fire(request_type=REQUEST_TYPE, name=self.name, response_time=micros / 1000.0,
                    response_length=size, exception=None, context={})  # fmt: skip
+
+    def record_many(self, micros: int, size: int, now_ns: int, count: int) -> None:
+        for _ in range(count):
+            self.record(micros, size, now_ns)
 
 
 BatchConsumer = Callable[[Sequence[Batch]], None]
