@@ -381,3 +381,20 @@ def test_ten_million_in_order_records_cost_one_interval_per_producer() -> None:
     fig = audit.verdict(100 * S, S)[Q]
     assert (fig["sent"], fig["received"], fig["lost"], fig["duplicated"]) == (n, n, 0, 0)
     assert audit.snapshot()["queues"] == [[Q, "p", [[[1, n]]]]]
+
+
+def test_a_burst_recorded_as_a_run_drains_like_its_messages_one_by_one() -> None:
+    """Messages written together (one socket write) are one ``record_run``; a run overlapping what
+    was sent before (a resend) takes the careful path and counts the repeats."""
+    by_run, one_by_one = SentLedger("w1"), SentLedger("w1")
+    bursts = [(1, 64, S), (65, 64, S + 50 * MS), (129, 10, S + 300 * MS), (120, 20, S + 400 * MS)]
+    for first, count, sent_ns in bursts:
+        by_run.producer(Q, "p").record_run(first, count, sent_ns)
+        for seq in range(first, first + count):
+            one_by_one.producer(Q, "p").record(seq, sent_ns)
+    mine, theirs = by_run.drain()["producers"][0], one_by_one.drain()["producers"][0]
+    assert mine["seqs"] == theirs["seqs"] == [[[1, 139]], [[120, 138]]]
+    assert mine["last_ns"] == theirs["last_ns"] == S + 400 * MS
+    # A checkpoint is (a seq, its send time): a run marks its last seq, sent at the same moment as its first.
+    assert theirs["checkpoints"] == [[1, S], [129, S + 300 * MS], [139, S + 400 * MS]]
+    assert mine["checkpoints"] == [[64, S], [138, S + 300 * MS], [139, S + 400 * MS]]
