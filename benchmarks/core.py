@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULT_PREFIX, BenchError, parse_host, parse_size
+from benchmarks.common import RANGE, RESULT_PREFIX, BenchError, parse_host, parse_size, spread
 from benchmarks.locust_cli import PUT_GET, check_complete, locust_argv, report_row, run_process
 
 RATIO_TARGET = 3.0
@@ -42,7 +42,6 @@ P50_TARGET_MS = 0.5
 #: (c)'s p99 may exceed plain stomp.py's with TCP_NODELAY, measured in the same round, by this much.
 P99_MARGIN_MS = 1.0
 ROOT = Path(__file__).resolve().parent.parent
-RANGE = "\u2013"  # en dash, as in "median [min–max]"  # noqa: RUF003
 LABELS = {
     "raw": "(a) raw stomp.py+gevent",
     "mqusers": "(b) mqusers via Locust",
@@ -61,20 +60,20 @@ def fresh_queue(kind: str) -> str:
 def child_command(kind: str, options: argparse.Namespace, profile: str = "") -> list[str]:
     host, port = parse_host(options.host)
     common = ["--destination", fresh_queue(kind), "--size", str(options.size_bytes), "--timeout", str(options.timeout)]
-    paced_messages = round(options.paced_rate * options.paced_seconds)
-    if kind in ("raw", "raw-paced"):
-        command = ["-m", "benchmarks.raw_stomp", "--broker-host", host, "--broker-port", str(port)]
-        if kind == "raw-paced":
-            command += ["--messages", str(paced_messages), "--rate", str(options.paced_rate)]
-        else:
-            command += ["--messages", str(options.messages)]
-        return [sys.executable, *command, *common]
     if kind == "mqusers":
         command = ["-m", "benchmarks.mq_locust", "--mode", "mqusers", "--host", options.host]
         extra = ["--profile", profile] if profile else []
         return [sys.executable, *command, "--messages", str(options.messages), "--rate", "0", *common, *extra]
+    if kind == "raw":
+        command = ["-m", "benchmarks.raw_stomp", "--broker-host", host, "--broker-port", str(port)]
+        return [sys.executable, *command, "--messages", str(options.messages), *common]
+    # The paced kinds: (c) and (e) send the same count at the same rate.
+    paced = ["--messages", str(round(options.paced_rate * options.paced_seconds)), "--rate", str(options.paced_rate)]
+    if kind == "raw-paced":
+        command = ["-m", "benchmarks.raw_stomp", "--broker-host", host, "--broker-port", str(port)]
+        return [sys.executable, *command, *paced, *common]
     command = ["-m", "benchmarks.mq_locust", "--mode", "paced", "--host", options.host]
-    return [sys.executable, *command, "--messages", str(paced_messages), "--rate", str(options.paced_rate), *common]
+    return [sys.executable, *command, *paced, *common]
 
 
 def run_child(command: Sequence[str], timeout: float) -> dict[str, Any]:
@@ -149,12 +148,6 @@ def run_with_retries(kind: str, options: argparse.Namespace) -> dict[str, Any]:
                 raise
             print(f"         {LABELS[kind]} failed ({error}); retrying on a fresh queue", flush=True)
     raise AssertionError("unreachable")
-
-
-def spread(values: Sequence[float], fmt: str = "{:,.0f}") -> str:
-    """median [min–max]"""  # noqa: RUF002  (the en dash is the report's range sign)
-    low, high = fmt.format(min(values)), fmt.format(max(values))
-    return f"{fmt.format(statistics.median(values))} [{low}{RANGE}{high}]"
 
 
 def whole_process(result: dict[str, Any]) -> float:
