@@ -45,20 +45,22 @@ lint: install
 	$(VENV)/bin/mypy
 
 # The benchmarks (benchmarks/README.md) run on the local ActiveMQ and, like demo, stop it afterwards
-# only if they started it.
+# only if they started it. BENCH_ARGS is appended (the last of a repeated option wins), e.g. a short
+# run: make bench BENCH_ARGS="--messages 20000 --repeat 1".
 BENCH_HOST = stomp://127.0.0.1:$$($(PY) -m services port activemq stomp)
+BENCH_ARGS ?=
 
 bench: install
-	$(call with_services,activemq,$(PY) -m benchmarks.core --host $(BENCH_HOST) --messages 100000 --size 1KB)
+	$(call with_services,activemq,$(PY) -m benchmarks.core --host $(BENCH_HOST) --messages 100000 --size 1KB $(BENCH_ARGS))
 
 bench-listener: install
-	$(call with_services,activemq,$(PY) -m benchmarks.listener --host $(BENCH_HOST))
+	$(call with_services,activemq,$(PY) -m benchmarks.listener --host $(BENCH_HOST) $(BENCH_ARGS))
 
 bench-memory: install
-	$(call with_services,activemq,$(PY) -m benchmarks.memory --host $(BENCH_HOST))
+	$(call with_services,activemq,$(PY) -m benchmarks.memory --host $(BENCH_HOST) $(BENCH_ARGS))
 
 bench-scale: install
-	$(call with_services,activemq,$(PY) -m benchmarks.scale --host $(BENCH_HOST))
+	$(call with_services,activemq,$(PY) -m benchmarks.scale --host $(BENCH_HOST) $(BENCH_ARGS))
 
 dashboards: install
 	$(PY) -m tools.dashboards
