@@ -25,6 +25,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ SCALE_TARGET = 1.8
 RSS_TARGET_MB = 300.0
 #: Above this share of one core, the broker is probably what limits (i), not the generator.
 BROKER_BUSY = 0.8
+#: Below this idle share, the machine's CPUs are the limit.
+MACHINE_IDLE = 0.1
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -71,6 +74,51 @@ def machine_cpu_s() -> tuple[float, float]:
 
 
 @dataclass
+class Load:
+    """The broker's and the machine's CPU between two instants."""
+
+    seconds: float
+    broker_cpu_s: float | None  # None: the broker's pid is unknown or it went away
+    machine_busy_s: float
+    machine_idle_s: float
+
+    @property
+    def broker_share(self) -> float | None:
+        """The broker's CPU as a share of one core."""
+        return None if self.broker_cpu_s is None else self.broker_cpu_s / self.seconds
+
+    @property
+    def idle(self) -> float:
+        return self.machine_idle_s / max(1e-9, self.machine_busy_s + self.machine_idle_s)
+
+
+@dataclass
+class Sample:
+    at: float  # time.time(), as the report's started/stopped
+    broker_cpu_s: float | None
+    machine_busy_s: float
+    machine_idle_s: float
+
+    @classmethod
+    def now(cls, pid: int | None) -> Sample:
+        return cls(time.time(), process_cpu_s(pid), *machine_cpu_s())
+
+    def until(self, later: Sample) -> Load:
+        broker = None
+        if self.broker_cpu_s is not None and later.broker_cpu_s is not None:
+            broker = later.broker_cpu_s - self.broker_cpu_s
+        busy, idle = later.machine_busy_s - self.machine_busy_s, later.machine_idle_s - self.machine_idle_s
+        return Load(later.at - self.at, broker, busy, idle)
+
+
+def window_of_test(samples: list[Sample], document: dict[str, Any]) -> Load:
+    """The load between Locust's test start and stop (not its start-up): the samples nearest inside."""
+    inside = [s for s in samples if document["started"] <= s.at <= document["stopped"]]
+    first, last = (inside[0], inside[-1]) if len(inside) >= 2 else (samples[0], samples[-1])
+    return first.until(last)
+
+
+@dataclass
 class Run:
     """One locust run of (i) or (ii)."""
 
@@ -80,9 +128,7 @@ class Run:
     cpu_s: float  # the generator: locust and its workers
     peak_rss_bytes: int
     hwm_bytes: int  # largest VmHWM sampled while it ran
-    broker_cpu_s: float | None
-    machine_busy_s: float
-    machine_idle_s: float
+    load: Load  # over the test, from Locust's start to its stop
 
 
 def run_locust(
@@ -94,13 +140,14 @@ def run_locust(
     report = workdir / "report.json"
     command = locust_argv(PUT_GET, options.host, users, destination, report, load)
     hwm = [0]
+    samples = [Sample.now(options.broker_pid)]
 
     def sample(pid: int, _elapsed: float) -> None:
         hwm[0] = max(hwm[0], (proc_status_kb(pid, "VmHWM") or 0) * 1024)
+        samples.append(Sample.now(options.broker_pid))
 
-    broker0, (busy0, idle0) = process_cpu_s(options.broker_pid), machine_cpu_s()
-    done = run_process(command, workdir / "locust.log", limit_s, 0.2, sample)
-    broker1, (busy1, idle1) = process_cpu_s(options.broker_pid), machine_cpu_s()
+    done = run_process(command, workdir / "locust.log", limit_s, 0.1, sample)
+    samples.append(Sample.now(options.broker_pid))
     document, row = report_row(report, destination, done)
     check_complete(row, row["sent"] if expected is None else expected, done)
     shutil.rmtree(workdir)  # kept when the run failed: the error names its log
@@ -111,21 +158,24 @@ def run_locust(
         cpu_s=done.cpu_s,
         peak_rss_bytes=done.peak_rss_bytes,
         hwm_bytes=hwm[0],
-        broker_cpu_s=None if broker0 is None or broker1 is None else broker1 - broker0,
-        machine_busy_s=busy1 - busy0,
-        machine_idle_s=idle1 - idle0,
+        load=window_of_test(samples, document),
     )
 
 
 def describe_cpu(run: Run) -> str:
-    """The generator's CPU, the broker's over the delivery span, the machine's idle share over the run."""
-    span = run.row["span_s"]
-    broker = "broker CPU unknown" if run.broker_cpu_s is None else f"broker {run.broker_cpu_s / span:.0%} of a core"
-    idle = run.machine_idle_s / (run.machine_busy_s + run.machine_idle_s)
+    """The generator's CPU; the broker's and the machine's over the test (Locust's start to stop)."""
+    load, share = run.load, run.load.broker_share
+    broker = "broker CPU unknown" if share is None else f"broker {share:.0%} of a core"
     return (
-        f"generator {run.cpu_s:.2f} CPU-s with start-up; {broker} over the {span:.2f} s delivery span;"
-        f" machine {idle:.0%} idle over the run"
+        f"generator {run.cpu_s:.2f} CPU-s with start-up; over the {load.seconds:.1f} s test: {broker},"
+        f" machine {load.idle:.0%} idle"
     )
+
+
+def limited(run: Run) -> bool:
+    """The broker or the machine, not the generator, was probably the limit of this run."""
+    share = run.load.broker_share
+    return (share is not None and share >= BROKER_BUSY) or run.load.idle < MACHINE_IDLE
 
 
 def processes_part(options: argparse.Namespace) -> bool:
@@ -151,17 +201,13 @@ def processes_part(options: argparse.Namespace) -> bool:
     ok = bool(statistics.median(ratios) >= SCALE_TARGET)
     print(f"  ratio 2 processes / 1 process, delivered msg/s  {spread(ratios, '{:.2f}')}", end="")
     print(f"   target >= {SCALE_TARGET:g}: {'met' if ok else 'MISSED'}")
-    limited = [
-        run
-        for run in runs[2]
-        if (run.broker_cpu_s is not None and run.broker_cpu_s / run.row["span_s"] >= BROKER_BUSY)
-        or run.machine_idle_s / (run.machine_busy_s + run.machine_idle_s) < 0.1
-    ]
-    if limited:
+    bound = [run for run in runs[2] if limited(run)]
+    if bound:
         print(
-            f"  note: in {len(limited)} of {len(runs[2])} two-process runs the broker used >= {BROKER_BUSY:.0%} of a"
-            f" core or the machine was < 10 % idle ({os.cpu_count()} CPUs, broker on the same machine): there the"
-            " broker or the machine is the limit, not the generator, and the ratio does not judge the target"
+            f"  note: in {len(bound)} of {len(runs[2])} two-process runs the broker used >= {BROKER_BUSY:.0%} of a"
+            f" core or the machine was < {MACHINE_IDLE:.0%} idle ({os.cpu_count()} CPUs; the broker's CPU includes"
+            " any other client's): there the broker or the machine is the limit, not the generator, and the ratio"
+            " does not judge the target"
         )
     return ok
 
