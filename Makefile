@@ -13,7 +13,7 @@ define with_services
 	[ ! -s $$started ] || $(PY) -m services stop $$(cat $$started); rm -f $$started; exit $$status
 endef
 
-.PHONY: install demo test unit lint bench bench-listener bench-memory dashboards services-up services-down clean
+.PHONY: install demo test unit lint bench bench-listener bench-memory bench-scale dashboards services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,17 +44,23 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# The benchmarks (benchmarks/README.md) run on the local ActiveMQ and, like demo, stop it afterwards
+# only if they started it. BENCH_ARGS is appended (the last of a repeated option wins), e.g. a short
+# run: make bench BENCH_ARGS="--messages 20000 --repeat 1".
+BENCH_HOST = stomp://127.0.0.1:$$($(PY) -m services port activemq stomp)
+BENCH_ARGS ?=
+
 bench: install
-	$(PY) -m services start activemq
-	$(PY) -m benchmarks.core --host stomp://127.0.0.1:61613 --messages 100000 --size 1KB
+	$(call with_services,activemq,$(PY) -m benchmarks.core --host $(BENCH_HOST) --messages 100000 --size 1KB $(BENCH_ARGS))
 
 bench-listener: install
-	$(PY) -m services start activemq
-	$(PY) -m benchmarks.listener --host stomp://127.0.0.1:61613
+	$(call with_services,activemq,$(PY) -m benchmarks.listener --host $(BENCH_HOST) $(BENCH_ARGS))
 
 bench-memory: install
-	$(PY) -m services start activemq
-	$(PY) -m benchmarks.memory --host stomp://127.0.0.1:61613
+	$(call with_services,activemq,$(PY) -m benchmarks.memory --host $(BENCH_HOST) $(BENCH_ARGS))
+
+bench-scale: install
+	$(call with_services,activemq,$(PY) -m benchmarks.scale --host $(BENCH_HOST) $(BENCH_ARGS))
 
 dashboards: install
 	$(PY) -m tools.dashboards

@@ -5,18 +5,28 @@ from __future__ import annotations
 import json
 import re
 import resource
+import socket
+import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 RESULT_PREFIX = "BENCH-RESULT "
+RANGE = "\u2013"  # en dash, as in "median [min–max]"  # noqa: RUF003
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)(i?)[bB]?\s*$")
 
 
 class BenchError(Exception):
     """A benchmark could not complete; the message is one readable line."""
+
+
+def spread(values: Sequence[float], fmt: str = "{:,.0f}") -> str:
+    """median [min–max]"""  # noqa: RUF002  (the en dash is the report's range sign)
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return f"{fmt.format(statistics.median(values))} [{low}{RANGE}{high}]"
 
 
 def parse_size(text: str) -> int:
@@ -36,6 +46,21 @@ def parse_host(url: str) -> tuple[str, int]:
     if not match:
         raise ValueError(f"{url!r} is not stomp://HOST:PORT")
     return match.group(1), int(match.group(2))
+
+
+def check_broker(url: str) -> None:
+    """One STOMP CONNECT/CONNECTED exchange, or a :class:`BenchError` saying why not."""
+    host, port = parse_host(url)
+    try:
+        with socket.create_connection((host, port), timeout=5) as sock:
+            sock.sendall(f"CONNECT\naccept-version:1.2\nhost:{host}\n\n\x00".encode())
+            reply = sock.recv(4096).decode(errors="replace")
+            sock.sendall(b"DISCONNECT\n\n\x00")
+    except OSError as error:
+        hint = "start it: python -m services start activemq"
+        raise BenchError(f"broker not reachable at {url}: {error} ({hint})") from None
+    if not reply.startswith("CONNECTED"):
+        raise BenchError(f"broker at {url} did not accept a STOMP CONNECT: {reply.splitlines()[:1]}")
 
 
 @dataclass

@@ -13,47 +13,16 @@ Exit status: 0 measured, 1 target missed with ``--strict``, 2 no measurement (br
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import BenchError, parse_host
-
-ROOT = Path(__file__).resolve().parent.parent
-MB = 1024 * 1024
-
-
-def check_broker(url: str) -> None:
-    """One STOMP CONNECT/CONNECTED exchange, or a :class:`BenchError` saying why not."""
-    host, port = parse_host(url)
-    try:
-        with socket.create_connection((host, port), timeout=5) as sock:
-            sock.sendall(f"CONNECT\naccept-version:1.2\nhost:{host}\n\n\x00".encode())
-            reply = sock.recv(4096).decode(errors="replace")
-            sock.sendall(b"DISCONNECT\n\n\x00")
-    except OSError as error:
-        hint = "start it: python -m services start activemq"
-        raise BenchError(f"broker not reachable at {url}: {error} ({hint})") from None
-    if not reply.startswith("CONNECTED"):
-        raise BenchError(f"broker at {url} did not accept a STOMP CONNECT: {reply.splitlines()[:1]}")
-
-
-def rss_bytes(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+from benchmarks.common import BenchError, check_broker
+from benchmarks.locust_cli import MB, ROOT, locust_argv, proc_status_kb, report_row, run_process
 
 
 def checkout() -> str:
@@ -68,40 +37,25 @@ def run(options: argparse.Namespace, workdir: Path) -> tuple[list[tuple[float, i
     """The locust run, its RSS samples (seconds since launch, bytes) and its report row."""
     seconds = round(options.minutes * 60)
     destination = f"/queue/bench.memory.{uuid.uuid4().hex[:12]}"
-    report, log = workdir / "report.json", workdir / "locust.log"
-    locust = Path(sys.executable).with_name("locust")
-    command = [str(locust), "-f", options.locustfile, "--host", options.host, "--headless", "-u", str(options.users)]
-    command += ["-r", str(options.users), "-t", f"{seconds}s", "--only-summary", "--mq-destination", destination]
-    command += ["--mq-total-rate", f"{options.rate:g}", "--mq-report-json", str(report)]
+    report = workdir / "report.json"
+    load = ["-t", f"{seconds}s", "--mq-total-rate", f"{options.rate:g}"]
+    command = locust_argv(options.locustfile, options.host, options.users, destination, report, load)
     print("$ " + " ".join(command), flush=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     samples: list[tuple[float, int]] = []
-    with log.open("w") as out:
-        child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        start, limit, minute = time.monotonic(), seconds + max(60.0, 0.1 * seconds), 1
-        try:
-            while child.poll() is None and time.monotonic() - start < limit:
-                rss, elapsed = rss_bytes(child.pid), time.monotonic() - start
-                if rss is not None and elapsed <= seconds:
-                    samples.append((elapsed, rss))
-                    if elapsed >= 60 * minute:
-                        print(f"  {minute:>3} min  RSS {rss / MB:7.1f} MB", flush=True)
-                        minute += 1
-                time.sleep(min(options.interval, max(0.1, limit - (time.monotonic() - start))))
-            overran = child.poll() is None
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait(timeout=30)
-    if overran:
-        raise BenchError(f"locust overran -t {seconds}s by more than {limit - seconds:.0f}s; killed")
-    tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-    if not report.exists():
-        raise BenchError(f"locust exited {child.returncode} without a report; its last lines:\n{tail}")
-    rows = [r for r in json.loads(report.read_text())["destinations"] if r["destination"] == destination]
-    if not rows:
-        raise BenchError(f"the report has no row for {destination}; locust's last lines:\n{tail}")
-    return samples, rows[0], f"locust exit status {child.returncode}"
+    minute = [1]
+
+    def sample(pid: int, elapsed: float) -> None:
+        rss = proc_status_kb(pid, "VmRSS")
+        if rss is not None and elapsed <= seconds:
+            samples.append((elapsed, rss * 1024))
+            if elapsed >= 60 * minute[0]:
+                print(f"  {minute[0]:>3} min  RSS {rss * 1024 / MB:7.1f} MB", flush=True)
+                minute[0] += 1
+
+    limit = seconds + max(60.0, 0.1 * seconds)
+    done = run_process(command, workdir / "locust.log", limit, options.interval, sample)
+    _, row = report_row(report, destination, done)
+    return samples, row, f"locust exit status {done.returncode}"
 
 
 def main(argv: list[str] | None = None) -> int:

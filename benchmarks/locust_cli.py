@@ -1,0 +1,132 @@
+"""The ``locust`` command a user types, run as one measured child process tree.
+
+Shared by :mod:`benchmarks.core` (part d), :mod:`benchmarks.scale` and :mod:`benchmarks.memory`:
+the command line, this checkout's mqusers first on ``PYTHONPATH``, a hard deadline, the tree's CPU
+and peak RSS, and the ``--mq-report-json`` row of the run's queue. Imports nothing that patches
+sockets: the parent stays a plain process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import BenchError
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The two-class producer + consumer scenario (``Getter``/``Putter``, auto ack): (b)'s shape.
+PUT_GET = "locustfiles/put_get.py"
+MB = 1024 * 1024
+
+
+def locust_argv(
+    locustfile: str, host: str, users: int, destination: str, report: Path, extra: Sequence[str] = ()
+) -> list[str]:
+    """``locust -f FILE --headless ...`` with the venv's ``locust`` script (the one beside this Python)."""
+    locust = Path(sys.executable).with_name("locust")
+    command = [str(locust), "-f", locustfile, "--headless", "--host", host, "-u", str(users), "-r", str(users)]
+    return [*command, "--only-summary", "--mq-destination", destination, "--mq-report-json", str(report), *extra]
+
+
+def child_env() -> dict[str, str]:
+    # The locust script puts the locustfile's folder on sys.path, not the project root: without this,
+    # a worktree would measure the editable install's mqusers instead of its own.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def proc_status_kb(pid: int, field: str) -> int | None:
+    """``VmRSS``, ``VmHWM``... of ``pid`` in KiB from /proc; None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+@dataclass
+class ProcessRun:
+    returncode: int
+    wall_s: float
+    #: user+sys of the process and of every descendant it waited for (Locust's --processes workers):
+    #: the share it adds to the parent's RUSAGE_CHILDREN.
+    cpu_s: float
+    sys_s: float
+    #: ru_maxrss: the kernel's VmHWM of the largest single process of the tree, at its exit.
+    peak_rss_bytes: int
+    log: Path
+
+    def tail(self, lines: int = 15) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def run_process(
+    command: Sequence[str],
+    log: Path,
+    limit_s: float,
+    interval_s: float = 0.05,
+    sample: Callable[[int, float], None] | None = None,
+) -> ProcessRun:
+    """Run ``command`` (output to ``log``), calling ``sample(pid, elapsed)`` every ``interval_s``.
+
+    Killed, with a :class:`BenchError`, when it runs longer than ``limit_s``. ``os.wait4`` reaps it
+    so the CPU and peak RSS are this child's own, whatever else the parent ran before.
+    """
+    with log.open("w") as out:
+        start = time.monotonic()
+        child = subprocess.Popen(command, cwd=ROOT, env=child_env(), stdout=out, stderr=subprocess.STDOUT)
+        pid = 0
+        try:
+            while True:
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+                elapsed = time.monotonic() - start
+                if pid:
+                    break
+                if elapsed > limit_s:
+                    raise BenchError(f"{Path(command[0]).name} ran over {limit_s:.0f}s and was killed; see {log}")
+                if sample is not None:
+                    sample(child.pid, elapsed)
+                time.sleep(interval_s)
+        finally:
+            if not pid:
+                child.kill()
+                os.wait4(child.pid, 0)
+            child.returncode = -1  # reaped here: Popen must not wait for it again
+    return ProcessRun(
+        returncode=os.waitstatus_to_exitcode(status),
+        wall_s=elapsed,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        sys_s=usage.ru_stime,
+        peak_rss_bytes=usage.ru_maxrss * 1024,  # KiB on Linux
+        log=log,
+    )
+
+
+def report_row(report: Path, destination: str, run: ProcessRun) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's ``--mq-report-json`` document and its row for ``destination``."""
+    if not report.exists():
+        raise BenchError(f"locust exited {run.returncode} without a report; its last lines:\n{run.tail()}")
+    document: dict[str, Any] = json.loads(report.read_text())
+    rows = [row for row in document["destinations"] if row["destination"] == destination]
+    if not rows:
+        raise BenchError(f"the report has no row for {destination}; locust's last lines:\n{run.tail()}")
+    return document, rows[0]
+
+
+def check_complete(row: dict[str, Any], expected: int, run: ProcessRun) -> None:
+    """A fixed-count run delivered exactly ``expected`` with nothing lost, duplicated or failed."""
+    faults = {key: row[key] for key in ("errors", "lost", "duplicated", "unreceived") if row.get(key)}
+    if run.returncode != 0 or row["sent"] != expected or row["received"] != expected or faults:
+        raise BenchError(
+            f"locust exit {run.returncode}: sent {row['sent']:,}, received {row['received']:,} of {expected:,};"
+            f" {faults or 'no faults'}; see {run.log}"
+        )
