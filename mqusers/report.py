@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mqusers.ending import DrainOutcome
-from mqusers.health import blocked_by_destination, saturation_sentence
+from mqusers.health import Generator, blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book, Tally, by_destination
 from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.options import SECRET_FIELDS, Settings
@@ -32,7 +32,7 @@ class RunFacts:
     ended_by: str
     drain: DrainOutcome
     clocks: dict[str, Any] = field(default_factory=dict)
-    generator: dict[str, Any] = field(default_factory=lambda: {"verdict": "ok", "processes": {}})
+    generator: Generator = field(default_factory=lambda: Generator(verdict="ok", processes={}))
 
 
 def destination_rows(book: Book, verdict: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:

@@ -16,18 +16,20 @@ import secrets
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from gevent.event import Event
 
 from mqusers.client import ClientConfig, MqError
 from mqusers.coordination import Coordinator
 from mqusers.ending import Drain
-from mqusers.health import Health
+from mqusers.health import Health, HealthReport
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
+from mqusers.measure.ledgers import Delta, ReceiveLedger, SentLedger
 from mqusers.options import Settings, class_brokers, read_settings
+
+T = TypeVar("T")
 
 
 class Shipping:
@@ -43,8 +45,11 @@ class Shipping:
         self._parts: dict[str, tuple[Callable[[bool], Any], Callable[[Any, str], None]]] = {}
         self._on_complete: list[Callable[[], None]] = []
 
-    def register(self, key: str, drain: Callable[[bool], Any], merge: Callable[[Any, str], None]) -> None:
-        """``drain(final)`` on a worker (``final``: the test is stopping); ``merge(value, node)`` on the master."""
+    def register(self, key: str, drain: Callable[[bool], T], merge: Callable[[T, str], None]) -> None:
+        """``drain(final)`` on a worker (``final``: the test is stopping); ``merge(value, node)`` on the master.
+
+        The value must survive msgpack (Locust's encoding): dicts, lists, str, numbers, None.
+        """
         self._parts[key] = (drain, merge)
 
     def on_complete(self, callback: Callable[[], None]) -> None:
@@ -96,7 +101,7 @@ class RunContext:
     producers: list[tuple[str, Any]] = field(default_factory=list)
     health: Health = field(default_factory=lambda: Health("local"))
     #: The master's copy of every process's health report, by node.
-    generators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    generators: dict[str, HealthReport] = field(default_factory=dict)
     drain: Drain | None = None
     #: ``time`` (-t, the web UI's stop), ``count`` (--mq-total-messages done) or ``interrupt`` (Ctrl-C).
     ended_by: str = "time"
@@ -106,16 +111,13 @@ class RunContext:
     pump: Any = None
     shipping: Shipping = field(default_factory=Shipping)
 
-    def drain_audit(self) -> list[Any]:
-        return [self.sent.drain(), self.received.drain()]
-
-    def merge_audit(self, drained: list[Any] | None) -> None:
-        for delta in drained or ():
-            self.audit.merge(delta)
+    def drain_audit(self) -> Delta:
+        """Both ledgers' news as one delta: what was sent, then what was received."""
+        return {**self.sent.drain(), **self.received.drain()}
 
     def fold_ledgers(self) -> None:
         """A process without a master: its own ledgers' news into its own audit."""
-        self.merge_audit(self.drain_audit())
+        self.audit.merge(self.drain_audit())
 
     def interrupt_drain(self) -> bool:
         """Ctrl-C or SIGTERM during a drain: end it now; False when no drain runs."""
@@ -153,7 +155,7 @@ def context(environment: Environment) -> RunContext:
         ctx.health = Health(node, producers=lambda: ctx.producers, fire=environment.events.request.fire)
         ship = ctx.shipping.register
         ship("mqusers_book", lambda _: ctx.book.drain(), lambda data, _: ctx.book.merge(data))
-        ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda data, _: ctx.merge_audit(data))
+        ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda delta, _: ctx.audit.merge(delta))
         ship(
             "mqusers_health", lambda _: ctx.health.report(), lambda report, node: ctx.generators.update({node: report})
         )

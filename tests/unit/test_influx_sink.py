@@ -23,7 +23,7 @@ from mqusers.measure.book import Book
 from mqusers.parsing import OptionError
 from mqusers.run import Shipping
 from mqusers.sinks import schema
-from mqusers.sinks.listener import InfluxSink
+from mqusers.sinks.listener import InfluxSink, ShippedInterval
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.writer import LineWriter, StoreRejected
@@ -249,7 +249,9 @@ def test_master_merges_what_workers_ship_into_one_series(caplog: pytest.LogCaptu
             book = IntervalBook()
             for _ in range(30):
                 fire(book, "receive /topic/t", 2.0)
-            sink.receive_intervals([[1_000, 1.0, drain(book)[1]], [2_000, 1.0, {}]], worker)
+            shipped = [ShippedInterval(ts_ms=1_000, duration_s=1.0, tallies=drain(book)[1]),
+                       ShippedInterval(ts_ms=2_000, duration_s=1.0, tallies={})]  # fmt: skip
+            sink.receive_intervals(shipped, worker)
         sink.finish()
         sink.close()
     finally:
