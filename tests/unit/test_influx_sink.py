@@ -20,6 +20,7 @@ import pytest
 from gevent.event import Event
 
 from mqusers.measure.book import Book
+from mqusers.measure.totals import destination_rows
 from mqusers.parsing import OptionError
 from mqusers.run import Shipping
 from mqusers.sinks import schema
@@ -170,7 +171,7 @@ def test_backlog_counts_fan_out_on_topics() -> None:
         fire(book, "receive /queue/q")
     totals = RunTotals()
     totals.add(tallies_of(drain(book)[1]))
-    rows = totals.destinations()
+    rows = {row.destination: row for row in destination_rows(totals.tallies)}
     assert (rows["/topic/t"].sent, rows["/topic/t"].subscriptions, rows["/topic/t"].backlog) == (10, 2, 5)
     assert (rows["/queue/q"].received, rows["/queue/q"].backlog) == (7, 3)
 
