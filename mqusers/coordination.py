@@ -19,7 +19,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import gevent
 from gevent.event import AsyncResult, Event
@@ -28,6 +28,43 @@ PINGS = 8
 _GO, _JOINED, _BLOCK, _PING, _PONG, _OFFSETS = (
     f"mqusers_{name}" for name in ("go", "joined", "block", "ping", "pong", "offsets")
 )
+
+
+# The custom messages' data, by name (Locust ships them with msgpack).
+class Joined(TypedDict):
+    count: int
+
+
+class Go(TypedDict):
+    t0_ns: int
+    rate: float
+    total: int
+
+
+class BlockRequest(TypedDict):
+    request: int
+    first: bool
+
+
+class BlockReply(TypedDict):
+    request: int
+    start: int
+    count: int
+
+
+class Ping(TypedDict):
+    t1: int  # master clock at send
+    round: int
+
+
+class Pong(Ping):
+    t2: int  # worker clock at receive
+    t3: int  # worker clock at reply
+    tag: str
+
+
+class Offsets(TypedDict):
+    offsets: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -165,7 +202,7 @@ class Coordinator:
         """A consumer in this process has subscribed."""
         runner = self.environment.runner
         if isinstance(runner, WorkerRunner):
-            runner.send_message(_JOINED, {"count": 1})
+            runner.send_message(_JOINED, dict(Joined(count=1)))
         elif self.conductor is not None and (plan := self.conductor.join()) is not None:
             self.follower.start(plan)
 
@@ -184,7 +221,7 @@ class Coordinator:
             return block
         request_id = next(self.follower._ids)
         waiter = self.follower._requests[request_id] = AsyncResult()
-        runner.send_message(_BLOCK, {"request": request_id, "first": first})
+        runner.send_message(_BLOCK, dict(BlockRequest(request=request_id, first=first)))
         try:
             # wait() returns on timeout; get() would raise gevent.Timeout and end the User's greenlet.
             waiter.wait(timeout)
@@ -198,34 +235,36 @@ class Coordinator:
     # -- master handlers ---------------------------------------------------------------------
 
     def _on_joined(self, environment: Any, msg: Any, **_: Any) -> None:
-        if self.conductor is not None and (plan := self.conductor.join(int(msg.data["count"]))) is not None:
+        joined: Joined = msg.data
+        if self.conductor is not None and (plan := self.conductor.join(int(joined["count"]))) is not None:
             self._broadcast_go(plan)
 
     def _broadcast_go(self, plan: Plan) -> None:
-        self.environment.runner.send_message(_GO, {"t0_ns": plan.t0_ns, "rate": plan.rate, "total": plan.total})
+        self.environment.runner.send_message(_GO, Go(t0_ns=plan.t0_ns, rate=plan.rate, total=plan.total))
 
     def _on_block_request(self, environment: Any, msg: Any, **_: Any) -> None:
-        start, count = self.conductor.allocate(bool(msg.data.get("first"))) if self.conductor is not None else (0, 0)
-        reply = {"request": msg.data["request"], "start": start, "count": count}
+        asked: BlockRequest = msg.data
+        start, count = self.conductor.allocate(bool(asked["first"])) if self.conductor is not None else (0, 0)
+        reply = BlockReply(request=asked["request"], start=start, count=count)
         self.environment.runner.send_message(_BLOCK, reply, client_id=msg.node_id)
         self._maybe_finish()
 
     def _ping(self, worker: str) -> None:
-        self.environment.runner.send_message(_PING, {"t1": time.time_ns(), "round": 0}, client_id=worker)
+        self.environment.runner.send_message(_PING, Ping(t1=time.time_ns(), round=0), client_id=worker)
 
     def _on_pong(self, environment: Any, msg: Any, **_: Any) -> None:
         t4 = time.time_ns()
-        t1, t2, t3, tag, count = (msg.data[k] for k in ("t1", "t2", "t3", "tag", "round"))
+        pong: Pong = msg.data
         if self.conductor is None:
             return
-        self.conductor.record_pong(msg.node_id, t1, t2, t3, t4, tag)
-        if count + 1 < PINGS:
-            ping = {"t1": time.time_ns(), "round": count + 1}
+        self.conductor.record_pong(msg.node_id, pong["t1"], pong["t2"], pong["t3"], t4, pong["tag"])
+        if pong["round"] + 1 < PINGS:
+            ping = Ping(t1=time.time_ns(), round=pong["round"] + 1)
             self.environment.runner.send_message(_PING, ping, client_id=msg.node_id)
             return
         self.conductor.settled.add(msg.node_id)
         offsets = self.conductor.offsets_by_tag()
-        self.environment.runner.send_message(_OFFSETS, {"offsets": offsets})
+        self.environment.runner.send_message(_OFFSETS, Offsets(offsets=offsets))
         if self.conductor.target_consumers == 0 and len(self.conductor.clocks) == len(self.environment.runner.clients):
             self._broadcast_go(self.conductor.open())
 
@@ -250,20 +289,22 @@ class Coordinator:
     # -- worker handlers ---------------------------------------------------------------------
 
     def _on_go(self, environment: Any, msg: Any, **_: Any) -> None:
-        t0_ns, rate, total = msg.data["t0_ns"], msg.data["rate"], msg.data["total"]
-        self.follower.start(Plan(int(t0_ns), float(rate), int(total)))
+        go: Go = msg.data
+        self.follower.start(Plan(int(go["t0_ns"]), float(go["rate"]), int(go["total"])))
 
     def _on_block(self, environment: Any, msg: Any, **_: Any) -> None:
-        request_id, start, count = msg.data["request"], msg.data["start"], msg.data["count"]
-        waiter = self.follower._requests.get(request_id)
+        reply: BlockReply = msg.data
+        waiter = self.follower._requests.get(reply["request"])
         if waiter is not None:
-            waiter.set((start, count))
+            waiter.set((reply["start"], reply["count"]))
 
     def _on_ping(self, environment: Any, msg: Any, **_: Any) -> None:
+        ping: Ping = msg.data
         received = time.time_ns()
-        pong = {**msg.data, "t2": received, "tag": self.process_tag, "t3": time.time_ns()}
+        pong = Pong(t1=ping["t1"], round=ping["round"], t2=received, t3=time.time_ns(), tag=self.process_tag)
         self.environment.runner.send_message(_PONG, pong)
 
     def _on_offsets(self, environment: Any, msg: Any, **_: Any) -> None:
-        self.follower.offsets = {tag: int(offset) for tag, offset in msg.data["offsets"].items()}
+        offsets: Offsets = msg.data
+        self.follower.offsets = {tag: int(offset) for tag, offset in offsets["offsets"].items()}
         self.follower.own_offset_ns = self.follower.offsets.get(self.process_tag, 0)

@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import gevent
 from hdrh.histogram import HdrHistogram
@@ -50,6 +50,32 @@ class Sender(Protocol):
     def send_progress(self) -> tuple[bool, int]: ...
 
 
+class BlockedReport(TypedDict):
+    episodes: int
+    longest_s: float
+    blocked_now: int
+
+
+class HealthReport(TypedDict):
+    """One process's figures, shipped to the master and shown in the report's ``generator`` section."""
+
+    node: str
+    cpu_percent_max: float
+    loop_lag_ms_max: float
+    loop_lag_ms_p99: float
+    seconds: int
+    saturated_s: int
+    verdict: str
+    blocked: dict[str, BlockedReport]
+
+
+class Generator(TypedDict):
+    """The run's ``generator`` section: the worst verdict and every process's report, by node."""
+
+    verdict: str
+    processes: dict[str, HealthReport]
+
+
 @dataclass
 class Blocked:
     """Blocked-send episodes of one destination's producers."""
@@ -58,7 +84,7 @@ class Blocked:
     longest_s: float = 0.0
     now: int = 0  # producers blocked at the last sample
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> BlockedReport:
         return {"episodes": self.episodes, "longest_s": round(self.longest_s, 3), "blocked_now": self.now}
 
 
@@ -207,7 +233,7 @@ class Health:
     def verdict(self) -> str:
         return "saturated" if self.saturated_s >= SATURATED_SECONDS else "ok"
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> HealthReport:
         lag = self.lag
         return {
             "node": self.node,
@@ -229,17 +255,17 @@ def saturation_sentence(node: str, cpu_percent: float, lag_ms: float) -> str:
     )
 
 
-def overall(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def overall(reports: dict[str, HealthReport]) -> Generator:
     """The run's ``generator`` section: every process's figures and the worst verdict."""
     worst = max((r["verdict"] for r in reports.values()), key=VERDICTS.index, default="ok")
     return {"verdict": worst, "processes": reports}
 
 
-def blocked_by_destination(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+def blocked_by_destination(reports: dict[str, HealthReport]) -> dict[str, dict[str, float]]:
     """Blocked-send episodes summed over processes, per destination."""
     out: dict[str, dict[str, float]] = {}
     for report in reports.values():
-        for destination, b in report.get("blocked", {}).items():
+        for destination, b in report["blocked"].items():
             mine = out.setdefault(destination, {"episodes": 0, "longest_s": 0.0})
             mine["episodes"] += b["episodes"]
             mine["longest_s"] = max(mine["longest_s"], b["longest_s"])

@@ -29,7 +29,7 @@ from mqusers.options import Settings, add_arguments, read_settings
 from mqusers.parsing import OptionError
 from mqusers.report import (
     RunFacts,
-    destination_rows,
+    build_report,
     format_summary,
     gate_failures,
     report_document,
@@ -270,18 +270,18 @@ def _report(environment: Environment, ctx: RunContext) -> None:
         clocks=_clock_offsets(ctx),
         generator=overall(ctx.generators),
     )
-    rows = destination_rows(ctx.book, verdict)
+    report = build_report(ctx.book, verdict, facts, settings)
     if ctx.book.tallies or ctx.generators:
-        _summary_logger.info("\n%s\n", format_summary(rows, ctx.book, facts, settings))
+        _summary_logger.info("\n%s\n", format_summary(report))
     try:
         if settings.report_json:
-            write_json(settings.report_json, report_document(rows, ctx.book, facts, settings))
+            write_json(settings.report_json, report_document(report))
         if settings.report_csv:
-            write_csv(settings.report_csv, rows)
+            write_csv(settings.report_csv, report.rows)
     except OSError as error:
         logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
         environment.process_exit_code = max(environment.process_exit_code or 0, 2)
-    failures = gate_failures(rows, ctx.book, facts, settings)
+    failures = gate_failures(report)
     for failure in failures:
         logger.error("mqusers: gate failed: %s", failure)
     if failures:

@@ -1,4 +1,8 @@
-"""The end-of-run summary: one row per destination, the timed operations, and how the run ended."""
+"""The end-of-run report: one row per destination, the timed operations, and how the run ended.
+
+:func:`build_report` computes it once; the console summary, the JSON and CSV files and the gates
+only read it.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mqusers.ending import DrainOutcome
-from mqusers.health import blocked_by_destination, saturation_sentence
-from mqusers.measure.book import Book, Tally, by_destination
+from mqusers.health import Generator, blocked_by_destination, saturation_sentence
+from mqusers.measure.book import Book
+from mqusers.measure.totals import DestinationRow, destination_rows
 from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.options import SECRET_FIELDS, Settings
 
@@ -32,42 +37,41 @@ class RunFacts:
     ended_by: str
     drain: DrainOutcome
     clocks: dict[str, Any] = field(default_factory=dict)
-    generator: dict[str, Any] = field(default_factory=lambda: {"verdict": "ok", "processes": {}})
+    generator: Generator = field(default_factory=lambda: Generator(verdict="ok", processes={}))
 
 
-def destination_rows(book: Book, verdict: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Per destination: counts, rates over its measured span, latency (ms), errors, the audit's figures.
+@dataclass(frozen=True)
+class Row:
+    """A destination's line: its totals (rates over its measured span, which the warm-up is not in
+    either), its send-to-receive latency (ms) and the audit's figures."""
 
-    The span runs from the destination's first send (or receive) to its last receive (or send):
-    start-up, idle time and the drain's wait are not in it; nor is the warm-up, which the book skips.
-    """
+    totals: DestinationRow
+    latency_ms: dict[str, float]
+    #: The figures of :data:`AUDIT_KEYS`, 0 when the audit has none.
+    audit: dict[str, int]
+    by_subscription: list[dict[str, Any]]
+
+    @property
+    def destination(self) -> str:
+        return self.totals.destination
+
+    def document(self) -> dict[str, Any]:
+        """The row as the JSON report's ``destinations`` and the CSV have it."""
+        t = self.totals
+        return {"destination": t.destination, "sent": t.sent, "received": t.received, "span_s": t.span_s,
+                "send_rate_msgs": t.send_rate_msgs, "send_rate_mbit": t.send_rate_mbit,
+                "receive_rate_msgs": t.receive_rate_msgs, "receive_rate_mbit": t.receive_rate_mbit,
+                "latency_ms": self.latency_ms, "negative_latencies": t.receive.negative, "errors": t.errors,
+                **self.audit, "by_subscription": self.by_subscription}  # fmt: skip
+
+
+def rows_of(book: Book, verdict: dict[str, dict[str, Any]] | None = None) -> list[Row]:
+    """Each destination's totals beside the audit's verdict on it."""
     rows = []
-    for destination, operations in sorted(by_destination(book.tallies).items()):
-        if SEND not in operations and RECEIVE not in operations:
-            continue
-        sent, received = operations.get(SEND, Tally()), operations.get(RECEIVE, Tally())
-        active = [t for t in (sent, received) if t.count]
-        span = max(t.last for t in active) - min(t.first for t in active) if active else 0.0
-        seconds = max(span, 1e-3)
-        sent_ok = sent.count - sent.failures
-        audit = (verdict or {}).get(destination, {})
-        rows.append(
-            {
-                "destination": destination,
-                "sent": sent_ok,
-                "received": received.count,
-                "span_s": span,
-                "send_rate_msgs": sent_ok / seconds,
-                "send_rate_mbit": sent.bytes * 8 / seconds / 1e6,
-                "receive_rate_msgs": received.count / seconds,
-                "receive_rate_mbit": received.bytes * 8 / seconds / 1e6,
-                "latency_ms": received.latency_ms(),
-                "negative_latencies": received.negative,
-                "errors": sum(t.failures for t in operations.values()),
-                **{key: audit.get(key, 0) for key in AUDIT_KEYS},
-                "by_subscription": audit.get("by_subscription", []),
-            }
-        )
+    for totals in destination_rows(book.tallies):
+        audit = (verdict or {}).get(totals.destination, {})
+        figures = {key: audit.get(key, 0) for key in AUDIT_KEYS}
+        rows.append(Row(totals, totals.receive.latency_ms(), figures, audit.get("by_subscription", [])))
     return rows
 
 
@@ -107,16 +111,16 @@ def shortfall(book: Book, settings: Settings) -> str | None:
     )
 
 
-def notes(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> list[str]:
+def notes(rows: list[Row], book: Book, facts: RunFacts, settings: Settings) -> list[str]:
     """The plain sentences under the tables: how the run ended and what limits its figures."""
     lines = [
         f"{_ENDINGS.get(facts.ended_by, facts.ended_by)}; drain: {facts.drain.reason} ({facts.drain.seconds:.1f} s)"
     ]
-    for node, report in sorted(facts.generator.get("processes", {}).items()):
+    for node, report in sorted(facts.generator["processes"].items()):
         if report["verdict"] == "saturated":
             sentence = saturation_sentence(node, report["cpu_percent_max"], report["loop_lag_ms_max"])
             lines.append(f"{sentence} ({report['saturated_s']} of {report['seconds']} s saturated)")
-    for destination, blocked in sorted(blocked_by_destination(facts.generator.get("processes", {})).items()):
+    for destination, blocked in sorted(blocked_by_destination(facts.generator["processes"]).items()):
         lines.append(
             f"producers to {destination} were blocked by the broker {blocked['episodes']:g} time(s), the longest "
             f"{blocked['longest_s']:.1f} s: producer flow control, a full store or a stalled broker"
@@ -124,20 +128,43 @@ def notes(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Set
     if (line := shortfall(book, settings)) is not None:
         lines.append(line)
     for row in rows:
-        if row["unreceived"] or row["unconfirmed"]:
+        audit = row.audit
+        if audit["unreceived"] or audit["unconfirmed"]:
             lines.append(
-                f"{row['destination']}: {row['unreceived']} unreceived (still queued at the broker or lost: the client "
-                f"cannot tell), {row['unconfirmed']} unconfirmed (sent, outcome unknown)"
+                f"{row.destination}: {audit['unreceived']} unreceived (still queued at the broker or lost: the client "
+                f"cannot tell), {audit['unconfirmed']} unconfirmed (sent, outcome unknown)"
             )
-        if row["foreign"] or row["other_run"]:
+        if audit["foreign"] or audit["other_run"]:
             lines.append(
-                f"{row['destination']}: {row['foreign']} foreign and {row['other_run']} other runs' messages, "
+                f"{row.destination}: {audit['foreign']} foreign and {audit['other_run']} other runs' messages, "
                 "counted apart from this run's figures"
             )
     return lines
 
 
-def format_summary(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> str:
+@dataclass(frozen=True)
+class RunReport:
+    """One run's report, computed once: what the summary, the JSON, the CSV and the gates read."""
+
+    facts: RunFacts
+    settings: Settings
+    rows: list[Row]
+    operations: list[dict[str, Any]]
+    notes: list[str]
+    #: Failed operations of every kind, broker ERROR frames and connects included.
+    errors: int
+
+
+def build_report(
+    book: Book, verdict: dict[str, dict[str, Any]] | None, facts: RunFacts, settings: Settings
+) -> RunReport:
+    rows = rows_of(book, verdict)
+    errors = sum(t.failures for t in book.tallies.values())
+    return RunReport(facts, settings, rows, operation_rows(book), notes(rows, book, facts, settings), errors)
+
+
+def format_summary(report: RunReport) -> str:
+    facts = report.facts
     duration = facts.stopped - facts.started
     lines = [f"mqusers summary: run {facts.run_id}, {duration:.1f} s (latency in ms, send to receive; rates over "
              "each destination's first send to last receive)"]  # fmt: skip
@@ -146,27 +173,26 @@ def format_summary(rows: list[dict[str, Any]], book: Book, facts: RunFacts, sett
     table = [["destination", "sent", "received", "span s", "sent/s", "recv/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]]
     audit = [["destination", "lost", "unreceived", "unconfirmed", "dup", "dup-reconnect", "reord", "redeliv",
               "foreign", "other-run"]]  # fmt: skip
-    for row in rows:
-        figures = row["latency_ms"]
+    for row in report.rows:
+        t, figures = row.totals, row.latency_ms
         table.append(
-            [row["destination"], str(row["sent"]), str(row["received"]), f"{row['span_s']:.1f}",
-             f"{row['send_rate_msgs']:.1f}", f"{row['receive_rate_msgs']:.1f}", f"{row['receive_rate_mbit']:.2f}",
-             *(_ms(figures, key) for key in _LATENCY_COLUMNS), str(row["errors"])]
+            [t.destination, str(t.sent), str(t.received), f"{t.span_s:.1f}", f"{t.send_rate_msgs:.1f}",
+             f"{t.receive_rate_msgs:.1f}", f"{t.receive_rate_mbit:.2f}",
+             *(_ms(figures, key) for key in _LATENCY_COLUMNS), str(t.errors)]
         )  # fmt: skip
-        audit.append([row["destination"], *(str(row[k]) for k in ("lost", "unreceived", "unconfirmed", "duplicated",
+        audit.append([t.destination, *(str(row.audit[k]) for k in ("lost", "unreceived", "unconfirmed", "duplicated",
                       "after_reconnect", "reordered", "redelivered", "foreign", "other_run"))])  # fmt: skip
-    if rows:
+    if report.rows:
         lines += [_render(table), _render(audit)]
-    operations = operation_rows(book)
-    if operations:
+    if report.operations:
         op_table = [["operation", "count", *_LATENCY_COLUMNS, "errors"]]
-        for op in operations:
+        for op in report.operations:
             figures = op["latency_ms"]
             op_table.append(
                 [op["name"], str(op["count"]), *(_ms(figures, k) for k in _LATENCY_COLUMNS), str(op["errors"])]
             )
         lines.append(_render(op_table))
-    lines += notes(rows, book, facts, settings)
+    lines += report.notes
     return "\n".join(lines)
 
 
@@ -179,8 +205,9 @@ def _render(table: list[list[str]]) -> str:
     return "\n".join(rendered)
 
 
-def report_document(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> dict[str, Any]:
+def report_document(report: RunReport) -> dict[str, Any]:
     """The summary as JSON-ready data: rows per destination and operation, plus run metadata."""
+    facts, settings = report.facts, report.settings
     options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
     options["broker"] = str(settings.broker) if settings.broker else None
     return {
@@ -192,9 +219,9 @@ def report_document(rows: list[dict[str, Any]], book: Book, facts: RunFacts, set
         "options": options,
         "clock_offsets": facts.clocks,
         "generator": facts.generator,
-        "destinations": rows,
-        "operations": operation_rows(book),
-        "notes": notes(rows, book, facts, settings),
+        "destinations": [row.document() for row in report.rows],
+        "operations": report.operations,
+        "notes": report.notes,
     }
 
 
@@ -208,33 +235,33 @@ CSV_COLUMNS = ("destination", "sent", "received", "errors", "span_s", "send_rate
                "receive_rate_msgs", "receive_rate_mbit", *AUDIT_KEYS)  # fmt: skip
 
 
-def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
+def write_csv(path: str, rows: list[Row]) -> None:
     """One line per destination: the counts, rates, audit and every latency figure (ms) flattened."""
-    latency_keys = sorted({key for row in rows for key in row["latency_ms"]})
+    latency_keys = sorted({key for row in rows for key in row.latency_ms})
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow([*CSV_COLUMNS, *(f"latency_{key}_ms" for key in latency_keys)])
         for row in rows:
-            writer.writerow([*(row[c] for c in CSV_COLUMNS), *(row["latency_ms"].get(k, "") for k in latency_keys)])
+            document = row.document()
+            writer.writerow([*(document[c] for c in CSV_COLUMNS), *(row.latency_ms.get(k, "") for k in latency_keys)])
 
 
-def gate_failures(rows: list[dict[str, Any]], book: Book, facts: RunFacts, settings: Settings) -> list[str]:
+def gate_failures(report: RunReport) -> list[str]:
     """One line per gate failed: per destination (p99, lost, rate), and run-wide (errors, generator)."""
-    failures = []
-    for row in rows:
-        where = row["destination"]
-        p99 = row["latency_ms"].get("p99")
+    settings, failures = report.settings, []
+    for row in report.rows:
+        where, rate = row.destination, row.totals.receive_rate_msgs
+        p99 = row.latency_ms.get("p99")
         if settings.max_p99_ms is not None and p99 is not None and p99 > settings.max_p99_ms:
             failures.append(f"{where}: p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
-        if settings.max_lost is not None and row["lost"] > settings.max_lost:
-            failures.append(f"{where}: {row['lost']} lost > --mq-max-lost {settings.max_lost}")
-        if settings.min_rate is not None and row["receive_rate_msgs"] < settings.min_rate:
-            rate = row["receive_rate_msgs"]
+        if settings.max_lost is not None and row.audit["lost"] > settings.max_lost:
+            failures.append(f"{where}: {row.audit['lost']} lost > --mq-max-lost {settings.max_lost}")
+        if settings.min_rate is not None and rate < settings.min_rate:
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
     # Every failed operation counts, broker ERROR frames and connects included, not only a destination's.
-    errors = sum(t.failures for t in book.tallies.values())
+    errors = report.errors
     if settings.max_errors is not None and errors > settings.max_errors:
         failures.append(f"{errors} errors in all operations > --mq-max-errors {settings.max_errors}")
-    if settings.fail_on_saturation and facts.generator.get("verdict") == "saturated":
+    if settings.fail_on_saturation and report.facts.generator["verdict"] == "saturated":
         failures.append("the load generator was saturated and --mq-fail-on-saturation is set")
     return failures

@@ -16,21 +16,22 @@ import secrets
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from gevent.event import Event
 
 from mqusers.client import ClientConfig, MqError
 from mqusers.coordination import Coordinator
 from mqusers.ending import Drain
-from mqusers.health import Health
+from mqusers.health import Health, HealthReport
 from mqusers.locust_stats import add_batches
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
+from mqusers.measure.ledgers import Delta, ReceiveLedger, SentLedger
 from mqusers.measure.recorder import Recorder
 from mqusers.options import Settings, class_brokers, read_settings
 
+T = TypeVar("T")
 #: How often a load process hands its recorded successes to the book, Locust's stats and the sinks.
 FLUSH_EVERY_S = 0.2
 
@@ -50,8 +51,11 @@ class Shipping:
         self._parts: dict[str, tuple[Callable[[bool], Any], Callable[[Any, str], None]]] = {}
         self._on_complete: list[Callable[[], None]] = []
 
-    def register(self, key: str, drain: Callable[[bool], Any], merge: Callable[[Any, str], None]) -> None:
-        """``drain(final)`` on a worker (``final``: the test is stopping); ``merge(value, node)`` on the master."""
+    def register(self, key: str, drain: Callable[[bool], T], merge: Callable[[T, str], None]) -> None:
+        """``drain(final)`` on a worker (``final``: the test is stopping); ``merge(value, node)`` on the master.
+
+        The value must survive msgpack (Locust's encoding): dicts, lists, str, numbers, None.
+        """
         self._parts[key] = (drain, merge)
 
     def on_complete(self, callback: Callable[[], None]) -> None:
@@ -104,7 +108,7 @@ class RunContext:
     producers: list[tuple[str, Any]] = field(default_factory=list)
     health: Health = field(default_factory=lambda: Health("local"))
     #: The master's copy of every process's health report, by node.
-    generators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    generators: dict[str, HealthReport] = field(default_factory=dict)
     drain: Drain | None = None
     #: ``time`` (-t, the web UI's stop), ``count`` (--mq-total-messages done) or ``interrupt`` (Ctrl-C).
     ended_by: str = "time"
@@ -120,16 +124,13 @@ class RunContext:
     def __post_init__(self) -> None:
         self.shipping = Shipping(prepare=lambda: self.recorder.flush())
 
-    def drain_audit(self) -> list[Any]:
-        return [self.sent.drain(), self.received.drain()]
-
-    def merge_audit(self, drained: list[Any] | None) -> None:
-        for delta in drained or ():
-            self.audit.merge(delta)
+    def drain_audit(self) -> Delta:
+        """Both ledgers' news as one delta: what was sent, then what was received."""
+        return {**self.sent.drain(), **self.received.drain()}
 
     def fold_ledgers(self) -> None:
         """A process without a master: its own ledgers' news into its own audit."""
-        self.merge_audit(self.drain_audit())
+        self.audit.merge(self.drain_audit())
 
     def interrupt_drain(self) -> bool:
         """Ctrl-C or SIGTERM during a drain: end it now; False when no drain runs."""
@@ -170,7 +171,7 @@ def context(environment: Environment) -> RunContext:
         ctx.health = Health(node, producers=lambda: ctx.producers, fire=environment.events.request.fire)
         ship = ctx.shipping.register
         ship("mqusers_book", lambda _: ctx.book.drain(), lambda data, _: ctx.book.merge(data))
-        ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda data, _: ctx.merge_audit(data))
+        ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda delta, _: ctx.audit.merge(delta))
         ship(
             "mqusers_health", lambda _: ctx.health.report(), lambda report, node: ctx.generators.update({node: report})
         )

@@ -60,7 +60,7 @@ from itertools import accumulate, pairwise
 from typing import Any
 
 from mqusers.measure.intervals import IntervalBag, IntervalSet
-from mqusers.measure.ledgers import Drained
+from mqusers.measure.ledgers import Delta, QueueEntry, Session, StreamEntry, SubscriptionEntry
 
 FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
@@ -148,53 +148,49 @@ class Audit:
         self._subs: dict[tuple[str, str], _Sub] = {}
         self._queues: dict[tuple[str, str], IntervalBag] = {}  # what a destination's queue group received
 
-    def merge(self, delta: Drained) -> None:
+    def merge(self, delta: Delta) -> None:
         """Add a :meth:`SentLedger.drain`, :meth:`ReceiveLedger.drain` or :meth:`snapshot` (or all)."""
         for e in delta.get("producers", ()):
             p = self._producers.setdefault((e["destination"], e["producer"]), _Producer())
-            p.process = _pick(p.process, e.get("process", ""))
+            p.process = _pick(p.process, e["process"])
             p.bag.merge(IntervalBag.decode(e["seqs"]))
             p.last_ns = max(p.last_ns, e["last_ns"])
             p.add_checkpoints(e["checkpoints"])
-            p.unconfirmed.union(IntervalSet.decode(e.get("unconfirmed", [])))
-        for e in delta.get("subscriptions", ()):
-            destination, kind = e["destination"], e["kind"]
-            sub = self._subs.setdefault((destination, e["key"]), _Sub(kind))
-            sub.kind, sub.durable = min(sub.kind, kind), sub.durable or bool(e["durable"])
-            sub.process = _pick(sub.process, e.get("process", ""))
-            sub.foreign += e.get("foreign", 0)
-            sub.other_run += e.get("other_run", 0)
-            sub.drops += e.get("drops", 0)
-            counted = "deliveries" in e  # a snapshot carries the count; a delta's bags are counted here
-            sub.deliveries += e.get("deliveries", 0)
-            for joined, left in e["sessions"]:
+            p.unconfirmed.union(IntervalSet.decode(e["unconfirmed"]))
+        for entry in delta.get("subscriptions", ()):
+            destination, kind = entry["destination"], entry["kind"]
+            sub = self._subs.setdefault((destination, entry["key"]), _Sub(kind))
+            sub.kind, sub.durable = min(sub.kind, kind), sub.durable or bool(entry["durable"])
+            sub.process = _pick(sub.process, entry["process"])
+            sub.foreign += entry["foreign"]
+            sub.other_run += entry["other_run"]
+            sub.drops += entry["drops"]
+            sub.deliveries += entry["deliveries"]
+            for session in entry["sessions"]:
+                joined, left = session["joined_ns"], session["left_ns"]
                 old = sub.sessions.get(joined, left)
                 sub.sessions[joined] = left if old is None else old if left is None else max(old, left)
-            for producer, seqs, reordered, redelivered in e["streams"]:
-                stream = sub.streams.setdefault(producer, [IntervalBag(), 0, 0])
-                stream[1] += reordered
-                stream[2] += redelivered  # a queue group's receipts are one bag per destination and producer
-                bag = self._queues.setdefault((destination, producer), IntervalBag()) if kind == "queue" else stream[0]
-                delivered = IntervalBag.decode(seqs)
-                sub.deliveries += 0 if counted else len(delivered)
-                bag.merge(delivered)
-        for destination, producer, seqs in delta.get("queues", ()):
-            self._queues.setdefault((destination, producer), IntervalBag()).merge(IntervalBag.decode(seqs))
+            for s in entry["streams"]:
+                stream = sub.streams.setdefault(s["producer"], [IntervalBag(), 0, 0])
+                stream[1] += s["reordered"]
+                stream[2] += s["redelivered"]  # a queue group's receipts are one bag per destination and producer
+                key = (destination, s["producer"])
+                bag = self._queues.setdefault(key, IntervalBag()) if kind == "queue" else stream[0]
+                bag.merge(IntervalBag.decode(s["seqs"]))
+        for q in delta.get("queues", ()):
+            group = self._queues.setdefault((q["destination"], q["producer"]), IntervalBag())
+            group.merge(IntervalBag.decode(q["seqs"]))
 
-    def snapshot(self) -> Drained:
+    def snapshot(self) -> Delta:
         """The whole state as one canonical delta: merging it into an empty Audit reproduces it."""
         return {
             "producers": [{"destination": d, "producer": n, "process": p.process, "seqs": p.bag.encode(),
                            "checkpoints": [list(c) for c in zip(p.cp_seq, p.cp_ns, strict=True)],
                            "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode()}
                           for (d, n), p in sorted(self._producers.items())],
-            "subscriptions": [{"destination": d, "key": k, "kind": s.kind, "durable": s.durable, "process": s.process,
-                               "sessions": sorted([j, left] for j, left in s.sessions.items()),
-                               "streams": [[n, x[0].encode(), x[1], x[2]] for n, x in sorted(s.streams.items())],
-                               "foreign": s.foreign, "other_run": s.other_run, "drops": s.drops,
-                               "deliveries": s.deliveries}
-                              for (d, k), s in sorted(self._subs.items())],
-            "queues": [[d, n, bag.encode()] for (d, n), bag in sorted(self._queues.items())],
+            "subscriptions": [_sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
+            "queues": [QueueEntry(destination=d, producer=n, seqs=bag.encode())
+                       for (d, n), bag in sorted(self._queues.items())],
         }  # fmt: skip
 
     def verdict(
@@ -256,6 +252,15 @@ class Audit:
                 # At-least-once: what a dropped connection had not acknowledged comes again.
                 fig["after_reconnect"], fig["duplicated"] = fig["duplicated"], 0
         return out
+
+
+def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
+    streams = [StreamEntry(producer=n, seqs=x[0].encode(), reordered=x[1], redelivered=x[2])
+               for n, x in sorted(s.streams.items())]  # fmt: skip
+    sessions = [Session(joined_ns=j, left_ns=left) for j, left in sorted(s.sessions.items())]
+    return SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,
+                             sessions=sessions, streams=streams, deliveries=s.deliveries, foreign=s.foreign,
+                             other_run=s.other_run, drops=s.drops)  # fmt: skip
 
 
 def _figures(out: dict[str, Figures], destination: str) -> Figures:

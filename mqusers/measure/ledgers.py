@@ -2,7 +2,8 @@
 
 Pure bookkeeping, no I/O, on the per-message path. Each process keeps a :class:`SentLedger` (what
 its producers handed to the socket) and a :class:`ReceiveLedger` (what its subscriptions received)
-and ships their :meth:`~SentLedger.drain` deltas, JSON-able, with its reports. Both keep only what
+and ships their :meth:`~SentLedger.drain` deltas (a :class:`Delta`: named fields, JSON- and
+msgpack-able) with its reports. Both keep only what
 came since the last drain, so a competing consumer's fragmented set never grows; the master's
 :class:`mqusers.measure.audit.Audit` merges them and judges.
 
@@ -23,13 +24,72 @@ What is recorded
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-from mqusers.measure.intervals import IntervalBag, IntervalSet
+from mqusers.measure.intervals import Encoded, IntervalBag, IntervalSet
 
 CHECKPOINT_NS = 100_000_000
 KINDS = ("queue", "topic")
-Drained = dict[str, Any]
+#: A multiset of seqs as :meth:`IntervalBag.encode` writes it.
+EncodedBag = list[Encoded]
+
+
+class ProducerEntry(TypedDict):
+    """One producer's sends to one destination since the last drain."""
+
+    destination: str
+    producer: str
+    process: str
+    seqs: EncodedBag
+    #: ``[seq, sent_ns]`` pairs (up to ten a second: pairs keep the payload small).
+    checkpoints: list[list[int]]
+    last_ns: int
+    unconfirmed: Encoded
+
+
+class StreamEntry(TypedDict):
+    """What one subscription received from one producer."""
+
+    producer: str
+    seqs: EncodedBag
+    reordered: int
+    redelivered: int
+
+
+class Session(TypedDict):
+    joined_ns: int
+    left_ns: int | None
+
+
+class SubscriptionEntry(TypedDict):
+    destination: str
+    key: str
+    kind: str
+    durable: bool
+    process: str
+    sessions: list[Session]
+    streams: list[StreamEntry]
+    #: Deliveries in ``streams``, from any producer (a queue's share of its group's).
+    deliveries: int
+    foreign: int
+    other_run: int
+    drops: int
+
+
+class QueueEntry(TypedDict):
+    """What a destination's queue group received from one producer (in an Audit snapshot)."""
+
+    destination: str
+    producer: str
+    seqs: EncodedBag
+
+
+class Delta(TypedDict, total=False):
+    """What :meth:`Audit.merge` takes: a ledger's drain, both ledgers' drains, or an Audit snapshot."""
+
+    producers: list[ProducerEntry]
+    subscriptions: list[SubscriptionEntry]
+    queues: list[QueueEntry]
 
 
 def _text(key: str | bytes) -> str:
@@ -76,12 +136,12 @@ class SentStream:
             self._checkpoints.append([seq, sent_ns])
             self._due_ns = sent_ns + CHECKPOINT_NS
 
-    def _drain(self, process: str) -> Drained | None:
+    def _drain(self, process: str) -> ProducerEntry | None:
         if not (self.seqs or self._checkpoints or self.unconfirmed or self.last_ns != self._shipped_ns):
             return None
-        entry = {"destination": self.destination, "producer": self.producer, "process": process,
-                 "seqs": self.bag.encode(), "checkpoints": self._checkpoints, "last_ns": self.last_ns,
-                 "unconfirmed": self.unconfirmed.encode()}  # fmt: skip
+        entry = ProducerEntry(destination=self.destination, producer=self.producer, process=process,
+                              seqs=self.bag.encode(), checkpoints=self._checkpoints, last_ns=self.last_ns,
+                              unconfirmed=self.unconfirmed.encode())  # fmt: skip
         self._hwm = max(self._hwm, self.seqs.last or -1)
         self.bag, self._checkpoints, self._shipped_ns = IntervalBag(), [], self.last_ns
         self.seqs = self.bag.distinct
@@ -103,8 +163,8 @@ class SentLedger:
             stream = self._streams[(destination, producer)] = SentStream(destination, producer)
         return stream
 
-    def drain(self) -> Drained:
-        """What changed since the last drain, JSON-able, for :meth:`Audit.merge`."""
+    def drain(self) -> Delta:
+        """What changed since the last drain, for :meth:`Audit.merge`."""
         return {"producers": [e for s in self._streams.values() if (e := s._drain(self.process)) is not None]}
 
 
@@ -128,7 +188,7 @@ class Subscription:
         if kind not in KINDS:
             raise ValueError(f"subscription kind must be one of {KINDS}, not {kind!r}")
         self.key, self.destination, self.kind, self.durable = key, destination, kind, durable
-        self.sessions: list[list[int | None]] = []
+        self.sessions: list[Session] = []
         self._streams: dict[str | bytes, _Received] = {}
         self._dirty = False
         #: Deliveries without mqusers headers, and deliveries stamped by another run: kept apart.
@@ -150,23 +210,23 @@ class Subscription:
             stream.redelivered += 1
 
     def join(self, joined_ns: int) -> None:
-        self.sessions.append([joined_ns, None])
+        self.sessions.append(Session(joined_ns=joined_ns, left_ns=None))
         self._dirty = True
 
     def leave(self, left_ns: int, dropped: bool = False) -> None:
-        if self.sessions and self.sessions[-1][1] is None:
-            self.sessions[-1][1] = left_ns
+        if self.sessions and self.sessions[-1]["left_ns"] is None:
+            self.sessions[-1]["left_ns"] = left_ns
             self._dirty = True
             self.drops += dropped
 
-    def _drain(self, process: str) -> Drained | None:
-        streams: dict[str, list[Any]] = {}
+    def _drain(self, process: str) -> SubscriptionEntry | None:
+        streams: dict[str, _Received] = {}
         for producer, s in self._streams.items():
             if s.seqs:
-                old = streams.setdefault(_text(producer), [IntervalBag(), 0, 0])  # str and bytes ids: one
-                old[0].merge(s.bag)
-                old[1] += s.reordered
-                old[2] += s.redelivered
+                old = streams.setdefault(_text(producer), _Received())  # str and bytes ids: one
+                old.bag.merge(s.bag)
+                old.reordered += s.reordered
+                old.redelivered += s.redelivered
                 s.bag, s.reordered, s.redelivered = IntervalBag(), 0, 0
                 s.seqs = s.bag.distinct
         strays = (self.foreign, self.other_run, self.drops)
@@ -174,10 +234,13 @@ class Subscription:
             return None
         self._dirty = False
         self.foreign = self.other_run = self.drops = 0
-        return {"destination": self.destination, "key": self.key, "kind": self.kind, "durable": self.durable,
-                "process": process, "sessions": [list(x) for x in self.sessions],
-                "streams": [[name, e[0].encode(), e[1], e[2]] for name, e in streams.items()],
-                "foreign": strays[0], "other_run": strays[1], "drops": strays[2]}  # fmt: skip
+        return SubscriptionEntry(
+            destination=self.destination, key=self.key, kind=self.kind, durable=self.durable, process=process,
+            sessions=[s.copy() for s in self.sessions],
+            streams=[StreamEntry(producer=name, seqs=e.bag.encode(), reordered=e.reordered, redelivered=e.redelivered)
+                     for name, e in streams.items()],
+            deliveries=sum(len(e.bag) for e in streams.values()),
+            foreign=strays[0], other_run=strays[1], drops=strays[2])  # fmt: skip
 
 
 class ReceiveLedger:
@@ -198,5 +261,5 @@ class ReceiveLedger:
             sub.join(joined_ns)
         return sub
 
-    def drain(self) -> Drained:
+    def drain(self) -> Delta:
         return {"subscriptions": [e for s in self._subs.values() if (e := s._drain(self.process)) is not None]}

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import gevent
 
@@ -28,7 +28,7 @@ from mqusers.measure.recorder import Recorder
 from mqusers.run import Shipping
 from mqusers.sinks import points, schema
 from mqusers.sinks.settings import InfluxSettings, http_sender
-from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain
+from mqusers.sinks.windows import EncodedTallies, IntervalBook, IntervalMerger, RunTotals, drain
 from mqusers.sinks.writer import LineWriter
 
 logger = logging.getLogger(__name__)
@@ -36,6 +36,14 @@ logger = logging.getLogger(__name__)
 SHIPPING_KEY = "mqusers_influx"
 CPU_WARNING_EVERY_S = 60.0
 AuditSource = Callable[[], Mapping[str, Mapping[str, float]]]
+
+
+class ShippedInterval(TypedDict):
+    """One of a worker's intervals, for the master's merge."""
+
+    ts_ms: int
+    duration_s: float
+    tallies: EncodedTallies
 
 
 class RunInfo(Protocol):
@@ -79,7 +87,7 @@ class InfluxSink:
         self.totals = RunTotals()
         grace_ms = int(WORKER_REPORT_INTERVAL * 1000) + 2 * self.interval_ms + 1000
         self.merger = IntervalMerger(self.interval_ms, grace_ms)
-        self.outbox: list[list[Any]] = []
+        self.outbox: list[ShippedInterval] = []
         # Flow operations seen this test, per series family: they get zero points when silent.
         self.seen_own: set[str] = set()
         self.seen_merged: set[str] = set()
@@ -146,7 +154,7 @@ class InfluxSink:
         self.running = False
         self.writer.wake()
 
-    def _ship(self, final: bool) -> list[list[Any]]:
+    def _ship(self, final: bool) -> list[ShippedInterval]:
         """A worker's completed intervals for the master; at stop, the last partial one too."""
         if final and self.running:
             self.writer.add(self._own_interval(_now_ms()))
@@ -216,7 +224,7 @@ class InfluxSink:
         lines = points.ops_lines(schema.OPS, self.tags(worker=self.node), ts, duration_s, figures, self.seen_own, {})
         if self.role == "worker":
             if drained:
-                self.outbox.append([ts, duration_s, drained])
+                self.outbox.append(ShippedInterval(ts_ms=ts, duration_s=duration_s, tallies=drained))
         elif self.role == "local":
             self.totals.add(tallies)
             extra = {"sources": 1}
@@ -281,9 +289,9 @@ class InfluxSink:
 
     # ----------------------------------------------------------------------------- Locust events
 
-    def receive_intervals(self, intervals: list[list[Any]], client_id: str) -> None:
-        for ts, duration_s, drained in intervals:
-            self.merger.add(client_id, int(ts), float(duration_s), drained)
+    def receive_intervals(self, intervals: list[ShippedInterval], client_id: str) -> None:
+        for i in intervals:
+            self.merger.add(client_id, int(i["ts_ms"]), float(i["duration_s"]), i["tallies"])
 
     def _on_spawning_complete(self, user_count: int, **_: Any) -> None:
         if self.role != "worker":

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from mqusers.measure.book import Tally
+from mqusers.measure.totals import destination_rows
 from mqusers.sinks import schema
 from mqusers.sinks.windows import RunTotals, split_name, tally_fields
 
@@ -46,11 +47,12 @@ def ops_lines(
 
 
 def destination_lines(tags: Mapping[str, str], totals: RunTotals, ts: int) -> list[str]:
+    """Per destination with sends or receives: totals and the backlog still expected to arrive."""
     lines = []
-    for destination, row in totals.destinations().items():
+    for row in destination_rows(totals.tallies):
         fields: dict[str, schema.FieldValue] = {"sent": row.sent, "received": row.received, "errors": row.errors}
         fields.update(subscriptions=row.subscriptions, backlog=row.backlog)
-        lines.append(schema.line(schema.DESTINATIONS, {**tags, schema.DESTINATION: destination}, fields, ts))
+        lines.append(schema.line(schema.DESTINATIONS, {**tags, schema.DESTINATION: row.destination}, fields, ts))
     return lines
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, Tally, by_destination
+from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, Tally
 from mqusers.measure.recorder import Batch
-from mqusers.names import REQUEST_TYPE, destination_kind, request_key, split_event_name
+from mqusers.names import REQUEST_TYPE, request_key, split_event_name
 from mqusers.sinks.schema import PERCENTILE_FIELDS
 
 EncodedTallies = dict[str, list[Any]]
@@ -218,15 +218,6 @@ class IntervalMerger:
         self.late = 0
 
 
-@dataclass(frozen=True)
-class DestinationTotals:
-    sent: int
-    received: int
-    subscriptions: int
-    backlog: int
-    errors: int
-
-
 class RunTotals:
     """Running totals since test start, one tally (histogram included) per event name."""
 
@@ -242,22 +233,6 @@ class RunTotals:
 
     def clear(self) -> None:
         self.tallies = {}
-
-    def destinations(self) -> dict[str, DestinationTotals]:
-        """Per destination with sends or receives: totals and the backlog still expected to arrive."""
-        rows = {}
-        for destination, operations in sorted(by_destination(self.tallies).items()):
-            if "send" not in operations and "receive" not in operations:
-                continue
-            send, receive, subscribe = (operations.get(op, Tally()) for op in ("send", "receive", "subscribe"))
-            sent, subscriptions = send.count - send.failures, subscribe.count - subscribe.failures
-            # A topic delivers every message to every subscription; a queue delivers it once.
-            fan_out = subscriptions if destination_kind(destination) == "topic" else 1
-            errors = sum(t.failures for t in operations.values())
-            rows[destination] = DestinationTotals(
-                sent, receive.count, subscriptions, sent * fan_out - receive.count, errors
-            )
-        return rows
 
     def summary(self) -> Iterator[tuple[str, Tally]]:
         yield from sorted(self.tallies.items())

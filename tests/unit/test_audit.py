@@ -1,6 +1,8 @@
 """The message audit against independent truths: each test builds what really happened, feeds the
 ledgers as mqusers' hooks would, and compares the master's verdict with a plain computation."""
 
+from locust.rpc.protocol import Message
+
 import json
 import random
 import time
@@ -357,6 +359,14 @@ def test_merge_is_associative_and_commutative() -> None:
         assert figures[Q]["received"] > 0 and figures[T]["subscriptions"] == 3
 
 
+def test_deltas_cross_locusts_wire_unchanged() -> None:
+    deltas = scenario(0)
+    shipped = [Message("report", delta, "w1").serialize() for delta in deltas]
+    arrived = [Message.unserialize(data).data for data in shipped]
+    assert arrived == deltas
+    assert merged(arrived).snapshot() == merged(deltas).snapshot()
+
+
 def test_ten_million_in_order_records_cost_one_interval_per_producer() -> None:
     n = 10_000_000
     sent, received = SentLedger("w1"), ReceiveLedger("w2")
@@ -374,13 +384,16 @@ def test_ten_million_in_order_records_cost_one_interval_per_producer() -> None:
     shipped, got = sent.drain(), received.drain()
     assert shipped["producers"][0]["seqs"] == [[[1, n]]]
     assert len(shipped["producers"][0]["checkpoints"]) == 100
-    assert got["subscriptions"][0]["streams"] == [["p", [[[1, n]]], 0, 0]]
+    assert got["subscriptions"][0]["streams"] == [
+        {"producer": "p", "seqs": [[[1, n]]], "reordered": 0, "redelivered": 0}
+    ]
+    assert got["subscriptions"][0]["deliveries"] == n
     audit = Audit()
     audit.merge(shipped)
     audit.merge(got)
     fig = audit.verdict(100 * S, S)[Q]
     assert (fig["sent"], fig["received"], fig["lost"], fig["duplicated"]) == (n, n, 0, 0)
-    assert audit.snapshot()["queues"] == [[Q, "p", [[[1, n]]]]]
+    assert audit.snapshot()["queues"] == [{"destination": Q, "producer": "p", "seqs": [[[1, n]]]}]
 
 
 def test_a_burst_recorded_as_a_run_drains_like_its_messages_one_by_one() -> None:

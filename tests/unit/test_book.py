@@ -3,7 +3,8 @@ import random
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import Book
-from mqusers.report import destination_rows, operation_rows
+from mqusers.measure.totals import destination_rows
+from mqusers.report import operation_rows
 
 
 def fire(book: Book, name: str, ms: float, error: Exception | None = None) -> None:
@@ -52,7 +53,7 @@ def test_failures_negatives_and_other_request_types() -> None:
     # Other request types are tallied apart, never under a STOMP name, even one spelled like it.
     assert list(book.tallies) == ["receive /queue/a", "GET /receive", "RECEIVE /queue/a"]
     assert [row["name"] for row in operation_rows(book)] == ["GET /receive", "RECEIVE /queue/a"]
-    assert [row["destination"] for row in destination_rows(book)] == ["/queue/a"]
+    assert [row.destination for row in destination_rows(book.tallies)] == ["/queue/a"]
 
 
 def test_drain_starts_afresh() -> None:

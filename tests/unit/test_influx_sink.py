@@ -21,10 +21,11 @@ from gevent.event import Event
 
 from mqusers.measure.book import Book
 from mqusers.measure.recorder import Recorder
+from mqusers.measure.totals import destination_rows
 from mqusers.parsing import OptionError
 from mqusers.run import Shipping
 from mqusers.sinks import schema
-from mqusers.sinks.listener import InfluxSink
+from mqusers.sinks.listener import InfluxSink, ShippedInterval
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.writer import LineWriter, StoreRejected
@@ -171,7 +172,7 @@ def test_backlog_counts_fan_out_on_topics() -> None:
         fire(book, "receive /queue/q")
     totals = RunTotals()
     totals.add(tallies_of(drain(book)[1]))
-    rows = totals.destinations()
+    rows = {row.destination: row for row in destination_rows(totals.tallies)}
     assert (rows["/topic/t"].sent, rows["/topic/t"].subscriptions, rows["/topic/t"].backlog) == (10, 2, 5)
     assert (rows["/queue/q"].received, rows["/queue/q"].backlog) == (7, 3)
 
@@ -251,7 +252,9 @@ def test_master_merges_what_workers_ship_into_one_series(caplog: pytest.LogCaptu
             book = IntervalBook()
             for _ in range(30):
                 fire(book, "receive /topic/t", 2.0)
-            sink.receive_intervals([[1_000, 1.0, drain(book)[1]], [2_000, 1.0, {}]], worker)
+            shipped = [ShippedInterval(ts_ms=1_000, duration_s=1.0, tallies=drain(book)[1]),
+                       ShippedInterval(ts_ms=2_000, duration_s=1.0, tallies={})]  # fmt: skip
+            sink.receive_intervals(shipped, worker)
         sink.finish()
         sink.close()
     finally:

@@ -3,7 +3,16 @@ import csv
 from mqusers.ending import DrainOutcome
 from mqusers.measure.book import Book
 from mqusers.options import Settings
-from mqusers.report import RunFacts, destination_rows, format_summary, gate_failures, shortfall, write_csv
+from mqusers.report import (
+    CSV_COLUMNS,
+    RunFacts,
+    build_report,
+    format_summary,
+    gate_failures,
+    rows_of,
+    shortfall,
+    write_csv,
+)
 
 
 def book_of(received_ms: list[float], sent: int, errors: int = 0, span: tuple[float, float] = (100.0, 110.0)) -> Book:
@@ -35,31 +44,33 @@ def facts(verdict: str = "ok") -> RunFacts:
 
 
 def test_rates_are_over_the_first_send_to_the_last_receive_not_the_whole_run() -> None:
-    [row] = destination_rows(book_of([1.0] * 99 + [50.0], sent=100, span=(100.0, 110.0)))
-    assert row["span_s"] == 10.0  # the run lasted 60 s; start-up, idling and the drain are not in the rate
-    assert (row["sent"], row["received"], row["errors"]) == (100, 100, 0)
-    assert row["receive_rate_msgs"] == 10.0 and row["send_rate_msgs"] == 10.0
-    assert row["receive_rate_mbit"] == row["send_rate_mbit"] == 100 * 100 * 8 / 10 / 1e6
-    assert row["latency_ms"]["p50"] == 1.0 and abs(row["latency_ms"]["max"] - 50.0) < 0.05
+    [row] = rows_of(book_of([1.0] * 99 + [50.0], sent=100, span=(100.0, 110.0)))
+    t = row.totals
+    assert t.span_s == 10.0  # the run lasted 60 s; start-up, idling and the drain are not in the rate
+    assert (t.sent, t.received, t.errors) == (100, 100, 0)
+    assert t.receive_rate_msgs == 10.0 and t.send_rate_msgs == 10.0
+    assert t.receive_rate_mbit == t.send_rate_mbit == 100 * 100 * 8 / 10 / 1e6
+    assert row.latency_ms["p50"] == 1.0 and abs(row.latency_ms["max"] - 50.0) < 0.05
+    document = row.document()  # the JSON report's and the CSV's row
+    assert set(document) == {*CSV_COLUMNS, "latency_ms", "negative_latencies", "by_subscription"}
+    assert (document["span_s"], document["receive_rate_msgs"], document["lost"]) == (10.0, 10.0, 0)
 
 
 def test_gates_name_the_destination_the_figure_and_the_option() -> None:
     book = book_of([1.0] * 98 + [50.0, 50.0], sent=100, errors=2)
-    rows = destination_rows(book)
-    failures = gate_failures(rows, book, facts(), Settings(max_p99_ms=5, max_errors=3, min_rate=100))
+    failures = gate_failures(build_report(book, None, facts(), Settings(max_p99_ms=5, max_errors=3, min_rate=100)))
     assert failures == [
         "/queue/a: p99 50.015 ms > --mq-max-p99-ms 5",
         "/queue/a: 10.2 msg/s received < --mq-min-rate 100",
         "4 errors in all operations > --mq-max-errors 3",  # the ERROR frames ("error x") count too
     ]
-    assert gate_failures(rows, book, facts(), Settings(max_p99_ms=100, max_errors=4, min_rate=1)) == []
+    assert gate_failures(build_report(book, None, facts(), Settings(max_p99_ms=100, max_errors=4, min_rate=1))) == []
 
 
 def test_saturation_gate() -> None:
     book = book_of([1.0], sent=1)
-    rows = destination_rows(book)
-    assert gate_failures(rows, book, facts("saturated"), Settings()) == []
-    assert gate_failures(rows, book, facts("saturated"), Settings(fail_on_saturation=True)) == [
+    assert gate_failures(build_report(book, None, facts("saturated"), Settings())) == []
+    assert gate_failures(build_report(book, None, facts("saturated"), Settings(fail_on_saturation=True))) == [
         "the load generator was saturated and --mq-fail-on-saturation is set"
     ]
 
@@ -73,18 +84,18 @@ def test_shortfall_of_the_target_rate_is_one_line() -> None:
 
 
 def test_csv_has_one_row_per_destination(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    rows = destination_rows(book_of([2.0, 4.0], sent=2))
+    rows = rows_of(book_of([2.0, 4.0], sent=2))
     path = tmp_path / "r.csv"
     write_csv(str(path), rows)
     [line] = list(csv.DictReader(path.open()))
     assert (line["destination"], line["sent"], line["received"], line["foreign"]) == ("/queue/a", "2", "2", "0")
-    assert float(line["latency_max_ms"]) == rows[0]["latency_ms"]["max"]
+    assert float(line["latency_max_ms"]) == rows[0].latency_ms["max"]
 
 
 def test_summary_table_and_notes() -> None:
     book = book_of([1.0], sent=1, errors=1)
     verdict = {"/queue/a": {"unreceived": 7, "foreign": 2, "other_run": 3}}
-    text = format_summary(destination_rows(book, verdict), book, facts(), Settings())
+    text = format_summary(build_report(book, verdict, facts(), Settings()))
     assert "run run1" in text and "/queue/a" in text and "error x" in text
     assert "7 unreceived (still queued at the broker or lost" in text
     assert "2 foreign and 3 other runs' messages" in text
