@@ -216,6 +216,7 @@ class InfluxSink:
 
     def _own_interval(self, end_ms: int) -> list[str]:
         """This process's points for the interval ending now; ships it (worker) or merges it (local)."""
+        self.ctx.recorder.flush()  # every success recorded before the boundary belongs to this interval
         tallies, drained = drain(self.book, encode=self.role == "worker")
         start_ms, self.interval_start_ms = self.interval_start_ms, end_ms
         ts = start_ms // self.interval_ms * self.interval_ms
