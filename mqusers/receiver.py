@@ -34,7 +34,8 @@ class Receiver:
 
     ``ack`` is the subscription's ack mode. In ``client`` mode one ACK covers every earlier message,
     so the receiver acknowledges every ``ack_every`` messages (and on :meth:`flush`); in
-    ``client-individual`` mode it acknowledges each message.
+    ``client-individual`` mode it acknowledges each message. ACKs are written once per socket read,
+    all of that read's in one write, after its last message: not a syscall per message.
     """
 
     def __init__(
@@ -63,7 +64,11 @@ class Receiver:
         self._fire = client.fire
         self._acks = ack != "auto"
         self._ack_every = max(1, ack_every) if ack == "client" else 1
+        self._individual = ack == "client-individual"
+        #: ``client`` mode: the newest ack id not yet acknowledged.
         self._unacked: bytes | None = None
+        #: ACK frames for the end of the current read.
+        self._out: list[bytes] = []
         self._observer = observer
         self._context: dict[str, object] = {}
         self._run = run_id.encode()
@@ -99,9 +104,7 @@ class Receiver:
                 self._receive.record((received_ns - sent_ns) // 1000, size, received_ns)
         self.received += 1
         if self._acks:
-            self._unacked = headers.get(b"ack")
-            if self.received % self._ack_every == 0:
-                self.flush()
+            self._acknowledge(headers.get(b"ack"), self.received % self._ack_every == 0)
         if self._observer is not None:
             self._observer(headers, body)
 
@@ -127,13 +130,25 @@ class Receiver:
             logger.warning("mqusers: %s: %s arrive; counted apart (foreign / other_run), not as received",
                            self.destination, what)  # fmt: skip
         if self._acks:
-            self._unacked = headers.get(b"ack")
-            self.flush()
+            self._acknowledge(headers.get(b"ack"), True)
         return True
+
+    def _acknowledge(self, ack_id: bytes | None, now: bool) -> None:
+        """ACK this delivery (``client`` mode: with the next ``now``) at the end of this read."""
+        if ack_id is None:
+            return
+        if not (now or self._individual):
+            self._unacked = ack_id
+            return
+        self._unacked = None
+        if not self._out:
+            self._client.after_read(self._write)
+        self._out.append(ack_frame(ack_id))
 
     def reset(self) -> None:
         """A new connection: ack ids of the old one mean nothing to the broker now."""
         self._unacked = None
+        self._out.clear()
 
     def _correction(self, producer: bytes) -> int:
         """This process's clock offset minus the producer's (its id starts with its process tag)."""
@@ -149,11 +164,18 @@ class Receiver:
         return correction
 
     def flush(self) -> None:
-        """Acknowledge everything received so far (``client`` mode batches ACKs)."""
+        """Acknowledge everything received so far now (``client`` mode batches ACKs)."""
         ack_id, self._unacked = self._unacked, None
         if ack_id is not None:
+            self._out.append(ack_frame(ack_id))
+        self._write()
+
+    def _write(self) -> None:
+        if self._out:
+            data = b"".join(self._out)
+            self._out.clear()
             try:
-                self._client.send_raw(ack_frame(ack_id))
+                self._client.send_raw(data)
             except MqError as error:
                 if self._client.closing:
                     return  # closing: the broker redelivers what was not acknowledged

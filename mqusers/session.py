@@ -60,7 +60,9 @@ class Session:
         self.server = ""
         self._transport: Transport = transport or StompTransport()
         self._connection: Connection | None = None
-        self._listener = Listener(self._take_frame, self._on_connected, self._on_disconnected)
+        self._listener = Listener(self._take_frame, self._on_connected, self._on_disconnected, self._read_done)
+        #: What runs once the frames of the current socket read are handled (e.g. their ACKs).
+        self._after_read: list[Callable[[], None]] = []
         self._connected = Event()
         self._refusal: str | None = None
         self._handlers: dict[bytes, MessageHandler] = {}
@@ -77,6 +79,15 @@ class Session:
         #: Destination and start of the last SUBSCRIBE: an unclaimed ERROR soon after (before any
         #: delivery) is the broker refusing it.
         self._last_subscribe: tuple[str, float] | None = None
+
+    def after_read(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the frames of the socket read being handled are done."""
+        self._after_read.append(callback)
+
+    def _read_done(self) -> None:
+        callbacks, self._after_read = self._after_read, []
+        for callback in callbacks:
+            callback()
 
     def operation(self, name: str) -> Record:
         """Where the per-message path records a success of ``name``."""

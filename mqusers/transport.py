@@ -24,7 +24,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import stomp
@@ -47,9 +47,10 @@ def _text(value: bytes) -> str:
 
 
 class LeanTransport(Transport):  # type: ignore[misc]
-    def __init__(self, *args: Any, on_frame: FrameTaker, **kwargs: Any):
+    def __init__(self, *args: Any, on_frame: FrameTaker, on_read_done: Callable[[], None], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.on_frame = on_frame
+        self.on_read_done = on_read_done
         self._parser = FrameParser(self._dispatch)
         self._send_lock = threading.Lock()
         #: Read by the health monitor: a send in progress whose count does not move is blocked.
@@ -118,6 +119,7 @@ class LeanTransport(Transport):  # type: ignore[misc]
             self.listeners["protocol-listener"].on_heartbeat()  # any bytes from the broker prove it alive
         # One clock read per read, not per frame: what was read together arrived together.
         self._parser.feed(data, time.time_ns())
+        self.on_read_done()
 
     def _dispatch(self, command: bytes, headers: Headers, body: bytes, received_ns: int) -> None:
         if self.on_frame(command, headers, body, received_ns):
@@ -134,6 +136,7 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
         hosts: list[tuple[str, int]],
         *,
         on_frame: FrameTaker,
+        on_read_done: Callable[[], None],
         heartbeats: tuple[int, int],
         vhost: str,
         connect_timeout: float,
@@ -143,6 +146,7 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
         transport = LeanTransport(
             hosts,
             on_frame=on_frame,
+            on_read_done=on_read_done,
             # Failover follows the user's order; retries are the User's business, not a blocking loop here.
             prefer_localhost=False,
             try_loopback_connect=False,
@@ -194,6 +198,7 @@ class StompTransport:
         connection = LeanConnection(
             list(config.address.hosts),
             on_frame=listener.on_frame,
+            on_read_done=listener.on_read_done,
             heartbeats=config.heartbeats,
             vhost=config.vhost,
             connect_timeout=config.timeout,

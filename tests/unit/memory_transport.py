@@ -69,6 +69,7 @@ class MemoryConnection:
     def feed(self, data: bytes) -> None:
         """Bytes from the broker: one or more frames, handled as the reader greenlet would."""
         self._parser.feed(data, time.time_ns())
+        self.listener.on_read_done()
 
     def drop(self) -> None:
         """The network or the broker ends the connection."""

@@ -52,6 +52,15 @@ def message(body: bytes, sent_ns: int, *, crc: int | None = None, ack: bytes | N
     return headers, body, time.time_ns()
 
 
+def deliver(connection: MemoryConnection, *deliveries: tuple[dict, bytes]) -> None:
+    """MESSAGE frames with these headers and bodies, all in one socket read."""
+    frames = []
+    for headers, body in deliveries:
+        lines = b"".join(b"%s:%s\n" % item for item in {**headers, b"content-length": b"%d" % len(body)}.items())
+        frames.append(b"MESSAGE\n%s\n%s\x00" % (lines, body))
+    connection.feed(b"".join(frames))
+
+
 def errors(env: Environment) -> list[str]:
     return sorted(str(e.error) for e in env.stats.errors.values())
 
@@ -82,13 +91,14 @@ def test_foreign_and_other_runs_messages_are_counted_apart() -> None:
     env = environment()
     client, connection = connected(env)
     receiver = Receiver(client, "/queue/a", "client-individual", run_id="run")
+    client.route("s", receiver)
     receiver.audit = Subscription("k", "/queue/a", "queue", False)
-    receiver({b"subscription": b"s", b"ack": b"f1"}, b"not ours", time.time_ns())
     other_headers, body, _ = message(b"old", time.time_ns() - 3_600_000_000_000, ack=b"o1")
-    receiver({**other_headers, b"mq-run": b"earlier", b"mq-producer": b"p", b"mq-seq": b"1"}, body, time.time_ns())
+    other = {**other_headers, b"mq-run": b"earlier", b"mq-producer": b"p", b"mq-seq": b"1"}
+    deliver(connection, ({b"subscription": b"s", b"ack": b"f1"}, b"not ours"), (other, body))
     assert ("receive /queue/a", "STOMP") not in env.stats.entries  # neither received nor a failure
     assert (receiver.audit.foreign, receiver.audit.other_run, receiver.received) == (1, 1, 0)
-    assert connection.sent == [b"ACK\nid:f1\n\n\x00", b"ACK\nid:o1\n\n\x00"]
+    assert connection.sent == [b"ACK\nid:f1\n\n\x00ACK\nid:o1\n\n\x00"]  # acknowledged too, in one write
 
 
 def test_other_runs_can_fail_or_be_received() -> None:
@@ -107,9 +117,9 @@ def test_client_ack_mode_batches_and_flushes() -> None:
     env = environment()
     client, connection = connected(env)
     receiver = Receiver(client, "/queue/a", "client", ack_every=3, run_id="run")
-    for n in range(1, 5):
-        receiver(*message(b"m", time.time_ns(), ack=b"a%d" % n))
-    assert connection.sent == [b"ACK\nid:a3\n\n\x00"]
+    client.route("s", receiver)
+    deliver(connection, *(message(b"m", time.time_ns(), ack=b"a%d" % n)[:2] for n in range(1, 5)))
+    assert connection.sent == [b"ACK\nid:a3\n\n\x00"]  # cumulative: a3 covers a1 and a2
     receiver.flush()
     assert connection.sent[-1] == b"ACK\nid:a4\n\n\x00"
 
@@ -117,11 +127,13 @@ def test_client_ack_mode_batches_and_flushes() -> None:
 def test_individual_acks_and_no_acks_while_closing() -> None:
     client, connection = connected(environment())
     receiver = Receiver(client, "/queue/a", "client-individual", ack_every=50, run_id="run")
-    receiver(*message(b"m", time.time_ns(), ack=b"x\\c1"))  # ActiveMQ escapes the ':' of its ack ids
-    assert connection.sent == [b"ACK\nid:x\\c1\n\n\x00"]  # handed back exactly as it came
+    client.route("s", receiver)
+    # ActiveMQ escapes the ':' of its ack ids; each goes back exactly as it came, all of a read in one write.
+    deliver(connection, *(message(b"m", time.time_ns(), ack=b"x\\c%d" % n)[:2] for n in (1, 2, 3)))
+    assert connection.sent == [b"ACK\nid:x\\c1\n\n\x00ACK\nid:x\\c2\n\n\x00ACK\nid:x\\c3\n\n\x00"]
     client.closing = True
-    receiver(*message(b"m", time.time_ns(), ack=b"x\\c2"))
-    assert len(connection.sent) == 1 and receiver.received == 1
+    deliver(connection, message(b"m", time.time_ns(), ack=b"x\\c4")[:2])
+    assert len(connection.sent) == 1 and receiver.received == 3
 
 
 def test_receipt_times_a_sync_send_and_an_error_frame_fails_it() -> None:
