@@ -13,7 +13,8 @@ from __future__ import annotations
 import locust.stats
 from locust.stats import RequestStats, StatsEntry
 
-from collections.abc import Callable, Sequence
+import operator
+from collections.abc import Sequence
 
 from mqusers.measure.recorder import Batch
 from mqusers.names import REQUEST_TYPE
@@ -23,12 +24,19 @@ def add_batches(stats: RequestStats, batches: Sequence[Batch]) -> None:
     """Log ``batches`` (in time order, as :meth:`Recorder.flush` gives them) into ``stats``."""
     bucket = locust.stats.bucket_response_time  # looked up now: Locust lets users replace it
     for batch in batches:
-        times = [(micros / 1000.0, count) for micros, count in batch.micros.items()]
-        _log(stats.total, batch, times, bucket)
-        _log(stats.get(batch.name, REQUEST_TYPE), batch, times, bucket)
+        micros = batch.micros
+        buckets: dict[int, int] = {}
+        for value, count in micros.items():  # the one loop over distinct values, for both entries
+            key = bucket(value / 1000.0)
+            buckets[key] = buckets.get(key, 0) + count
+        # Exact µs sums; Locust's float sum of the same values differs only in the last bits.
+        total = sum(map(operator.mul, micros.keys(), micros.values())) / 1000.0
+        extremes = (min(micros) / 1000.0, max(micros) / 1000.0, total)
+        _log(stats.total, batch, buckets, extremes)
+        _log(stats.get(batch.name, REQUEST_TYPE), batch, buckets, extremes)
 
 
-def _log(entry: StatsEntry, batch: Batch, times: list[tuple[float, int]], bucket: Callable[[float], int]) -> None:
+def _log(entry: StatsEntry, batch: Batch, buckets: dict[int, int], extremes: tuple[float, float, float]) -> None:
     second = batch.second
     last = entry.last_request_timestamp
     if entry.use_response_times_cache and last and second > int(last):
@@ -39,15 +47,9 @@ def _log(entry: StatsEntry, batch: Batch, times: list[tuple[float, int]], bucket
     entry.last_request_timestamp = batch.last_ns / 1e9
     entry.total_content_length += batch.bytes
     response_times = entry.response_times
-    low = high = times[0][0]
-    total = 0.0
-    for response_time, count in times:
-        total += response_time * count
-        response_times[bucket(response_time)] += count
-        if response_time < low:
-            low = response_time
-        elif response_time > high:
-            high = response_time
+    for key, count in buckets.items():
+        response_times[key] += count
+    low, high, total = extremes
     # Locust annotates these as int but keeps whatever response times it is given: floats here.
     entry.total_response_time += total  # type: ignore[assignment]
     entry.min_response_time = low if entry.min_response_time is None else min(entry.min_response_time, low)  # type: ignore[assignment]

@@ -15,7 +15,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, Tally
+from mqusers.measure.book import Book, Tally, record_grouped
 from mqusers.measure.recorder import Batch
 from mqusers.names import REQUEST_TYPE, request_key, split_event_name
 from mqusers.sinks.schema import PERCENTILE_FIELDS
@@ -139,14 +139,9 @@ class IntervalBook:
         tallies = {}
         for name, slot in slots.items():
             tally = tallies[name] = Tally(slot.count, slot.failures, slot.bytes, slot.negative)
-            record = tally.histogram.record_value
             grouped = slot.grouped
             grouped.update(slot.samples)  # C-speed grouping of equal samples
-            for micros, count in grouped.items():
-                if micros < 0:
-                    tally.negative += count
-                else:
-                    record(LOWEST_US if micros < LOWEST_US else min(micros, HIGHEST_US), count)
+            tally.negative += record_grouped(tally.histogram, grouped)
         return tallies
 
 
