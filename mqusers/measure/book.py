@@ -66,8 +66,8 @@ class Tally:
         return figures
 
 
-def record_grouped(histogram: HdrHistogram, micros: Mapping[int, int]) -> int:
-    """Record µs samples given as value -> count; returns how many were negative (not recorded).
+def record_grouped(histogram: HdrHistogram, *groups: Mapping[int, int]) -> int:
+    """Record µs samples given as value -> count maps; returns how many were negative (not recorded).
 
     hdrh's ``record_value`` is ~1 µs of Python per call and unpaced latencies are nearly all
     distinct in µs; values the histogram cannot tell apart (same counts slot, 3 significant
@@ -75,7 +75,7 @@ def record_grouped(histogram: HdrHistogram, micros: Mapping[int, int]) -> int:
     """
     negative = 0
     slots: dict[int, int] = {}
-    for value, count in micros.items():
+    for value, count in (item for micros in groups for item in micros.items()):
         if value < 0:
             negative += count
             continue
