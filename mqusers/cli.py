@@ -1,14 +1,22 @@
-"""The ``mqusers`` command: ``mqusers matrix ...`` and ``mqusers locustfiles`` (load tests run through ``locust``)."""
+"""The ``mqusers`` command: ``matrix``, ``find-max``, ``curve`` and ``locustfiles`` (load runs through ``locust``)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
-from mqusers import matrix  # the package imports Locust first, so gevent patches before anything networked
+from mqusers import capacity, matrix  # the package imports Locust first: gevent patches before networking
 
 USAGE = """usage: mqusers matrix [--host URL] [--modes ...] [--sizes ...] [--messages N] [--locustfiles DIR]
+       mqusers find-max -f LOCUSTFILE --host URL [--processes N] [--json PATH] [-- LOCUST ARGS]
+       mqusers curve -f LOCUSTFILE --host URL --max-rate R [--percents 10,25,50,75,90,100] [--json PATH]
        mqusers locustfiles    (prints the folder of the shipped scenarios, for locust -f)
 """
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "matrix": matrix.main,
+    "find-max": capacity.find_max,
+    "curve": capacity.curve,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,10 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["locustfiles"]:
         print(matrix.shipped_locustfiles())
         return 0
-    if not args or args[0] != "matrix":
+    if not args or args[0] not in COMMANDS:
         sys.stderr.write(USAGE)
         return 2
-    return matrix.main(args[1:])
+    return COMMANDS[args[0]](args[1:])
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.wire import SendFrames, due_line, make_body
 
 _RETRY_MIN_S, _RETRY_MAX_S = 0.5, 5.0
+#: The event loop's timer resolution: libev's epoll backend sleeps at least 1 ms.
+_TICK_S = 0.001
 #: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
 _BURST_MAX, _BURST_BYTES = 64, 64 * 1024
 #: A connection that lived this long has worked: the next reconnect starts the back-off afresh.
@@ -239,9 +241,12 @@ class StompProducerUser(StompUser):
             # Unpaced, nothing is "due": only a schedule gives a coordinated-omission-corrected latency.
             self._due_header = due_line(time.time_ns() + int((slot.due - time.perf_counter()) * 1e9))
             delay = slot.due - time.perf_counter()
-            if delay > 0:
-                gevent.sleep(delay)
-            self._lag.record(int((time.perf_counter() - slot.due) * 1e6), 0, time.time_ns())
+            if delay > _TICK_S:
+                # gevent's loop cannot sleep less than its tick (epoll waits whole ms): wake within a
+                # tick before the due time and send then, rather than up to a tick late.
+                gevent.sleep(delay - _TICK_S)
+            late = time.perf_counter() - slot.due
+            self._lag.record(int(late * 1e6) if late > 0 else 0, 0, time.time_ns())
         return taken
 
     def emit(self, seq: int) -> None:

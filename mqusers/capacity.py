@@ -1,0 +1,215 @@
+"""``mqusers find-max`` and ``mqusers curve``: the command lines, each step a ``locust`` run, the tables.
+
+A step runs the command a user would type, as a child process (bounded in time), with the
+search's rate on the shared schedule and its own JSON report, which :func:`mqusers.findmax.judge`
+reads. ``--processes N`` (or ``--master --expect-workers N`` with workers started elsewhere) gives
+the generator several cores; everything after ``--`` goes to ``locust`` unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mqusers.findmax import Search, Step, curve_rates, judge, search
+
+#: A step may overrun its -t by the drain (at most --mq-drain-max, default 30 s) and start-up.
+STEP_SLACK_S = 90.0
+COLUMNS = ("rate", "achieved", "ok", "p50", "p99", "p99.9", "max", "lag p99", "drain s", "verdict")
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """How every step of one search runs ``locust``."""
+
+    locustfile: str
+    host: str
+    users: int
+    consumers: int | None
+    warmup: float
+    window: float
+    max_lag_ms: float
+    workdir: Path
+    processes: int = 0
+    expect_workers: int = 0
+    destination: str = ""
+    extra: tuple[str, ...] = ()
+
+    def command(self, rate: float, report: Path, index: int) -> list[str]:
+        locust = shutil.which("locust", path=str(Path(sys.executable).parent)) or "locust"
+        command = [locust, "-f", self.locustfile, "--headless", "--host", self.host, "-u", str(self.users),
+                   "-r", str(self.users), "-t", f"{self.warmup + self.window:g}s", "--only-summary",
+                   "--mq-total-rate", f"{rate:.3f}", "--mq-warmup", f"{self.warmup:g}",
+                   "--mq-report-json", str(report)]  # fmt: skip
+        if self.consumers is not None:
+            command += ["--mq-consumers", str(self.consumers)]
+        if self.destination:
+            command += ["--mq-destination", f"{self.destination}.{index}"]  # a fresh one per step
+        if self.processes:
+            command += ["--processes", str(self.processes)]
+        if self.expect_workers:
+            command += ["--master", "--expect-workers", str(self.expect_workers), "--expect-workers-max-wait", "60"]
+        return [*command, *self.extra]
+
+    def run(self, rate: float, index: int) -> Step:
+        report, log = self.workdir / f"step-{index:02d}.json", self.workdir / f"step-{index:02d}.log"
+        limit = self.warmup + self.window + STEP_SLACK_S
+        with log.open("w") as out:
+            try:
+                code = subprocess.run(self.command(rate, report, index), stdout=out, stderr=subprocess.STDOUT,
+                                      timeout=limit, check=False).returncode  # fmt: skip
+            except subprocess.TimeoutExpired:
+                raise StepFailed(f"step at {rate:,.0f} msg/s ran over {limit:.0f} s; see {log}") from None
+        if not report.exists():
+            last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+            raise StepFailed(f"locust exited {code} without a report at {rate:,.0f} msg/s: {last} (see {log})")
+        return judge(json.loads(report.read_text()), rate, self.max_lag_ms, str(report))
+
+
+class StepFailed(Exception):
+    """A step that produced no verdict (bad options, a crash): the search cannot go on."""
+
+
+def step_line(step: Step) -> str:
+    def ms(value: float) -> str:
+        return "-" if math.isnan(value) else f"{value:.3f}"
+
+    cells = (f"{step.rate:,.0f}", f"{step.achieved:,.0f}", "yes" if step.sustained else "no", ms(step.p50_ms),
+             ms(step.p99_ms), ms(step.p999_ms), ms(step.max_ms), ms(step.lag_p99_ms), f"{step.drain_s:.1f}",
+             step.verdict)  # fmt: skip
+    line = "  ".join(f"{cell:>10}" for cell in cells)
+    return f"{line}  {step.reason}" if step.reason else line
+
+
+def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("-f", "--locustfile", required=True, help="the scenario (producers and consumers)")
+    parser.add_argument("--host", required=True, help="the broker, stomp://HOST:PORT")
+    parser.add_argument("-u", "--users", type=int, default=4, help="Locust users per step (default 4)")
+    parser.add_argument("--consumers", type=int, default=None, help="--mq-consumers for each step")
+    parser.add_argument("--destination", default="", help="base name: each step uses a fresh DESTINATION.<run>.<n>")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds left out of each step (default 5)")
+    parser.add_argument("--window", type=float, default=10.0, help="measured seconds per step (default 10)")
+    parser.add_argument("--max-lag-ms", type=float, default=5.0,
+                        help="schedule lag p99 allowed in a sustained step (default 5)")  # fmt: skip
+    parser.add_argument("--processes", type=int, default=0, help="locust --processes N: N generator cores")
+    parser.add_argument("--expect-workers", type=int, default=0,
+                        help="run each step as a --master waiting for N workers started elsewhere")  # fmt: skip
+    parser.add_argument("--json", default="", help="write the result here")
+    parser.add_argument("--workdir", default="", help="keep each step's report and log here (default: a temp dir)")
+    parser.add_argument("extra", nargs="*", help="after --: passed to locust as they are")
+    return parser
+
+
+def _plan(options: argparse.Namespace) -> StepPlan:
+    if options.users < 2 or options.warmup < 0 or options.window <= 0 or options.max_lag_ms <= 0:
+        raise SystemExit("mqusers: -u must be at least 2, --window positive, --warmup and --max-lag-ms >= 0")
+    if not Path(options.locustfile).is_file():
+        raise SystemExit(f"mqusers: no locustfile {options.locustfile}")
+    workdir = Path(options.workdir or tempfile.mkdtemp(prefix="mqusers-capacity-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    destination = f"{options.destination}.{uuid.uuid4().hex[:6]}" if options.destination else ""
+    return StepPlan(options.locustfile, options.host, options.users, options.consumers, options.warmup,
+                    options.window, options.max_lag_ms, workdir, options.processes, options.expect_workers,
+                    destination, tuple(options.extra))  # fmt: skip
+
+
+def _write(path: str, document: dict[str, Any]) -> None:
+    if path:
+        Path(path).write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+def _run_search(plan: StepPlan, options: argparse.Namespace) -> Search:
+    print("  ".join(f"{c:>10}" for c in COLUMNS), flush=True)
+    index = iter(range(1, 1000))
+
+    def run_step(rate: float) -> Step:
+        step = plan.run(rate, next(index))
+        print(step_line(step), flush=True)
+        return step
+
+    return search(run_step, options.start, ceiling=options.ceiling, steps=options.steps, budget_s=options.budget)
+
+
+def find_max(argv: Sequence[str]) -> int:
+    parser = _parser("mqusers find-max", "The highest total rate the broker sustains, by a search over paced runs.")
+    parser.add_argument("--start", type=float, default=1000.0, help="first rate, msg/s (default 1000)")
+    parser.add_argument("--ceiling", type=float, default=math.inf, help="never offer more than this, msg/s")
+    parser.add_argument("--steps", type=int, default=10, help="at most this many runs (default 10)")
+    parser.add_argument("--budget", type=float, default=1800.0, help="stop starting steps after this many s")
+    options = parser.parse_args(argv)
+    plan = _plan(options)
+    started = time.time()
+    try:
+        found = _run_search(plan, options)
+    except StepFailed as error:
+        print(f"mqusers: {error}", file=sys.stderr)
+        return 2
+    best = max((s for s in found.steps if s.sustained), key=lambda s: s.rate, default=None)
+    print(f"\nsearch ended: {found.ended}")
+    if best is None:
+        print("maximum sustainable throughput: none found")
+    else:
+        qualifier = " (at least: the generator was the limit above it)" if found.limit == "generator" else ""
+        print(f"maximum sustainable throughput: {best.rate:,.0f} msg/s, {best.mb_per_s:,.2f} MB/s{qualifier}")
+    _write(options.json, {"kind": "find-max", "max_rate": found.max_rate, "ended": found.ended, "limit": found.limit,
+                          "mb_per_s": best.mb_per_s if best else None, "started": started, "stopped": time.time(),
+                          "plan": _plan_document(plan), "steps": [s.row() for s in found.steps]})  # fmt: skip
+    return 0 if best is not None else 1
+
+
+def curve(argv: Sequence[str]) -> int:
+    parser = _parser("mqusers curve", "Latency against offered load, at percentages of a maximum rate.")
+    parser.add_argument("--max-rate", type=float, required=True, help="100 %%, msg/s (e.g. from find-max)")
+    parser.add_argument("--percents", default="10,25,50,75,90,100", help="points (default 10,25,50,75,90,100)")
+    options = parser.parse_args(argv)
+    try:
+        percents = [float(p) for p in options.percents.split(",")]
+    except ValueError:
+        raise SystemExit(f"mqusers: --percents {options.percents!r} is not a list of numbers") from None
+    if options.max_rate <= 0 or not percents or min(percents) <= 0:
+        raise SystemExit("mqusers: --max-rate and every percent must be positive")
+    plan = _plan(options)
+    print("   percent  " + "  ".join(f"{c:>10}" for c in COLUMNS), flush=True)
+    points = []
+    try:
+        for index, (percent, rate) in enumerate(curve_rates(options.max_rate, percents), start=1):
+            step = plan.run(rate, index)
+            print(f"{percent:>9g}%  {step_line(step)}", flush=True)
+            points.append({"percent": percent, "offered": rate, **step.row()})
+    except StepFailed as error:
+        print(f"mqusers: {error}", file=sys.stderr)
+        return 2
+    half = min(points, key=lambda p: abs(p["percent"] - 50))
+    print(f"\nheadline: maximum {options.max_rate:,.0f} msg/s; p99 at {half['percent']:g} % of it:"
+          f" {half['p99_ms'] if half['p99_ms'] is not None else '-'} ms")  # fmt: skip
+    _write(options.json, {"kind": "curve", "max_rate": options.max_rate, "plan": _plan_document(plan),
+                          "points": points})  # fmt: skip
+    return 0
+
+
+def _masked(args: Sequence[str]) -> list[str]:
+    """Locust arguments for a report: a password given on the command line never shown."""
+    out: list[str] = []
+    for arg in args:
+        secret_value = bool(out) and out[-1] == "--mq-password"
+        out.append("***" if secret_value else "--mq-password=***" if arg.startswith("--mq-password=") else arg)
+    return out
+
+
+def _plan_document(plan: StepPlan) -> dict[str, Any]:
+    return {"locustfile": plan.locustfile, "host": plan.host, "users": plan.users, "consumers": plan.consumers,
+            "warmup_s": plan.warmup, "window_s": plan.window, "max_lag_ms": plan.max_lag_ms,
+            "processes": plan.processes, "expect_workers": plan.expect_workers, "workdir": str(plan.workdir),
+            "extra": _masked(plan.extra)}  # fmt: skip

@@ -1,0 +1,84 @@
+"""The maximum-rate search and a step's verdict, on a model broker and hand-made reports."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from mqusers.capacity import _masked
+from mqusers.findmax import Step, curve_rates, judge, search
+
+
+def report(
+    sent_rate: float, *, lost: int = 0, unreceived: int = 0, errors: int = 0, lag_p99: float = 0.2,
+    verdict: str = "ok", p99: float = 1.5,
+) -> dict[str, Any]:  # fmt: skip
+    row = {"destination": "/queue/a", "sent": 1000, "send_rate_msgs": sent_rate, "send_rate_mbit": sent_rate * 8 / 1e6,
+           "lost": lost, "unreceived": unreceived, "errors": errors,
+           "latency_ms": {"p50": 0.4, "p99": p99, "p999": 3.0, "max": 9.0}}  # fmt: skip
+    lag = {"name": "schedule-lag /queue/a", "count": 1000, "errors": 0, "latency_ms": {"p99": lag_p99}}
+    return {"destinations": [row], "operations": [lag], "generator": {"verdict": verdict}, "drain": {"seconds": 0.3}}
+
+
+def test_a_step_is_sustained_only_when_every_condition_holds() -> None:
+    assert judge(report(995.0), 1000.0, 5.0).sustained
+    cases = {
+        "< 99% of 1,000": report(980.0),
+        "3 lost or never received": report(1000.0, lost=1, unreceived=2),
+        "2 errors": report(1000.0, errors=2),
+        "schedule lag p99 7.00 ms > 5 ms": report(1000.0, lag_p99=7.0),
+        "generator saturated": report(1000.0, verdict="saturated"),
+    }
+    for reason, document in cases.items():
+        step = judge(document, 1000.0, 5.0)
+        assert not step.sustained and reason in step.reason, (reason, step.reason)
+        assert step.limit == ("generator" if "generator" in reason else "broker")
+    assert judge(report(1000.0), 1000.0, 5.0).p99_ms == 1.5
+    assert judge({"destinations": []}, 1000.0, 5.0).reason.startswith("nothing was sent")
+
+
+def model(capacity: float, generator: float = math.inf, calls: list[float] | None = None) -> Any:
+    """A broker that sustains up to ``capacity`` msg/s, a generator that manages ``generator``."""
+
+    def run_step(rate: float) -> Step:
+        if calls is not None:
+            calls.append(rate)
+        if rate > generator:
+            return Step(rate, sustained=False, reason="generator saturated", limit="generator")
+        return Step(
+            rate, achieved=min(rate, capacity), sustained=rate <= capacity, limit="" if rate <= capacity else "broker"
+        )
+
+    return run_step
+
+
+@pytest.mark.parametrize("capacity", [730.0, 5_000.0, 17_300.0, 123_456.0])
+def test_the_search_brackets_the_capacity_within_five_percent_in_ten_steps(capacity: float) -> None:
+    found = search(model(capacity), 1000.0, steps=10)
+    assert found.max_rate is not None and capacity / 1.05 <= found.max_rate <= capacity, found
+    assert len(found.steps) <= 10 and found.limit == ""
+    assert all(s.sustained == (s.rate <= capacity) for s in found.steps)
+
+
+def test_the_generator_failing_stops_the_search_and_says_so() -> None:
+    found = search(model(50_000.0, generator=9_000.0), 1000.0)
+    assert found.limit == "generator" and found.max_rate == 8_000.0
+    assert "the generator, not the broker" in found.ended and "--processes" in found.ended
+
+
+def test_ceiling_steps_and_budget_bound_the_search() -> None:
+    calls: list[float] = []
+    assert search(model(1e9, calls=calls), 1000.0, ceiling=3000.0).ended.startswith("sustained the ceiling")
+    assert calls == [1000.0, 2000.0, 3000.0]
+    assert len(search(model(1e9), 1000.0, steps=4).steps) == 4
+    ticks = iter(range(0, 1000, 100))
+    spent = search(model(10_000.0), 1000.0, budget_s=250, clock=lambda: float(next(ticks)))
+    assert spent.ended == "time budget spent" and len(spent.steps) == 2
+
+
+def test_curve_points_and_no_password_in_a_saved_plan() -> None:
+    assert curve_rates(2000.0, [10, 50, 100]) == [(10, 200.0), (50, 1000.0), (100, 2000.0)]
+    args = ["--mq-size", "1KB", "--mq-password", "s3cret", "--mq-password=other"]
+    assert _masked(args) == ["--mq-size", "1KB", "--mq-password", "***", "--mq-password=***"]
