@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from mqusers import matrix  # the package imports Locust first, so gevent patches before anything networked
+from mqusers import htmlreport, matrix  # the package imports Locust first, so gevent patches before networking
 
 USAGE = """usage: mqusers matrix [--host URL] [--modes ...] [--sizes ...] [--messages N] [--locustfiles DIR]
        mqusers locustfiles    (prints the folder of the shipped scenarios, for locust -f)
+       mqusers report A.json [B.json ...] --html out.html    (renders and compares saved JSON reports)
 """
 
 
@@ -16,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["locustfiles"]:
         print(matrix.shipped_locustfiles())
         return 0
+    if args[:1] == ["report"]:
+        return htmlreport.main(args[1:])
     if not args or args[0] != "matrix":
         sys.stderr.write(USAGE)
         return 2

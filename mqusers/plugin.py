@@ -23,6 +23,7 @@ from mqusers import lifecycle
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain, DrainOutcome
 from mqusers.health import overall
+from mqusers.htmlreport import write_html
 from mqusers.measure.audit import Audit
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.options import Settings, add_arguments, read_settings
@@ -275,8 +276,11 @@ def _report(environment: Environment, ctx: RunContext) -> None:
     if ctx.book.tallies or ctx.generators:
         _summary_logger.info("\n%s\n", format_summary(report))
     try:
+        document = report_document(report)
         if settings.report_json:
-            write_json(settings.report_json, report_document(report))
+            write_json(settings.report_json, document)
+        if settings.report_html:
+            write_html(settings.report_html, [document], [f"run {ctx.run_id}"])
         if settings.report_csv:
             write_csv(settings.report_csv, report.rows)
     except OSError as error:
