@@ -17,7 +17,7 @@
     return new Date(seconds * 1000).toISOString().substring(11, 19);
   }
 
-  // lines: [{label, x: [...], y: [...], points: bool (no line)}]; opts: {x: "time"|"nines"|"rate", ylog, unit}
+  // lines: [{label, x: [...], y: [...], points: bool (no line), color}]; opts: {x: "time"|"nines"|"rate", ylog, unit}
   function chart(holder, title, lines, opts) {
     lines = lines.filter((line) => line.x.length > 0);
     if (lines.length === 0) return;
@@ -35,7 +35,7 @@
     const data = uPlot.join(lines.map((line, i) => [line.x, ys[i]]));
     const series = [{ label: opts.x === "time" ? "time" : opts.x === "nines" ? "percentile" : "offered msg/s" }];
     lines.forEach((line, i) => {
-      const color = COLORS[i % COLORS.length];
+      const color = line.color || COLORS[i % COLORS.length];
       series.push({
         label: line.label,
         stroke: color,
@@ -112,8 +112,10 @@
     const x = steps.map((s) => s.rate);
     chart(holder, "Offered against achieved rate per step", [
       { label: "offered", x: x, y: x },
-      { label: "achieved, sustained", x: x, y: steps.map((s) => (s.sustained ? s.achieved : null)), points: true },
-      { label: "achieved, not sustained", x: x, y: steps.map((s) => (s.sustained ? null : s.achieved)), points: true },
+      { label: "achieved, sustained", x: x, y: steps.map((s) => (s.sustained ? s.achieved : null)), points: true,
+        color: "#2ca02c" },
+      { label: "achieved, not sustained", x: x, y: steps.map((s) => (s.sustained ? null : s.achieved)), points: true,
+        color: "#d62728" },
     ], { x: "rate", unit: "msg/s" });
   }
 
