@@ -31,9 +31,11 @@ demo: install
 		-u 6 -r 6 -t $(DEMO_SECONDS)s --mq-consumers 3 --mq-rate 1000 --only-summary)
 
 # Everything CI runs: lint, types, unit and integration tests against real brokers.
-# faketime gives one test a worker with a really skewed clock; ip netns needs root.
+# faketime gives one test a worker with a really skewed clock; ip netns needs root; the HTML report is
+# tested in Debian's chromium, driven by playwright (a dev extra).
 test: install lint
 	@command -v faketime >/dev/null || apt-get install -y -qq faketime
+	@command -v chromium >/dev/null || apt-get install -y -qq chromium
 	$(call with_services,$(BROKERS),$(PY) -m pytest tests)
 
 unit: install

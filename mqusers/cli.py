@@ -1,21 +1,23 @@
-"""The ``mqusers`` command: ``matrix``, ``find-max``, ``curve`` and ``locustfiles`` (load runs through ``locust``)."""
+"""The ``mqusers`` command: ``matrix``, ``find-max``, ``curve``, ``report`` and ``locustfiles``."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 
-from mqusers import capacity, matrix  # the package imports Locust first: gevent patches before networking
+from mqusers import capacity, htmlreport, matrix  # the package imports Locust first: gevent patches first
 
 USAGE = """usage: mqusers matrix [--host URL] [--modes ...] [--sizes ...] [--messages N] [--locustfiles DIR]
        mqusers find-max -f LOCUSTFILE --host URL [--processes N] [--json PATH] [-- LOCUST ARGS]
        mqusers curve -f LOCUSTFILE --host URL --max-rate R [--percents 10,25,50,75,90,100] [--json PATH]
        mqusers locustfiles    (prints the folder of the shipped scenarios, for locust -f)
+       mqusers report A.json [B.json ...] --html out.html    (renders and compares saved JSON reports)
 """
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "matrix": matrix.main,
     "find-max": capacity.find_max,
     "curve": capacity.curve,
+    "report": htmlreport.main,
 }
 
 

@@ -156,6 +156,8 @@ class Health:
     producers: Callable[[], Iterable[tuple[str, Sender]]] = lambda: ()
     #: ``events.request.fire``: each blocked episode is also a failure in Locust's statistics.
     fire: Callable[..., Any] | None = None
+    #: ``(node, epoch second, CPU %, worst loop lag ms)`` once a second: the report's series over time.
+    on_second: Callable[[str, int, float, float], None] | None = None
     cpu_percent_max: float = 0.0
     seconds: int = 0
     saturated_s: int = 0
@@ -184,7 +186,10 @@ class Health:
         now = time.perf_counter()
         if now - self._wall >= 1.0:
             cpu = time.process_time()
-            self._second(100.0 * (cpu - self._cpu) / (now - self._wall), self._second_lag)
+            cpu_percent = 100.0 * (cpu - self._cpu) / (now - self._wall)
+            self._second(cpu_percent, self._second_lag)
+            if self.on_second is not None:
+                self.on_second(self.node, int(time.time()), cpu_percent, self._second_lag)
             self._sample_blocked(now)
             self._wall, self._cpu, self._second_lag = now, cpu, 0.0
 

@@ -43,7 +43,7 @@ def flush_every(ctx: RunContext) -> None:
 
 def end_warmup(ctx: RunContext) -> None:
     ctx.recorder.flush()  # what was recorded during the warm-up stays out of the book
-    ctx.book.recording = True
+    ctx.book.recording = ctx.series.recording = True
 
 
 def fold_ledgers_every_second(ctx: RunContext) -> None:

@@ -70,6 +70,7 @@ class Settings:
     run_id: str = ""
     report_json: str | None = None
     report_csv: str | None = None
+    report_html: str | None = None
     warmup: float = 0.0
     max_p99_ms: float | None = None
     max_errors: int | None = None
@@ -234,6 +235,14 @@ OPTIONS: tuple[Option, ...] = (
         "report_csv",
         writable_file,
         "write the per-destination summary to this CSV file (its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-report-html",
+        "report_html",
+        writable_file,
+        "write the run's report with charts to this self-contained HTML file (its folder must exist)",
         ui=False,
         master_writes=True,
     ),

@@ -23,6 +23,7 @@ from mqusers import lifecycle
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain, DrainOutcome
 from mqusers.health import overall
+from mqusers.htmlreport import write_html
 from mqusers.measure.audit import Audit
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.options import Settings, add_arguments, read_settings
@@ -148,6 +149,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         coordinator.begin(_consumer_target(environment), settings.total_rate, settings.total_messages, producers)
     ctx.recorder.restart(ctx.settings.request_events == "per-message")
     ctx.book.clear()
+    ctx.series.clear()
     ctx.sent, ctx.received, ctx.audit = SentLedger(ctx.process_tag), ReceiveLedger(ctx.process_tag), Audit()
     ctx.producing, ctx.stopped, ctx.ended_by = True, False, "time"
     ctx.producers, ctx.generators, ctx.progressed = [], {}, set()
@@ -166,7 +168,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.started = time.time()
     if ctx.settings.warmup:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
-        ctx.book.recording = False
+        ctx.book.recording = ctx.series.recording = False
         gevent.spawn_later(ctx.settings.warmup, lifecycle.end_warmup, ctx)
 
 
@@ -270,12 +272,15 @@ def _report(environment: Environment, ctx: RunContext) -> None:
         clocks=_clock_offsets(ctx),
         generator=overall(ctx.generators),
     )
-    report = build_report(ctx.book, verdict, facts, settings)
+    report = build_report(ctx.book, verdict, facts, settings, ctx.series)
     if ctx.book.tallies or ctx.generators:
         _summary_logger.info("\n%s\n", format_summary(report))
     try:
+        document = report_document(report)
         if settings.report_json:
-            write_json(settings.report_json, report_document(report))
+            write_json(settings.report_json, document)
+        if settings.report_html:
+            write_html(settings.report_html, [document], [f"run {ctx.run_id}"])
         if settings.report_csv:
             write_csv(settings.report_csv, report.rows)
     except OSError as error:

@@ -14,6 +14,7 @@ from typing import Any
 from mqusers.ending import DrainOutcome
 from mqusers.health import Generator, blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book
+from mqusers.measure.series import Series
 from mqusers.measure.totals import DestinationRow, destination_rows
 from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.options import SECRET_FIELDS, Settings
@@ -153,14 +154,31 @@ class RunReport:
     notes: list[str]
     #: Failed operations of every kind, broker ERROR frames and connects included.
     errors: int
+    #: :meth:`Series.document`: per-second rates, latency and generator health.
+    series: dict[str, Any] = field(default_factory=dict)
+    #: Every operation's merged µs HdrHistogram, encoded (``HdrHistogram.decode`` reads it back).
+    histograms: dict[str, str] = field(default_factory=dict)
 
 
 def build_report(
-    book: Book, verdict: dict[str, dict[str, Any]] | None, facts: RunFacts, settings: Settings
+    book: Book,
+    verdict: dict[str, dict[str, Any]] | None,
+    facts: RunFacts,
+    settings: Settings,
+    series: Series | None = None,
 ) -> RunReport:
     rows = rows_of(book, verdict)
     errors = sum(t.failures for t in book.tallies.values())
-    return RunReport(facts, settings, rows, operation_rows(book), notes(rows, book, facts, settings), errors)
+    histograms = {name: t.histogram.encode().decode("ascii") for name, t in sorted(book.tallies.items())}
+    return RunReport(
+        facts, settings, rows, operation_rows(book), notes(rows, book, facts, settings), errors,
+        (series or Series()).document(fan_out(rows)), histograms,
+    )  # fmt: skip
+
+
+def fan_out(rows: list[Row]) -> dict[str, int]:
+    """Copies of each message a destination delivers: one per topic subscription, one for a queue."""
+    return {row.destination: max(1, sum(s["kind"] == "topic" for s in row.by_subscription)) for row in rows}
 
 
 def format_summary(report: RunReport) -> str:
@@ -211,6 +229,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
     options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
     options["broker"] = str(settings.broker) if settings.broker else None
     return {
+        "kind": "run",
         "run_id": facts.run_id,
         "started": facts.started,
         "stopped": facts.stopped,
@@ -222,6 +241,8 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "destinations": [row.document() for row in report.rows],
         "operations": report.operations,
         "notes": report.notes,
+        "series": report.series,
+        "histograms": report.histograms,
     }
 
 

@@ -29,6 +29,7 @@ from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
 from mqusers.measure.ledgers import Delta, ReceiveLedger, SentLedger
 from mqusers.measure.recorder import Recorder
+from mqusers.measure.series import Series
 from mqusers.options import Settings, class_brokers, read_settings
 
 T = TypeVar("T")
@@ -87,6 +88,8 @@ class RunContext:
     #: Random per process, so producer ids stay unique across workers and hosts.
     process_tag: str = field(default_factory=lambda: secrets.token_hex(4))
     book: Book = field(default_factory=Book)
+    #: Per-second rates, latency and generator health for the HTML report (merged on the master).
+    series: Series = field(default_factory=Series)
     started: float = 0.0
     error: str | None = None
     #: Workers whose final tallies the master has merged this test.
@@ -157,8 +160,10 @@ def context(environment: Environment) -> RunContext:
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
         ctx.sent.process = ctx.received.process = ctx.process_tag
         environment.events.request.add_listener(ctx.book.on_request)
+        environment.events.request.add_listener(ctx.series.on_request)
         ctx.recorder = Recorder(environment.events.request.fire, ctx.settings.request_events == "per-message")
         ctx.recorder.add_consumer(ctx.book.add_batches)
+        ctx.recorder.add_consumer(ctx.series.add_batches)
         ctx.recorder.add_consumer(lambda batches: add_batches(environment.stats, batches))
         runner = environment.runner
         node = (
@@ -168,10 +173,13 @@ def context(environment: Environment) -> RunContext:
             if isinstance(runner, MasterRunner)
             else "local"
         )
-        ctx.health = Health(node, producers=lambda: ctx.producers, fire=environment.events.request.fire)
+        ctx.health = Health(
+            node, producers=lambda: ctx.producers, fire=environment.events.request.fire, on_second=ctx.series.add_second
+        )
         ship = ctx.shipping.register
         ship("mqusers_book", lambda _: ctx.book.drain(), lambda data, _: ctx.book.merge(data))
         ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda delta, _: ctx.audit.merge(delta))
+        ship("mqusers_series", lambda _: ctx.series.drain(), lambda payload, _: ctx.series.merge(payload))
         ship(
             "mqusers_health", lambda _: ctx.health.report(), lambda report, node: ctx.generators.update({node: report})
         )

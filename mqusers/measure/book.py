@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,34 @@ def record_grouped(histogram: HdrHistogram, *groups: Mapping[int, int]) -> int:
     for value, count in slots.items():
         record(value, count)
     return negative
+
+
+#: Points per factor of ten on the percentile plot's "nines" axis (90 %, 99 %, 99.9 % ...).
+PLOT_POINTS_PER_NINE = 10
+
+
+def percentile_plot(histogram: HdrHistogram) -> list[tuple[float, float]]:
+    """HdrHistogram's percentile plot: ``(1 / (1 - p), value in ms)`` points, ``p`` from 0 to the maximum.
+
+    Values are those :meth:`HdrHistogram.get_value_at_percentile` gives, from one walk of the
+    recorded values (hdrh walks every counter per percentile). The maximum sits at ``1 / (1 - p)``
+    equal to the count: the last of ``count`` samples.
+    """
+    total = histogram.get_total_count()
+    if total == 0:
+        return []
+    tops, reached = [], []
+    for item in histogram.get_recorded_iterator():
+        tops.append(item.value_iterated_to)
+        reached.append(item.total_count_to_this_value)
+    points = []
+    step = 0
+    while (x := 10 ** (step / PLOT_POINTS_PER_NINE)) < total:
+        rank = max(1, int((1 - 1 / x) * total + 0.5))  # hdrh's rank for the percentile
+        points.append((x, tops[bisect_left(reached, rank)] / 1000.0))
+        step += 1
+    points.append((float(total), tops[-1] / 1000.0))
+    return points
 
 
 def _percentile_key(percentile: float) -> str:

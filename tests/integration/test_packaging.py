@@ -76,6 +76,16 @@ def test_mqusers_locustfiles_names_the_installed_folder(installed: Installed) ->
         assert (folder / path.name).read_text() == path.read_text()
 
 
+def test_the_installed_report_command_inlines_the_shipped_charting_library(installed: Installed) -> None:
+    saved = installed.elsewhere / "curve.json"
+    saved.write_text(json.dumps({"kind": "curve", "max_rate": 100.0, "points": []}))
+    run = installed.run("mqusers", "report", "curve.json", "--html", "curve.html")
+    assert run.returncode == 0, run.stderr
+    page = (installed.elsewhere / "curve.html").read_text()
+    assert "/*! https://github.com/leeoniya/uPlot (v1.6.32) */" in page and "<script src" not in page
+    assert "uPlot.LICENSE" in str(zipfile.ZipFile(installed.wheel).namelist())
+
+
 @pytest.mark.activemq
 def test_the_installed_matrix_runs_the_shipped_scenarios(installed: Installed) -> None:
     broker = started("activemq")

@@ -2,7 +2,7 @@ import random
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.measure.book import Book
+from mqusers.measure.book import Book, new_histogram, percentile_plot
 from mqusers.measure.totals import destination_rows
 from mqusers.report import operation_rows
 
@@ -61,3 +61,17 @@ def test_drain_starts_afresh() -> None:
     fire(book, "send /queue/a", 0.01)
     assert "send /queue/a" in book.drain()
     assert book.drain() == {}
+
+
+def test_the_percentile_plot_gives_hdrhs_own_values_and_ends_at_the_maximum() -> None:
+    rng = random.Random(3)
+    histogram = new_histogram()
+    for _ in range(5_000):
+        histogram.record_value(rng.randint(100, 30_000))
+    histogram.record_value(2_000_000)
+    points = percentile_plot(histogram)
+    assert points[0][0] == 1.0 and points[-1] == (5_001.0, histogram.get_max_value() / 1000.0)
+    for x, ms in points[:-1]:
+        assert ms == histogram.get_value_at_percentile(100 * (1 - 1 / x)) / 1000.0
+    assert [x for x, _ in points] == sorted(x for x, _ in points)
+    assert percentile_plot(new_histogram()) == []

@@ -1,7 +1,10 @@
 import csv
 
+from hdrh.histogram import HdrHistogram
+
 from mqusers.ending import DrainOutcome
 from mqusers.measure.book import Book
+from mqusers.measure.series import Series
 from mqusers.options import Settings
 from mqusers.report import (
     CSV_COLUMNS,
@@ -9,6 +12,7 @@ from mqusers.report import (
     build_report,
     format_summary,
     gate_failures,
+    report_document,
     rows_of,
     shortfall,
     write_csv,
@@ -100,3 +104,16 @@ def test_summary_table_and_notes() -> None:
     assert "7 unreceived (still queued at the broker or lost" in text
     assert "2 foreign and 3 other runs' messages" in text
     assert "ended by time" in text and "drain: no delivery for 5 s" in text
+
+
+def test_the_json_carries_each_operations_histogram_and_the_series() -> None:
+    book = book_of([1.0] * 90 + [7.5] * 10, sent=100)
+    series = Series()
+    series.add_second("local", 1_700_000_000, 12.0, 0.5)
+    document = report_document(build_report(book, None, facts(), Settings(), series))
+    assert document["kind"] == "run"
+    received = HdrHistogram.decode(document["histograms"]["receive /queue/a"].encode("ascii"))
+    assert received.get_total_count() == 100 and received.get_value_at_percentile(95) == 7_503  # µs, slot top
+    assert set(document["histograms"]) == set(book.tallies)
+    assert document["series"]["generators"]["local"] == {"t": [1_700_000_000], "cpu_percent": [12.0],
+                                                         "loop_lag_ms": [0.5]}  # fmt: skip

@@ -1,0 +1,215 @@
+"""One self-contained HTML file from saved JSON reports: runs, a find-max search, a latency curve.
+
+Reads only the documents (``--mq-report-json``'s, ``mqusers find-max --json``'s, ``mqusers curve
+--json``'s), so any saved run can be rendered again and compared later. Tables are rendered here;
+charts are drawn in the browser by the vendored uPlot (``mqusers/web``, MIT), inlined with the data
+so the page opens offline. ``mqusers report A.json [B.json ...] --html out.html`` is :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from html import escape
+from importlib import resources
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from mqusers.measure.book import percentile_plot
+from mqusers.names import RECEIVE, split_event_name
+from mqusers.options import SECRET_FIELDS
+
+#: The audit's columns in the HTML table, as the JSON names them.
+AUDIT_COLUMNS = ("sent", "received", "lost", "duplicated", "reordered", "redelivered", "unconfirmed", "foreign")
+KINDS = ("run", "find-max", "curve")
+#: The report's latency figures (:meth:`mqusers.measure.book.Tally.latency_ms` keys) and their headings.
+LATENCY = {"mean": "mean", "p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "max": "max"}
+
+
+def _asset(name: str) -> str:
+    return resources.files("mqusers").joinpath("web", name).read_text(encoding="utf-8")
+
+
+def kind_of(document: dict[str, Any]) -> str:
+    """A run's JSON had no ``kind`` before it said ``"run"``."""
+    kind = document.get("kind", "run")
+    if kind not in KINDS:
+        raise ValueError(f"unknown report kind {kind!r} (known: {', '.join(KINDS)})")
+    return str(kind)
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], css: str) -> str:
+    head = "".join(f"<th>{escape(str(cell))}</th>" for cell in header)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+class _Html(str):
+    """A cell already rendered (a link): not escaped again."""
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, _Html):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value.is_integer():
+            return f"{value:,.0f}"
+        return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 1000 else f"{value:,.1f}"
+    return escape(str(value))
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def receive_plots(document: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
+    """Each destination's receive latency as percentile-plot points, from the run's encoded histogram."""
+    plots = {}
+    for name, encoded in document.get("histograms", {}).items():
+        operation, destination = split_event_name(name)
+        if operation == RECEIVE and destination.startswith("/"):
+            plots[destination] = percentile_plot(HdrHistogram.decode(encoded.encode("ascii")))
+    return plots
+
+
+def _run_summary(document: dict[str, Any]) -> dict[str, Any]:
+    """One run's line in the comparison: totals over its destinations, the worst receive latency."""
+    rows = document.get("destinations", [])
+    worst = {LATENCY[key]: max((r["latency_ms"].get(key, 0.0) for r in rows if r["latency_ms"]), default=None)
+             for key in ("p50", "p99", "p999", "max")}  # fmt: skip
+    return {
+        "run": document.get("run_id", "?"),
+        "started": _when(document["started"]) if "started" in document else "-",
+        "seconds": document.get("stopped", 0.0) - document.get("started", 0.0),
+        "sent": sum(r["sent"] for r in rows),
+        "received": sum(r["received"] for r in rows),
+        "lost": sum(r.get("lost", 0) for r in rows),
+        "recv/s": sum(r["receive_rate_msgs"] for r in rows),
+        **{f"{key} ms": value for key, value in worst.items()},
+        "generator": document.get("generator", {}).get("verdict", "-"),
+    }
+
+
+def _run_section(index: int, title: str, document: dict[str, Any]) -> str:
+    rows = document.get("destinations", [])
+    audit = _table(["destination", *AUDIT_COLUMNS], ([r["destination"], *(r.get(k, 0) for k in AUDIT_COLUMNS)]
+                   for r in rows), "audit")  # fmt: skip
+    latency = _table(["destination", "sent/s", "recv/s", "Mbit/s", *(f"{k} ms" for k in LATENCY.values())],
+                     ([r["destination"], r["send_rate_msgs"], r["receive_rate_msgs"], r["receive_rate_mbit"],
+                       *(r["latency_ms"].get(k) for k in LATENCY)] for r in rows), "latency")  # fmt: skip
+    clocks = document.get("clock_offsets", {})
+    clock_table = _table(["process", "offset ms", "± ms", "rtt ms"], ([w, c["offset_ms"], c["error_ms"],
+                         c.get("rtt_ms")] for w, c in sorted(clocks.items())), "clocks")  # fmt: skip
+    generator = document.get("generator", {"verdict": "-", "processes": {}})
+    processes = _table(["process", "verdict", "CPU % max", "loop lag ms max", "lag p99 ms", "saturated s", "seconds"],
+                       ([n, p["verdict"], p["cpu_percent_max"], p["loop_lag_ms_max"], p["loop_lag_ms_p99"],
+                         p["saturated_s"], p["seconds"]] for n, p in sorted(generator["processes"].items())),
+                       "generator")  # fmt: skip
+    options = {k: v for k, v in document.get("options", {}).items() if k not in SECRET_FIELDS and v not in (None, "")}
+    option_table = _table(["option", "value"], sorted(options.items()), "options")
+    notes = "".join(f"<li>{escape(note)}</li>" for note in document.get("notes", []))
+    duration = document.get("stopped", 0.0) - document.get("started", 0.0)
+    return f"""<section class="run" id="doc-{index}">
+<h2>{escape(title)}</h2>
+<p class="facts">run <b>{escape(str(document.get("run_id", "?")))}</b>, {_when(document.get("started", 0.0))},
+{duration:.1f} s, {escape(str(document.get("ended_by", "?")))}; generator verdict:
+<b class="verdict-{escape(str(generator["verdict"]))}">{escape(str(generator["verdict"]))}</b></p>
+<div class="charts" data-doc="{index}"></div>
+<h3>Audit</h3>{audit}<h3>Rates and receive latency</h3>{latency}
+<h3>Generator</h3>{processes}<h3>Clock offsets against the master</h3>{clock_table if clocks else "<p>none</p>"}
+<h3>Notes</h3><ul>{notes}</ul><details><summary>Options</summary>{option_table}</details>
+</section>"""
+
+
+def _find_max_section(index: int, title: str, document: dict[str, Any]) -> str:
+    found = document.get("max_rate")
+    headline = "no rate was sustained" if found is None else f"maximum sustained rate: {found:,.1f} msg/s"
+    columns = ("rate", "achieved", "sustained", "verdict", "p50_ms", "p99_ms", "p999_ms", "max_ms", "lost", "reason")
+    rows = [[*(step.get(c) for c in columns), _link(step.get("report"))] for step in document.get("steps", [])]
+    table = _table(["offered msg/s", "achieved msg/s", "sustained", "generator", "p50 ms", "p99 ms", "p99.9 ms",
+                    "max ms", "lost", "reason", "run"], rows, "steps")  # fmt: skip
+    return f"""<section class="find-max" id="doc-{index}"><h2>{escape(title)}</h2>
+<p class="facts"><b>{escape(headline)}</b></p><div class="charts" data-doc="{index}"></div>{table}</section>"""
+
+
+def _link(path: Any) -> _Html | None:
+    return _Html(f'<a href="{escape(str(path))}">{escape(str(path))}</a>') if path else None
+
+
+def _curve_section(index: int, title: str, document: dict[str, Any]) -> str:
+    columns = ("percent", "offered", "achieved", "p50_ms", "p99_ms", "p999_ms", "max_ms", "lost")
+    table = _table(["% of max", "offered msg/s", "achieved msg/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "lost"],
+                   ([p.get(c) for c in columns] for p in document.get("points", [])), "points")  # fmt: skip
+    return f"""<section class="curve" id="doc-{index}"><h2>{escape(title)}</h2>
+<p class="facts">latency against offered load, from a maximum of <b>{document.get("max_rate", 0):,.1f}</b> msg/s</p>
+<div class="charts" data-doc="{index}"></div>{table}</section>"""
+
+
+def chart_data(document: dict[str, Any]) -> dict[str, Any]:
+    """What the page's script draws for one document (the tables are already HTML)."""
+    kind = kind_of(document)
+    if kind == "run":
+        return {"kind": kind, "series": document.get("series", {}), "percentiles": receive_plots(document)}
+    if kind == "find-max":
+        return {"kind": kind, "steps": document.get("steps", [])}
+    return {"kind": kind, "points": document.get("points", [])}
+
+
+def render(documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> str:
+    """The page: a comparison when there are several runs, then each document's section."""
+    sections = {"run": _run_section, "find-max": _find_max_section, "curve": _curve_section}
+    body = [sections[kind_of(d)](i, t, d) for i, (d, t) in enumerate(zip(documents, titles, strict=True))]
+    runs = [(t, d) for t, d in zip(titles, documents, strict=True) if kind_of(d) == "run"]
+    if len(runs) > 1:
+        summaries = [_run_summary(d) for _, d in runs]
+        table = _table(["report", *summaries[0]], ([t, *s.values()] for (t, _), s in zip(runs, summaries,
+                       strict=True)), "compare")  # fmt: skip
+        body.insert(0, f'<section class="compare"><h2>Comparison</h2>{table}<div class="charts" '
+                       'data-doc="compare"></div></section>')  # fmt: skip
+    data = {"documents": [chart_data(d) for d in documents], "titles": list(titles)}
+    # "</" would end the script element early; JSON allows "<\/" for it.
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    heading = titles[0] if len(titles) == 1 else f"{len(titles)} reports"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>mqusers: {escape(heading)}</title>
+<style>{_asset("uPlot.min.css")}</style><style>{_asset("report.css")}</style></head>
+<body><h1>mqusers report: {escape(heading)}</h1>
+{"".join(body)}
+<script id="report-data" type="application/json">{payload}</script>
+<script>{_asset("uPlot.iife.min.js")}</script>
+<script>{_asset("report.js")}</script>
+</body></html>
+"""
+
+
+def write_html(path: str, documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(render(documents, titles))
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="mqusers report", description="render saved JSON reports as one HTML file")
+    parser.add_argument("reports", nargs="+", help="JSON reports: runs (--mq-report-json), find-max, curve")
+    parser.add_argument("--html", required=True, help="the HTML file to write")
+    args = parser.parse_args(argv)
+    documents = []
+    for path in args.reports:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                document = json.load(handle)
+            kind_of(document)
+        except (OSError, ValueError) as error:
+            parser.error(f"{path}: {error}")
+        documents.append(document)
+    try:
+        write_html(args.html, documents, args.reports)
+    except OSError as error:
+        parser.error(f"cannot write {args.html}: {error.strerror}")
+    return 0

@@ -1,0 +1,142 @@
+// mqusers HTML report: draws the charts from the JSON in #report-data with uPlot (inlined before this).
+// Each chart's <figure> carries data-points (the y values it was given), which the browser test reads.
+"use strict";
+(function () {
+  const DATA = JSON.parse(document.getElementById("report-data").textContent);
+  const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+  const HEIGHT = 260;
+
+  // A "nines" axis value x = 1 / (1 - p) shown as the percentile p: 10 -> 90 %, 1000 -> 99.9 %.
+  function ninesLabel(x) {
+    if (x <= 1) return "0 %";
+    const p = 100 * (1 - 1 / x);
+    return (p >= 99 ? p.toFixed(Math.min(6, Math.max(0, Math.round(Math.log10(x)) - 2))) : p.toFixed(0)) + " %";
+  }
+
+  function clock(seconds) {
+    return new Date(seconds * 1000).toISOString().substring(11, 19);
+  }
+
+  // lines: [{label, x: [...], y: [...], points: bool (no line), color}]; opts: {x: "time"|"nines"|"rate", ylog, unit}
+  function chart(holder, title, lines, opts) {
+    lines = lines.filter((line) => line.x.length > 0);
+    if (lines.length === 0) return;
+    const figure = document.createElement("figure");
+    figure.className = "chart";
+    figure.dataset.title = title;
+    const caption = document.createElement("figcaption");
+    caption.textContent = title;
+    figure.appendChild(caption);
+    holder.appendChild(figure);
+    const ys = lines.map((line) =>
+      line.y.map((v) => (v === null || v === undefined || (opts.ylog && v <= 0) ? null : v)),
+    );
+    figure.dataset.points = String(ys.reduce((n, y) => n + y.filter((v) => v !== null).length, 0));
+    const data = uPlot.join(lines.map((line, i) => [line.x, ys[i]]));
+    const series = [{ label: opts.x === "time" ? "time" : opts.x === "nines" ? "percentile" : "offered msg/s" }];
+    lines.forEach((line, i) => {
+      const color = line.color || COLORS[i % COLORS.length];
+      series.push({
+        label: line.label,
+        stroke: color,
+        width: 1.5,
+        spanGaps: true,
+        paths: line.points ? () => null : undefined,
+        points: { show: line.points || line.x.length < 30, size: line.points ? 9 : 5, fill: color },
+        value: (u, v) => (v === null || v === undefined ? "-" : v.toLocaleString() + " " + opts.unit),
+      });
+    });
+    const xScale = opts.x === "time" ? { time: true } : { time: false, distr: opts.x === "nines" ? 3 : 1 };
+    const xAxis = { label: opts.x === "nines" ? "percentile" : opts.x === "rate" ? "offered msg/s" : "time (UTC)" };
+    if (opts.x === "time") {
+      // Whole seconds (the series' resolution), in UTC as the page's other times.
+      xAxis.incrs = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400];
+      xAxis.values = (u, splits) => splits.map(clock);
+      series[0].value = (u, v) => (v === null ? "-" : clock(v));
+    }
+    if (opts.x === "nines") {
+      xAxis.values = (u, splits) => splits.map((x) => (x === null ? "" : ninesLabel(x)));
+      series[0].value = (u, v) => (v === null ? "-" : ninesLabel(v));
+    }
+    const width = Math.max(400, holder.clientWidth || 900);
+    new uPlot(
+      {
+        width: width,
+        height: HEIGHT,
+        series: series,
+        scales: { x: xScale, y: opts.ylog ? { distr: 3 } : { range: (u, lo, hi) => [Math.min(0, lo), hi || 1] } },
+        axes: [xAxis, { label: opts.unit, size: 60 }],
+        legend: { live: true },
+      },
+      data,
+      figure,
+    );
+  }
+
+  function runCharts(holder, doc) {
+    const series = doc.series || {};
+    const destinations = Object.entries(series.destinations || {});
+    const generators = Object.entries(series.generators || {});
+    const each = (entries, pick) => entries.flatMap(([name, col]) => pick(name, col));
+    chart(holder, "Send and receive rate", each(destinations, (d, c) => [
+      { label: "sent " + d, x: c.t, y: c.sent_per_s },
+      { label: "received " + d, x: c.t, y: c.received_per_s },
+    ]), { x: "time", unit: "msg/s" });
+    chart(holder, "Backlog (sent, not yet received by every subscription)", each(destinations, (d, c) => [
+      { label: d, x: c.t, y: c.backlog },
+    ]), { x: "time", unit: "msg" });
+    chart(holder, "Receive latency over time", each(destinations, (d, c) => [
+      { label: "p50 " + d, x: c.t, y: c.p50_ms },
+      { label: "p99 " + d, x: c.t, y: c.p99_ms },
+      { label: "p99.9 " + d, x: c.t, y: c.p999_ms },
+    ]), { x: "time", unit: "ms", ylog: true });
+    chart(holder, "Generator CPU (% of one core)", each(generators, (n, c) => [
+      { label: n, x: c.t, y: c.cpu_percent },
+    ]), { x: "time", unit: "%" });
+    chart(holder, "Generator loop lag (worst per bucket)", each(generators, (n, c) => [
+      { label: n, x: c.t, y: c.loop_lag_ms },
+    ]), { x: "time", unit: "ms" });
+    chart(holder, "Receive latency by percentile", percentileLines(doc, ""), { x: "nines", unit: "ms", ylog: true });
+  }
+
+  function percentileLines(doc, prefix) {
+    return Object.entries(doc.percentiles || {}).map(([d, points]) => ({
+      label: prefix + d,
+      x: points.map((p) => p[0]),
+      y: points.map((p) => p[1]),
+    }));
+  }
+
+  function findMaxCharts(holder, doc) {
+    const steps = doc.steps.slice().sort((a, b) => a.rate - b.rate);
+    const x = steps.map((s) => s.rate);
+    chart(holder, "Offered against achieved rate per step", [
+      { label: "offered", x: x, y: x },
+      { label: "achieved, sustained", x: x, y: steps.map((s) => (s.sustained ? s.achieved : null)), points: true,
+        color: "#2ca02c" },
+      { label: "achieved, not sustained", x: x, y: steps.map((s) => (s.sustained ? null : s.achieved)), points: true,
+        color: "#d62728" },
+    ], { x: "rate", unit: "msg/s" });
+  }
+
+  function curveCharts(holder, doc) {
+    const points = doc.points.slice().sort((a, b) => a.offered - b.offered);
+    const x = points.map((p) => p.offered);
+    const line = (label, key) => ({ label: label, x: x, y: points.map((p) => p[key]) });
+    chart(holder, "Latency against offered load", [
+      line("p50", "p50_ms"), line("p99", "p99_ms"), line("p99.9", "p999_ms"), line("max", "max_ms"),
+    ], { x: "rate", unit: "ms", ylog: true });
+  }
+
+  const draw = { run: runCharts, "find-max": findMaxCharts, curve: curveCharts };
+  DATA.documents.forEach((doc, i) => {
+    draw[doc.kind](document.querySelector('.charts[data-doc="' + i + '"]'), doc);
+  });
+  const compare = document.querySelector('.charts[data-doc="compare"]');
+  if (compare) {
+    const lines = DATA.documents.flatMap((doc, i) =>
+      doc.kind === "run" ? percentileLines(doc, DATA.titles[i] + " ") : [],
+    );
+    chart(compare, "Receive latency by percentile, runs overlaid", lines, { x: "nines", unit: "ms", ylog: true });
+  }
+})();

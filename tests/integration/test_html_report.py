@@ -1,0 +1,132 @@
+"""The HTML report of a real run, opened in a real headless Chromium with no network.
+
+A short pub/sub run on ActiveMQ writes its JSON and HTML reports; the page must load without a
+console error, draw every chart (a canvas of non-zero size with coloured pixels: the axes and grid
+are grey), show as many points as the JSON holds, and show the JSON's audit figures. Screenshots
+are saved under the test's tmp_path for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mqusers.htmlreport import AUDIT_COLUMNS, main, receive_plots
+from tests.integration.browser import opened, unavailable_reason
+from tests.integration.conftest import LocustRun, run_locust, started
+
+_UNAVAILABLE = unavailable_reason()
+pytestmark = [
+    pytest.mark.activemq,
+    pytest.mark.browser,
+    pytest.mark.skipif(_UNAVAILABLE is not None, reason=f"browser: {_UNAVAILABLE}"),
+]
+
+#: Per chart: what a canvas looks like to the test (size, coloured pixels) and the points it was given.
+CHARTS_JS = """figures => figures.map(figure => {
+  const canvas = figure.querySelector("canvas");
+  const box = canvas ? canvas.getBoundingClientRect() : {width: 0, height: 0};
+  let coloured = 0;
+  if (canvas) {
+    const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    for (let i = 0; i < pixels.length; i += 4) {
+      const rgb = [pixels[i], pixels[i + 1], pixels[i + 2]];
+      if (pixels[i + 3] > 0 && Math.max(...rgb) - Math.min(...rgb) > 60) coloured++;
+    }
+  }
+  return {title: figure.dataset.title, points: Number(figure.dataset.points), width: box.width,
+          height: box.height, coloured: coloured};
+})"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocustRun, Path, str]:
+    broker = started("activemq")
+    folder = tmp_path_factory.mktemp("html")
+    destination = f"/topic/mqusers.test.html.{folder.name[-6:]}"
+    html = folder / "run.html"
+    result = run_locust(
+        "pubsub.py", broker.url, "--mq-consumers", "2", "--mq-rate", "200", "--mq-destination", destination,
+        "--mq-report-html", str(html), users=3, seconds=6, tmp_path=folder,
+    )  # fmt: skip
+    assert result.code == 0, result.output[-3000:]
+    return result, html, destination
+
+
+def charts(page: Any) -> dict[str, dict[str, Any]]:
+    return {chart["title"]: chart for chart in page.eval_on_selector_all("figure.chart", CHARTS_JS)}
+
+
+def drawn(chart: dict[str, Any], points: int) -> None:
+    assert chart["width"] > 300 and chart["height"] > 100, chart
+    assert chart["points"] == points, chart
+    assert chart["coloured"] > 100, chart  # the series' lines and points, not only grey axes
+
+
+def non_null(*columns: list[Any]) -> int:
+    return sum(value is not None for column in columns for value in column)
+
+
+def test_a_runs_page_draws_every_chart_and_shows_the_audit(run: tuple[LocustRun, Path, str], tmp_path: Path) -> None:
+    result, html, destination = run
+    document = result.report
+    row = result.row(destination)
+    column = document["series"]["destinations"][destination]
+    width = document["series"]["width_s"]
+    # The series and the book count the same messages by different paths.
+    assert sum(column["sent_per_s"]) * width == row["sent"] > 0
+    assert sum(column["received_per_s"]) * width == row["received"] == 2 * row["sent"]
+    assert column["backlog"][-1] == 2 * row["sent"] - row["received"] == 0
+    [generator] = document["series"]["generators"].values()
+    assert len(generator["t"]) >= 4 and all(0 < cpu < 100 for cpu in generator["cpu_percent"])
+    with opened(html) as browser:
+        page = browser.page
+        page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+        shown = charts(page)
+        audit = page.eval_on_selector_all(
+            "table.audit tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText))"
+        )
+    assert browser.errors == []
+    times = len(column["t"])
+    drawn(shown["Send and receive rate"], 2 * times)
+    drawn(shown["Backlog (sent, not yet received by every subscription)"], times)
+    drawn(shown["Receive latency over time"], non_null(column["p50_ms"], column["p99_ms"], column["p999_ms"]))
+    drawn(shown["Generator CPU (% of one core)"], non_null(generator["cpu_percent"]))
+    drawn(shown["Generator loop lag (worst per bucket)"], non_null(generator["loop_lag_ms"]))
+    drawn(shown["Receive latency by percentile"], len(receive_plots(document)[destination]))
+    assert [[cells[0], *(int(c.replace(",", "")) for c in cells[1:])] for cells in audit] == [
+        [destination, *(row[key] for key in AUDIT_COLUMNS)]
+    ]
+
+
+def test_saved_runs_a_search_and_a_curve_render_and_compare(run: tuple[LocustRun, Path, str], tmp_path: Path) -> None:
+    result, _, destination = run
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps(result.report))
+    shutil.copy(first, second)
+    steps = [{"rate": rate, "achieved": achieved, "sustained": achieved >= 0.99 * rate, "reason": "", "p50_ms": 0.3,
+              "p99_ms": 1.0, "p999_ms": 2.0, "max_ms": 4.0, "lost": 0, "verdict": "ok", "report": str(first)}
+             for rate, achieved in ((1000.0, 1000.0), (4000.0, 2500.0), (2000.0, 1990.0))]  # fmt: skip
+    search = tmp_path / "find-max.json"
+    search.write_text(json.dumps({"kind": "find-max", "max_rate": 2000.0, "steps": steps}))
+    points = [{"percent": p, "offered": 20.0 * p, "achieved": 20.0 * p, "p50_ms": 0.3 + p / 100, "p99_ms": 1 + p / 10,
+               "p999_ms": 2 + p / 5, "max_ms": 5 + p, "lost": 0} for p in (10.0, 50.0, 100.0)]  # fmt: skip
+    curve = tmp_path / "curve.json"
+    curve.write_text(json.dumps({"kind": "curve", "max_rate": 2000.0, "points": points}))
+    html = tmp_path / "compare.html"
+    assert main([str(first), str(second), str(search), str(curve), "--html", str(html)]) == 0
+    with opened(html) as browser:
+        page = browser.page
+        page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
+        shown = charts(page)
+        compared = page.eval_on_selector_all("table.compare tbody tr", "rows => rows.map(r => r.cells[0].innerText)")
+    assert browser.errors == []
+    plot = len(receive_plots(result.report)[destination])
+    drawn(shown["Receive latency by percentile, runs overlaid"], 2 * plot)
+    drawn(shown["Offered against achieved rate per step"], 3 + 3)  # offered, and each step's achieved once
+    drawn(shown["Latency against offered load"], 4 * 3)
+    assert compared == [str(first), str(second)]

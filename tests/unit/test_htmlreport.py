@@ -1,0 +1,156 @@
+"""The HTML renderer: tables read back from the page equal the documents, nothing fetched, nothing secret."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mqusers.ending import DrainOutcome
+from mqusers.htmlreport import AUDIT_COLUMNS, chart_data, main, render
+from mqusers.measure.book import Book
+from mqusers.measure.series import Series
+from mqusers.options import Settings
+from mqusers.report import RunFacts, build_report, report_document
+
+DESTINATION = "/queue/</script><b>x"  # a name that would end the data's script element if not escaped
+
+
+class Page(HTMLParser):
+    """The page's tables (cell text by table class), script bodies and every src/href."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self.links: list[str] = []
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+        self._script: dict[str, str | None] | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        self.links += [value for key, value in attrs if key in ("src", "href") and value]
+        if tag == "table":
+            self._table = found.get("class") or ""
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table is not None:
+            self.tables[self._table].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "script":
+            self._script = found
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._table is not None:
+            self.tables[self._table][-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        elif self._script is not None:
+            self.scripts.append((self._script, data))
+            self._script = None
+
+
+def run_document(lost: int = 3, run_id: str = "r1") -> dict[str, Any]:
+    book, series = Book(), Series()
+    for ms in (0.4, 0.5, 0.6, 12.0):
+        book.on_request("STOMP", f"receive {DESTINATION}", ms, 100, None)
+        series.on_request("STOMP", f"receive {DESTINATION}", ms, 100, None)
+    for _ in range(7):
+        book.on_request("STOMP", f"send {DESTINATION}", 0.01, 100, None)
+    verdict = {DESTINATION: {"lost": lost, "duplicated": 1, "reordered": 2, "redelivered": 4, "unconfirmed": 5,
+                             "foreign": 6, "by_subscription": []}}  # fmt: skip
+    facts = RunFacts(run_id, 1_700_000_000.0, 1_700_000_010.0, "time", DrainOutcome(True, 1.0, "all arrived"))
+    settings = Settings(password="hunter2", user="me", size=1024)
+    return report_document(build_report(book, verdict, facts, settings, series))
+
+
+def number(cell: str) -> float:
+    return float(cell.replace(",", ""))
+
+
+def test_the_audit_table_shows_the_documents_figures() -> None:
+    document = run_document()
+    page = Page(render([document], ["run r1"]))
+    header, *rows = page.tables["audit"]
+    assert header == ["destination", *AUDIT_COLUMNS]
+    [row] = rows
+    [expected] = document["destinations"]
+    assert row[0] == DESTINATION
+    assert [number(cell) for cell in row[1:]] == [expected[column] for column in AUDIT_COLUMNS]
+    assert [number(cell) for cell in row[1:]] == [7, 4, 3, 1, 2, 4, 5, 6]
+
+
+def test_the_page_fetches_nothing_and_carries_its_chart_data_intact() -> None:
+    document = run_document()
+    page = Page(render([document], ["run r1"]))
+    assert page.links == []  # no CDN, no stylesheet link: uPlot and the styles are inline
+    code = [body for attrs, body in page.scripts if "type" not in attrs]
+    assert code[0].startswith("/*! https://github.com/leeoniya/uPlot (v1.6.32) */") and "new uPlot(" in code[1]
+    [data] = [body for attrs, body in page.scripts if attrs.get("id") == "report-data"]
+    assert "</" not in data
+    assert json.loads(data) == json.loads(json.dumps({"documents": [chart_data(document)], "titles": ["run r1"]}))
+
+
+def test_options_are_shown_but_never_a_secret() -> None:
+    document = run_document()
+    document["options"]["password"] = "hunter2"  # a hand-edited or older JSON: still not shown
+    html = render([document], ["run r1"])
+    assert "hunter2" not in html
+    assert ["size", "1024"] in Page(html).tables["options"] and ["user", "me"] in Page(html).tables["options"]
+
+
+def test_several_runs_are_compared_side_by_side() -> None:
+    first, second = run_document(lost=0, run_id="a"), run_document(lost=9, run_id="b")
+    page = Page(render([first, second], ["a.json", "b.json"]))
+    header, *rows = page.tables["compare"]
+    assert [row[0] for row in rows] == ["a.json", "b.json"]
+    lost = header.index("lost")
+    assert [number(row[lost]) for row in rows] == [0, 9]
+    p99 = header.index("p99 ms")
+    assert number(rows[0][p99]) == first["destinations"][0]["latency_ms"]["p99"]
+
+
+FIND_MAX = {"kind": "find-max", "max_rate": 1800.0, "steps": [
+    {"rate": 1000.0, "achieved": 999.0, "sustained": True, "reason": "", "p50_ms": 0.4, "p99_ms": 1.1,
+     "p999_ms": 2.0, "max_ms": 3.0, "lost": 0, "verdict": "ok", "report": "steps/1000.json"},
+    {"rate": 2000.0, "achieved": 1500.0, "sustained": False, "reason": "achieved 75 % of the target",
+     "p50_ms": 40.0, "p99_ms": 90.0, "p999_ms": 99.0, "max_ms": 120.0, "lost": 0, "verdict": "ok",
+     "report": "steps/2000.json"},
+]}  # fmt: skip
+CURVE = {"kind": "curve", "max_rate": 1800.0, "points": [
+    {"percent": 50.0, "offered": 900.0, "achieved": 900.0, "p50_ms": 0.3, "p99_ms": 0.9, "p999_ms": 1.5,
+     "max_ms": 2.0, "lost": 0},
+]}  # fmt: skip
+
+
+def test_a_search_and_a_curve_render_their_tables_and_link_each_steps_run() -> None:
+    page = Page(render([FIND_MAX, CURVE], ["search", "curve"]))
+    _, *steps = page.tables["steps"]
+    assert [(number(s[0]), number(s[1]), s[2]) for s in steps] == [(1000, 999, "yes"), (2000, 1500, "no")]
+    assert page.links == ["steps/1000.json", "steps/2000.json"]
+    _, point = page.tables["points"]
+    assert [number(point[0]), number(point[4])] == [50, 0.9]
+    assert "compare" not in page.tables  # no runs to compare
+
+
+def test_the_command_writes_the_page_and_refuses_an_unknown_kind(tmp_path: Path) -> None:
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps(run_document()))
+    out = tmp_path / "out.html"
+    assert main([str(saved), "--html", str(out)]) == 0
+    assert Page(out.read_text()).tables["audit"][1][0] == DESTINATION
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"kind": "matrix?"}))
+    with pytest.raises(SystemExit) as refused:
+        main([str(odd), "--html", str(out)])
+    assert refused.value.code == 2
