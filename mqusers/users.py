@@ -245,6 +245,8 @@ class StompProducerUser(StompUser):
                 # gevent's loop cannot sleep less than its tick (epoll waits whole ms): wake within a
                 # tick before the due time and send then, rather than up to a tick late.
                 gevent.sleep(delay - _TICK_S)
+            if not self.mq.producing:
+                return 0  # the run ended while this producer waited: a send now would follow the stop
             late = time.perf_counter() - slot.due
             self._lag.record(int(late * 1e6) if late > 0 else 0, 0, time.time_ns())
         return taken

@@ -1,0 +1,77 @@
+"""`mqusers find-max` and `mqusers curve` against the real ActiveMQ, checked by runs of their own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mqusers.capacity import StepPlan
+from tests.integration.conftest import LOCUSTFILES, ROOT, started
+
+pytestmark = pytest.mark.activemq
+
+SHORT = ["--warmup", "2", "--window", "4", "-u", "4", "--consumers", "2"]
+
+
+def mqusers(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "mqusers.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
+
+
+def test_find_max_holds_at_90_percent_and_not_at_130(tmp_path: Path) -> None:
+    broker = started("activemq")
+    locustfile = str(LOCUSTFILES / "put_get.py")
+    queue = f"/queue/mqusers.findmax.{uuid.uuid4().hex[:6]}"
+    found = mqusers("find-max", "-f", locustfile, "--host", broker.url, "--destination", queue, "--start", "2000",
+                    "--steps", "7", "--json", str(tmp_path / "fm.json"), "--workdir", str(tmp_path / "steps"),
+                    *SHORT)  # fmt: skip
+    assert found.returncode == 0, found.stdout + found.stderr
+    document = json.loads((tmp_path / "fm.json").read_text())
+    max_rate = document["max_rate"]
+    assert document["kind"] == "find-max" and max_rate >= 2000, document
+    assert f"maximum sustainable throughput: {max_rate:,.0f} msg/s" in found.stdout
+    steps = document["steps"]
+    assert (1 <= len(steps) <= 7 and any(not s["sustained"] for s in steps)) or "ceiling" in document["ended"]
+    for step in steps:  # each step's verdict agrees with its own run report
+        row = json.loads(Path(step["report"]).read_text())["destinations"][0]
+        assert step["achieved"] == pytest.approx(row["send_rate_msgs"])
+        assert step["sustained"] <= (row["lost"] == 0 and row["send_rate_msgs"] >= 0.99 * step["rate"])
+
+    # Independent runs on a fresh queue, judged from their own reports.
+    plan = StepPlan(locustfile, broker.url, users=4, consumers=2, warmup=2, window=4, max_lag_ms=5.0,
+                    workdir=tmp_path / "check", destination=queue + ".check")  # fmt: skip
+    plan.workdir.mkdir()
+    below, above = plan.run(0.9 * max_rate, 1), plan.run(1.3 * max_rate, 2)
+    assert below.sustained, below
+    assert not above.sustained and above.limit == "broker", above
+
+
+def test_curve_reports_latency_against_offered_load(tmp_path: Path) -> None:
+    broker = started("activemq")
+    queue = f"/queue/mqusers.curve.{uuid.uuid4().hex[:6]}"
+    done = mqusers("curve", "-f", str(LOCUSTFILES / "put_get.py"), "--host", broker.url, "--destination", queue,
+                   "--max-rate", "2000", "--percents", "25,50", "--json", str(tmp_path / "c.json"), *SHORT)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    points = json.loads((tmp_path / "c.json").read_text())["points"]
+    assert [(p["percent"], p["offered"]) for p in points] == [(25.0, 500.0), (50.0, 1000.0)]
+    for point in points:
+        report = json.loads(Path(point["report"]).read_text())
+        [row] = report["destinations"]
+        assert point["sustained"] and row["lost"] == 0, point
+        assert point["p99_ms"] == row["latency_ms"]["p99"] and point["achieved"] == pytest.approx(row["send_rate_msgs"])
+    assert "headline: maximum 2,000 msg/s; p99 at 50 % of it" in done.stdout
+
+
+def test_a_step_without_a_report_ends_the_search_with_one_line(tmp_path: Path) -> None:
+    done = mqusers("find-max", "-f", str(LOCUSTFILES / "put_get.py"), "--host", "stomp://127.0.0.1:1",
+                   "--workdir", str(tmp_path), *SHORT, timeout=120)  # fmt: skip
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "without a report at 1,000 msg/s" in line and "cannot reach the broker" in line
+    missing = mqusers("find-max", "-f", "nowhere.py", "--host", "stomp://127.0.0.1:1", timeout=60)
+    assert missing.returncode != 0 and "no locustfile nowhere.py" in missing.stderr
