@@ -44,7 +44,7 @@ def _kustomization(directory: Path) -> Document:
     path = directory / "kustomization.yaml"
     if not path.is_file():
         raise KustomizeError(f"{directory}: no kustomization.yaml")
-    spec = yaml.safe_load(path.read_text())
+    spec: Document = yaml.safe_load(path.read_text())
     if (spec.get("apiVersion"), spec.get("kind")) not in _KINDS:
         raise KustomizeError(f"{path}: apiVersion/kind {spec.get('apiVersion')}/{spec.get('kind')}")
     unknown = set(spec) - _FIELDS
