@@ -103,6 +103,9 @@ def render(directory: Path) -> list[Document]:
     """Every object `kubectl kustomize DIRECTORY` would print (in the listed order, not kustomize's)."""
     spec = _kustomization(directory)
     documents: list[Document] = []
+    for entry in [*spec.get("resources", []), *spec.get("components", [])]:
+        if Path(entry).is_absolute():  # kustomize: "new root cannot be absolute"
+            raise KustomizeError(f"{directory}: {entry}: kustomize takes relative paths only")
     for entry in spec.get("resources", []):
         path = directory / entry
         documents += render(path) if path.is_dir() else load_documents(path)
