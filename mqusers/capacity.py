@@ -104,8 +104,8 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--max-lag-ms", type=float, default=5.0,
                         help="schedule lag p99 allowed in a sustained step (default 5)")  # fmt: skip
     parser.add_argument("--processes", type=int, default=0, help="locust --processes N: N generator cores")
-    parser.add_argument("--expect-workers", type=int, default=0,
-                        help="run each step as a --master waiting for N workers started elsewhere")  # fmt: skip
+    parser.add_argument("--master", action="store_true", help="run each step as a Locust master (workers elsewhere)")
+    parser.add_argument("--expect-workers", type=int, default=0, help="with --master: workers each step waits for")
     parser.add_argument("--json", default="", help="write the result here")
     parser.add_argument("--workdir", default="", help="keep each step's report and log here (default: a temp dir)")
     parser.add_argument("extra", nargs="*", help="after --: passed to locust as they are")
@@ -115,6 +115,8 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 def _plan(options: argparse.Namespace) -> StepPlan:
     if options.users < 2 or options.warmup < 0 or options.window <= 0 or options.max_lag_ms <= 0:
         raise SystemExit("mqusers: -u must be at least 2, --window positive, --warmup and --max-lag-ms >= 0")
+    if options.master != (options.expect_workers > 0):
+        raise SystemExit("mqusers: --master and --expect-workers N (N >= 1) go together")
     if not Path(options.locustfile).is_file():
         raise SystemExit(f"mqusers: no locustfile {options.locustfile}")
     workdir = Path(options.workdir or tempfile.mkdtemp(prefix="mqusers-capacity-"))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mqusers.capacity import _masked
+from mqusers.capacity import _masked, find_max
 from mqusers.findmax import Step, curve_rates, judge, search
 
 
@@ -82,3 +82,9 @@ def test_curve_points_and_no_password_in_a_saved_plan() -> None:
     assert curve_rates(2000.0, [10, 50, 100]) == [(10, 200.0), (50, 1000.0), (100, 2000.0)]
     args = ["--mq-size", "1KB", "--mq-password", "s3cret", "--mq-password=other"]
     assert _masked(args) == ["--mq-size", "1KB", "--mq-password", "***", "--mq-password=***"]
+
+
+def test_master_and_expect_workers_go_together() -> None:
+    for args in (["--master"], ["--expect-workers", "2"]):
+        with pytest.raises(SystemExit, match="--master and --expect-workers"):
+            find_max(["-f", __file__, "--host", "stomp://127.0.0.1:1", *args])
