@@ -88,3 +88,18 @@ def test_master_and_expect_workers_go_together() -> None:
     for args in (["--master"], ["--expect-workers", "2"]):
         with pytest.raises(SystemExit, match="--master and --expect-workers"):
             find_max(["-f", __file__, "--host", "stomp://127.0.0.1:1", *args])
+
+
+def test_a_failure_on_the_lag_alone_is_confirmed_before_it_counts() -> None:
+    assert judge(report(1000.0, lag_p99=7.0), 1000.0, 5.0).lag_only
+    assert not judge(report(980.0, lag_p99=7.0), 1000.0, 5.0).lag_only
+    flaky = iter([True, False])  # the first run at 4,000 stalls once, its rerun holds
+
+    def run_step(rate: float) -> Step:
+        if rate == 4000.0 and next(flaky):
+            return Step(rate, reason="schedule lag p99 9 ms > 5 ms", limit="broker", lag_only=True)
+        return model(10_000.0)(rate)
+
+    found = search(run_step, 4000.0, steps=10)
+    assert [s.rate for s in found.steps][:3] == [4000.0, 4000.0, 8000.0]
+    assert found.max_rate is not None and found.max_rate >= 9_500.0
