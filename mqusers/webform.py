@@ -59,7 +59,7 @@ def label_of(option: Option) -> str:
 
 
 def scenario_defaults(user_classes: Iterable[type], attribute: str) -> str:
-    """What the User classes set ``attribute`` to, e.g. ``Publisher: 500`` or ``Subscriber, Publisher: /topic/x``.
+    """What the User classes set ``attribute`` to, e.g. ``500 (Publisher)`` or ``/topic/x (Subscriber, Publisher)``.
 
     Read before the first test: Locust overwrites ``host`` and mqusers ``fixed_count`` when one starts.
     """
@@ -70,7 +70,7 @@ def scenario_defaults(user_classes: Iterable[type], attribute: str) -> str:
     by_value: dict[str, list[str]] = {}
     for user_class in classes:
         by_value.setdefault(_shown(getattr(user_class, attribute)), []).append(user_class.__name__)
-    return "; ".join(f"{', '.join(names)}: {value}" for value, names in by_value.items())
+    return "; ".join(f"{value} ({', '.join(names)})" for value, names in by_value.items())
 
 
 def _shown(value: Any) -> str:
@@ -84,8 +84,8 @@ def _shown(value: Any) -> str:
 def custom_parameters(extra_options: Mapping[str, Any], user_classes: Iterable[type], host: str) -> dict[str, Any]:
     """Locust's ``extra_options`` with each ``--mq-*`` field keyed by its label and its help completed.
 
-    The help says the flag (as on the command line and in ``locust.conf``) and, for a field the
-    scenario decides, what it decides when the field stays empty.
+    The help says the flag (as on the command line and in ``locust.conf``), for a field the
+    scenario decides what it decides when the field stays empty, then the option's help.
     """
     classes = list(user_classes)
     fields: dict[str, Any] = {}
@@ -95,14 +95,13 @@ def custom_parameters(extra_options: Mapping[str, Any], user_classes: Iterable[t
             fields[key] = field  # another extension's parameter: as Locust shows it
             continue
         attribute = FIELDS[option.name][1]
-        help_text = f"{option.flag}: {option.help}"
         if attribute == "host":
-            decided = f"--host or the Users' host: {host}" if host else ""
+            decided = f"{host} (the Users' host or --host)" if host else ""
         else:
             decided = scenario_defaults(classes, attribute) if attribute else ""
-        if decided:
-            help_text += f"; empty: as the scenario says ({decided})"
-        fields[label_of(option)] = {**field, "help_text": help_text}
+        # The page cuts a long label short: the scenario's value goes before the option's help.
+        scenario = f"empty = the scenario's {decided}; " if decided else ""
+        fields[label_of(option)] = {**field, "help_text": f"{option.flag}; {scenario}{option.help}"}
     return fields
 
 

@@ -15,20 +15,19 @@ from typing import Any
 from mqusers.health import Generator
 from mqusers.measure.series import Series
 from mqusers.measure.totals import DestinationRow, destination_rows
-from mqusers.report import RunReport
+from mqusers.report import RunReport, gate_failures
 from mqusers.run import RunContext
 
 #: Live rates are the mean over this many complete buckets of the series.
 RATE_WINDOW = 5
 #: The destination table: (row key, column title). Live and final rows share it.
-COLUMNS = (("destination", "Destination"), ("figures", "Figures"), ("sent", "Sent"), ("received", "Received"),
-           ("sent_per_s", "Sent msg/s"), ("received_per_s", "Received msg/s"), ("backlog", "Backlog"),
+COLUMNS = (("destination", "Destination"), ("sent", "Sent"), ("received", "Received"),
+           ("sent_per_s", "Sent/s"), ("received_per_s", "Received/s"), ("backlog", "Backlog"),
            ("p50_us", "p50 µs"), ("p99_us", "p99 µs"), ("p999_us", "p99.9 µs"), ("max_us", "max µs"),
-           ("lost", "Lost"), ("duplicated", "Duplicated"), ("foreign", "Foreign"), ("errors", "Errors"),
+           ("lost", "Lost"), ("duplicated", "Dup."), ("foreign", "Foreign"), ("errors", "Errors"),
            ("generator", "Generator"))  # fmt: skip
-#: The run table: one fact per row.
+#: The run table: one fact per row, the first says whether the figures are live or final.
 FACT_COLUMNS = (("fact", "Run"), ("value", "Value"))
-LIVE, FINAL = "live", "final"
 
 
 def generator_text(generator: Generator) -> str:
@@ -51,7 +50,8 @@ def recent_rates(series: Series, destination: str, now: float, lag_s: float) -> 
         return None
     width = series.width_s
     end = int(now - lag_s) // width * width
-    start = max(end - RATE_WINDOW * width, min(buckets))
+    # The first bucket is partial: the run started within it.
+    start = max(end - RATE_WINDOW * width, min(buckets) + width)
     if end <= start:
         return None
     window = [buckets[t] for t in range(start, end, width) if t in buckets]
@@ -64,12 +64,11 @@ def _us(figures: dict[str, float], key: str) -> int | None:
     return None if value is None else round(value * 1000)
 
 
-def _row(totals: DestinationRow, figures: str, audit: dict[str, Any], generator: str) -> dict[str, Any]:
+def _row(totals: DestinationRow, audit: dict[str, Any], verdict: str) -> dict[str, Any]:
     latency = totals.receive.latency_ms()
     return {
         "name": totals.destination,  # the page keys its rows by name
         "destination": totals.destination,
-        "figures": figures,
         "sent": totals.sent,
         "received": totals.received,
         "backlog": totals.backlog,
@@ -78,17 +77,17 @@ def _row(totals: DestinationRow, figures: str, audit: dict[str, Any], generator:
         "duplicated": audit.get("duplicated", 0),
         "foreign": audit.get("foreign", 0),
         "errors": totals.errors,
-        "generator": generator,
+        "generator": verdict,  # the figures behind it are in the run tab
     }
 
 
-def live_rows(ctx: RunContext, generator: str, lag_s: float, now: float | None = None) -> list[dict[str, Any]]:
+def live_rows(ctx: RunContext, generator: Generator, lag_s: float, now: float | None = None) -> list[dict[str, Any]]:
     """Each destination's figures so far; rates over the last :data:`RATE_WINDOW` complete seconds."""
     now = time.time() if now is None else now
     verdict = ctx.audit.verdict(int(now * 1e9), int(ctx.settings.drain * 1e9))
     rows = []
     for totals in destination_rows(ctx.book.tallies):
-        row = _row(totals, LIVE, verdict.get(totals.destination, {}), generator)
+        row = _row(totals, verdict.get(totals.destination, {}), generator["verdict"])
         rates = recent_rates(ctx.series, totals.destination, now, lag_s)
         row["sent_per_s"], row["received_per_s"] = (round(r, 1) for r in rates) if rates else (None, None)
         rows.append(row)
@@ -97,44 +96,47 @@ def live_rows(ctx: RunContext, generator: str, lag_s: float, now: float | None =
 
 def final_rows(report: RunReport) -> list[dict[str, Any]]:
     """The report's rows: rates over each destination's first send to last receive, as the JSON has them."""
-    generator = generator_text(report.facts.generator)
     rows = []
     for line in report.rows:
         totals = line.totals
-        row = _row(totals, FINAL, line.audit, generator)
+        row = _row(totals, line.audit, report.facts.generator["verdict"])
         row["sent_per_s"], row["received_per_s"] = round(totals.send_rate_msgs, 1), round(totals.receive_rate_msgs, 1)
         rows.append(row)
     return rows
 
 
-def _fact(fact: str, value: str) -> dict[str, str]:
-    return {"name": fact, "fact": fact, "value": value}
+def _facts(*facts: tuple[str, str]) -> list[dict[str, str]]:
+    # The page sorts rows by "name": the facts' order.
+    return [{"name": f"{n:03d}", "fact": fact, "value": value} for n, (fact, value) in enumerate(facts)]
 
 
-def live_facts(ctx: RunContext, generator: str, lag_s: float) -> list[dict[str, str]]:
+def live_facts(ctx: RunContext, generator: Generator, lag_s: float) -> list[dict[str, str]]:
     started = time.strftime("%H:%M:%S", time.localtime(ctx.started)) if ctx.started else "-"
-    return [
-        _fact("run id", ctx.run_id),
-        _fact("figures", f"live since {started}: counts and latency (send to receive) from the exact µs histograms"),
-        _fact("rates", f"the last {RATE_WINDOW} complete seconds, about {lag_s:g} s behind"),
-        _fact("generator", generator),
-    ]
+    return _facts(
+        ("figures", f"live since {started}: counts and latency (send to receive) from the exact µs histograms"),
+        ("rates", f"the last {RATE_WINDOW} complete seconds, about {lag_s:g} s behind"),
+        ("run id", ctx.run_id),
+        ("generator", generator_text(generator)),
+    )
 
 
 def final_facts(report: RunReport, html_link: str | None, json_path: str | None) -> list[dict[str, str]]:
+    """How the run went: the summary's notes, failed gates, where the reports are."""
     facts = report.facts
+    duration = facts.stopped - facts.started
     rows = [
-        _fact("run id", facts.run_id),
-        _fact("figures", f"final: {facts.stopped - facts.started:.1f} s; rates over first send to last receive"),
-        _fact("generator", generator_text(facts.generator)),
-        *(_fact(f"note {n}", note) for n, note in enumerate(report.notes, 1)),
+        ("figures", f"final, the report's: {duration:.1f} s; rates over first send to last receive"),
+        ("run id", facts.run_id),
+        ("generator", generator_text(facts.generator)),
+        *(("note", note) for note in report.notes),
+        *(("gate failed", failure) for failure in gate_failures(report)),
     ]
     if html_link:
-        rows.append(_fact("HTML report", f"{html_link} (a link in the Download Data tab)"))
+        rows.append(("HTML report", f"{html_link} (a link in the Download Data tab)"))
     if json_path:
-        rows.append(_fact("JSON report", json_path))
-    return rows
+        rows.append(("JSON report", json_path))
+    return _facts(*rows)
 
 
 def refused_facts(reason: str) -> list[dict[str, str]]:
-    return [_fact("refused", reason)]
+    return _facts(("refused", reason))

@@ -27,7 +27,7 @@ from typing import Any
 from flask import Response, jsonify, request, send_file
 
 from mqusers.client import MqError
-from mqusers.health import overall
+from mqusers.health import Generator, overall
 from mqusers.parsing import OptionError
 from mqusers.report import RunReport
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
@@ -37,7 +37,6 @@ from mqusers.webtab import (
     FACT_COLUMNS,
     final_facts,
     final_rows,
-    generator_text,
     live_facts,
     live_rows,
     refused_facts,
@@ -146,10 +145,11 @@ def _check_form(environment: Environment, check: Check) -> Response | None:
     return None
 
 
-def _generator(environment: Environment, ctx: RunContext) -> str:
+def _generator(environment: Environment, ctx: RunContext) -> Generator:
+    # The master's copy of every worker's health; a local runner's own, live.
     if isinstance(environment.runner, MasterRunner):
-        return generator_text(overall(ctx.generators))
-    return generator_text(overall({ctx.health.node: ctx.health.report()}))
+        return overall(ctx.generators)
+    return overall({ctx.health.node: ctx.health.report()})
 
 
 def tables(environment: Environment) -> dict[str, list[dict[str, Any]]]:

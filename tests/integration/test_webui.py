@@ -20,14 +20,14 @@ pytestmark = pytest.mark.activemq
 
 
 @contextlib.contextmanager
-def serve(locustfile: str, tmp_path: Path) -> Iterator[tuple[str, Any]]:
-    """Locust's web UI on a free loopback port: (base URL, its log file)."""
+def serve(locustfile: str, tmp_path: Path, *extra: str) -> Iterator[tuple[str, Any]]:
+    """Locust's web UI on a free loopback port, ``extra`` on its command line: (base URL, its log file)."""
     broker = started("activemq")
     port = free_port()
     log = (tmp_path / "locust.log").open("w+")
     env = {**os.environ, "LOCUST_MQ_USER": "mqusers", "LOCUST_MQ_PASSWORD": "mqusers-local"}
     command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", broker.url,
-               "--web-host", "127.0.0.1", "--web-port", str(port)]  # fmt: skip
+               "--web-host", "127.0.0.1", "--web-port", str(port), *extra]  # fmt: skip
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
 
