@@ -20,7 +20,7 @@ from typing import Any
 
 import gevent
 
-from mqusers import lifecycle
+from mqusers import lifecycle, webui
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain, DrainOutcome
 from mqusers.health import overall
@@ -107,28 +107,19 @@ def _on_init(environment: Environment, **_: Any) -> None:
         influx.attach(environment, ctx, audit=lambda: _audit_totals(ctx))
     except OptionError as error:
         _fail(str(error))
+    webui.attach(environment, check=lambda options, host: test_settings(environment, options, host))
 
 
 def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx = context(environment)
     options = environment.parsed_options
     try:
-        ctx.settings = read_settings(options, environment.host, ctx.brokers)
+        ctx.settings = test_settings(environment, options, environment.host)
         ctx.error = None
-    except OptionError as error:
-        # Web UI edits land here: refuse the run before any User is spawned.
+    except (OptionError, MqError) as error:
+        # Web UI edits land here (when the form's check let them through): refuse before any User spawns.
         ctx.error = str(error)
         raise StopTest(f"mqusers: {error}") from None
-    if options is not None and not options.headless and not isinstance(environment.runner, MasterRunner):
-        # A web UI run was not checked at start-up: refuse it now rather than fail every connect.
-        problem = _consumers_problem(environment, ctx.settings, getattr(options, "num_users", None))
-        try:
-            if problem:
-                raise MqError(problem)
-            preflight(ctx.settings)
-        except MqError as error:
-            ctx.error = str(error)
-            raise StopTest(f"mqusers: {error}") from None
     if not isinstance(environment.runner, WorkerRunner):
         # The master's parsed options travel to workers with each spawn message.
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
@@ -174,6 +165,18 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
         ctx.book.recording = ctx.series.recording = False
         gevent.spawn_later(ctx.settings.warmup, lifecycle.end_warmup, ctx)
+
+
+def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:
+    """The settings a test starts with; raises :class:`OptionError` or :class:`MqError` when it may not start."""
+    settings = read_settings(options, host, context(environment).brokers)
+    if options is not None and not options.headless and not isinstance(environment.runner, MasterRunner):
+        # A web UI run was not checked at start-up: refuse it now rather than fail every connect.
+        problem = _consumers_problem(environment, settings, getattr(options, "num_users", None))
+        if problem:
+            raise MqError(problem)
+        preflight(settings)
+    return settings
 
 
 def _consumers_problem(environment: Environment, settings: Settings, users: int | None) -> str | None:
@@ -290,6 +293,7 @@ def _report(environment: Environment, ctx: RunContext) -> None:
     except OSError as error:
         logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
         environment.process_exit_code = max(environment.process_exit_code or 0, 2)
+    webui.show_report(environment, report)
     failures = gate_failures(report)
     for failure in failures:
         logger.error("mqusers: gate failed: %s", failure)

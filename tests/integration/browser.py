@@ -35,21 +35,30 @@ class Opened:
 
 
 @contextmanager
-def opened(path: Path, width: int = 1200) -> Iterator[Opened]:
-    """``path`` loaded in an offline browser context, its console errors collected."""
+def opened(target: Path | str, width: int = 1200) -> Iterator[Opened]:
+    """A file (``Path``, offline) or a loopback URL loaded in a browser, its console errors collected.
+
+    A URL's page may reach its own server only: a fetch anywhere else fails and is an error.
+    """
     # Imported here: collecting the tests must work where playwright is missing (they are skipped).
     from playwright.sync_api import sync_playwright
 
+    local = isinstance(target, str)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            context = browser.new_context(offline=True, viewport={"width": width, "height": 900})
+            context = browser.new_context(offline=not local, viewport={"width": width, "height": 900})
+            if isinstance(target, str):
+                own = "/".join(target.split("/", 3)[:3]) + "/"  # scheme://host:port/
+                context.route(
+                    "**/*", lambda route: route.continue_() if route.request.url.startswith(own) else route.abort()
+                )
             page = context.new_page()
             result = Opened(page)
             page.on("console", lambda message: message.type == "error" and result.errors.append(message.text))
             page.on("pageerror", lambda error: result.errors.append(str(error)))
             page.on("requestfailed", lambda request: result.errors.append(f"request failed: {request.url}"))
-            page.goto(path.as_uri())
+            page.goto(target if isinstance(target, str) else target.as_uri())
             page.wait_for_load_state("load")
             yield result
         finally:

@@ -1,0 +1,169 @@
+"""Locust's web UI in a real headless Chromium: the custom parameters, a refusal, the mqusers tabs of a real run.
+
+The truths are independent of the page: the option table (labels, the scenario's classes), the
+parser's own error text, and the run's ``--mq-report-json`` written by the report code.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from mqusers.options import OPTIONS
+from mqusers.webform import FIELDS
+from tests.integration.broker_stats import wait_for
+from tests.integration.browser import opened, unavailable_reason
+from tests.integration.test_webui import serve
+
+_UNAVAILABLE = unavailable_reason()
+pytestmark = [
+    pytest.mark.activemq,
+    pytest.mark.browser,
+    pytest.mark.skipif(_UNAVAILABLE is not None, reason=f"browser: {_UNAVAILABLE}"),
+]
+SECRET = "mqusers-local"  # the password serve() puts in LOCUST_MQ_PASSWORD
+
+#: The table on screen: header titles and each row's cell texts.
+TABLE_JS = """() => {
+  const table = document.querySelector("table");
+  if (!table) return {heads: [], rows: []};
+  const heads = [...table.querySelectorAll("thead th")].map(th => th.innerText.trim());
+  const cells = tr => [...tr.querySelectorAll("td")].map(td => td.innerText.trim());
+  const rows = [...table.querySelectorAll("tbody tr")].map(cells);
+  return {heads, rows};
+}"""
+
+
+def table(page: Any) -> list[dict[str, str]]:
+    shown = page.evaluate(TABLE_JS)
+    return [dict(zip(shown["heads"], row, strict=True)) for row in shown["rows"]]
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def start_form(page: Any) -> None:
+    page.get_by_text("Custom parameters").click()
+    page.locator('input[name="Destination"]').wait_for()
+
+
+def test_the_form_shows_readable_labels_the_scenario_defaults_and_refusals(tmp_path: Path) -> None:
+    with serve("pubsub.py", tmp_path) as (base, _), opened(base + "/") as browser:
+        page = browser.page
+        start_form(page)
+        labels = page.locator("label").all_inner_texts()
+        for option in OPTIONS:
+            if not option.ui:
+                continue
+            label = next((text for text in labels if text.startswith(FIELDS[option.name][0] + " (")), None)
+            assert label is not None, option.name
+            assert f"({option.flag};" in label
+        assert not [text for text in labels if text.startswith("Mq ")]
+        by_label = {text.split(" (", 1)[0]: text for text in labels}
+        # locustfiles/pubsub.py: Publisher.rate = 500, both classes on /topic/mqusers.pubsub, 2 subscribers.
+        assert "empty = the scenario's 500 (Publisher)" in by_label["Rate per producer, msg/s"]
+        assert "/topic/mqusers.pubsub (Subscriber, Publisher)" in by_label["Destination"]
+        assert "empty = the scenario's 2 (Subscriber)" in by_label["Consumer users"]
+        page.screenshot(path=str(tmp_path / "form.png"), full_page=True)
+
+        page.locator('input[name="userCount"]').fill("3")
+        page.locator('input[name="Message size"]').fill("1XB")
+        page.get_by_role("button", name="Start").click()
+        page.get_by_text("mqusers: --mq-size: '1XB' is not a size").wait_for(timeout=10_000)
+        page.screenshot(path=str(tmp_path / "refused.png"), full_page=True)
+
+        page.locator('input[name="Message size"]').fill("")
+        page.locator('input[name="Consumer users"]').fill("5")
+        page.get_by_role("button", name="Start").click()
+        page.get_by_text("mqusers: --mq-consumers 5 is more than the 3 users").wait_for(timeout=10_000)
+        assert requests.get(base + "/stats/requests", timeout=5).json()["state"] == "ready"
+        assert SECRET not in page.content()
+        assert not browser.errors, browser.errors
+
+
+def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path, destination) -> None:  # type: ignore[no-untyped-def]
+    topic = destination("topic")
+    report_json, report_html = tmp_path / "run.json", tmp_path / "run.html"
+    extra = ("--mq-report-json", str(report_json), "--mq-report-html", str(report_html))
+    with serve("pubsub.py", tmp_path, *extra) as (base, log), opened(base + "/", width=1440) as browser:
+        page = browser.page
+        start_form(page)
+        page.locator('input[name="userCount"]').fill("3")
+        page.locator('input[name="spawnRate"]').fill("3")
+        page.locator('input[name="Destination"]').fill(topic)
+        # A gate no run passes: proves a field whose name has digits reaches its option.
+        page.locator('input[name="Gate: highest receive latency, ms"]').fill("0.001")
+        page.get_by_role("button", name="Start").click()
+        page.get_by_role("tab", name="mqusers", exact=True).click()
+
+        def live() -> dict[str, str] | None:
+            rows = [row for row in table(page) if row.get("Destination") == topic]
+            return rows[0] if rows and rows[0]["Received/s"] else None
+
+        def facts() -> dict[str, str]:
+            page.get_by_role("tab", name="mqusers run").click()
+            shown = {row["Run"]: row["Value"] for row in table(page)}
+            page.get_by_role("tab", name="mqusers", exact=True).click()
+            return shown
+
+        assert wait_for(lambda: live() is not None, timeout=20), table(page)
+        time.sleep(3)
+        first = live()
+        page.screenshot(path=str(tmp_path / "live.png"), full_page=True)
+        time.sleep(2.5)  # the page polls every 2 s
+        second = live()
+        assert first is not None and second is not None
+        assert facts()["figures"].startswith("live since")
+        assert number(first["Sent"]) < number(second["Sent"]) and number(first["Received"]) < number(second["Received"])
+        stats = requests.get(base + "/mqusers/stats", timeout=5).text
+        assert SECRET not in stats and SECRET not in requests.get(base + "/stats/requests", timeout=5).text
+
+        page.get_by_role("button", name="Stop").click()
+        assert wait_for(lambda: facts()["figures"].startswith("final"), timeout=40)
+        final = next(row for row in table(page) if row["Destination"] == topic)
+        page.screenshot(path=str(tmp_path / "final.png"), full_page=True)
+        page.get_by_role("tab", name="mqusers run").click()
+        shown = page.evaluate(TABLE_JS)["rows"]
+        page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+        page.get_by_role("tab", name="Download Data").click()
+        link = page.get_by_role("link", name="mqusers HTML report of the last run")
+        html = requests.get(base + "/" + link.get_attribute("href").removeprefix("./"), timeout=5)
+        assert SECRET not in page.content()
+        errors = list(browser.errors)
+
+    assert wait_for(report_json.exists, timeout=10)
+    document = json.loads(report_json.read_text())
+    row = next(d for d in document["destinations"] if d["destination"] == topic)
+    latency = row["latency_ms"]
+    # The final table is the report's row, µs for the JSON's ms.
+    assert number(final["Sent"]) == row["sent"] and number(final["Received"]) == row["received"]
+    assert number(final["Sent/s"]) == round(row["send_rate_msgs"], 1)
+    assert number(final["Received/s"]) == round(row["receive_rate_msgs"], 1)
+    for title, key in (("p50 µs", "p50"), ("p99 µs", "p99"), ("p99.9 µs", "p999"), ("max µs", "max")):
+        assert number(final[title]) == round(latency[key] * 1000), title
+    for title, key in (("Lost", "lost"), ("Dup.", "duplicated"), ("Foreign", "foreign"), ("Errors", "errors")):
+        assert number(final[title]) == row[key], title
+    assert final["Generator"] == document["generator"]["verdict"]
+    assert number(final["Backlog"]) == 0 and row["received"] == 2 * row["sent"]  # two subscribers, nothing lost
+    # The live figures were a part of the same run: counts below the final ones, rates and the median near them.
+    assert number(second["Sent"]) <= row["sent"] and number(second["Received"]) <= row["received"]
+    for live_row in (first, second):
+        assert abs(number(live_row["Sent/s"]) / row["send_rate_msgs"] - 1) < 0.15, live_row
+        assert abs(number(live_row["Received/s"]) / row["receive_rate_msgs"] - 1) < 0.15, live_row
+        assert 0.5 <= number(live_row["p50 µs"]) / (latency["p50"] * 1000) <= 2.0, live_row
+    run = {fact: value for fact, value in shown}  # the single facts (notes repeat "note")
+    assert run["run id"] == document["run_id"] and run["generator"].startswith(document["generator"]["verdict"])
+    assert [value for fact, value in shown if fact == "note"] == document["notes"]
+    gate = f"{topic}: p99 {latency['p99']:.3f} ms > --mq-max-p99-ms 0.001"
+    assert [value for fact, value in shown if fact == "gate failed"] == [gate]
+    assert run["JSON report"] == str(report_json)
+    assert html.ok and html.text == report_html.read_text() and document["run_id"] in html.text
+    assert document["options"]["max_p99_ms"] == 0.001 and document["options"]["destination"] == topic
+    assert "gate failed" in Path(log.name).read_text()
+    assert not errors, errors
