@@ -160,6 +160,10 @@ def find_max(argv: Sequence[str]) -> int:
         return 2
     best = max((s for s in found.steps if s.sustained), key=lambda s: s.rate, default=None)
     print(f"\nsearch ended: {found.ended}")
+    starved = [f"{s.rate:,.0f}" for s in found.steps if s.limit == "machine"]
+    if starved:
+        print(f"note: at {', '.join(starved)} msg/s the generator lagged with CPU to spare: other processes on the"
+              " machine (the broker, if it shares it) took the CPU; those steps tell the machine's limit")  # fmt: skip
     if best is None:
         print("maximum sustainable throughput: none found")
     else:

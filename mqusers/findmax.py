@@ -23,6 +23,10 @@ from typing import Any
 
 #: A step is sustained at >= this fraction of the offered rate.
 RATE_FRACTION = 0.99
+#: A saturated process using this much of a core is its own limit (health.py judges at 90 %).
+CPU_BOUND_PERCENT = 90.0
+#: A failed step's achieved rate says what the broker managed only when clearly below the offer.
+CAPPED_FRACTION = 0.97
 #: The search stops bisecting once the bracket is this narrow (upper / lower).
 BRACKET = 1.05
 
@@ -36,7 +40,7 @@ class Step:
     sustained: bool = False
     #: Why not sustained (empty when sustained).
     reason: str = ""
-    #: ``broker`` or ``generator``: what failed (empty when sustained).
+    #: ``broker``, ``generator`` (its own CPU) or ``machine`` (starved by other processes): what failed.
     limit: str = ""
     p50_ms: float = math.nan
     p99_ms: float = math.nan
@@ -87,8 +91,15 @@ def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str 
         reasons.append(f"generator {generator}")
     if not reasons:
         return Step(sustained=True, **evidence)
-    limit = "generator" if generator != "ok" else "broker"
+    limit = "broker" if generator == "ok" else "generator" if _cpu_bound(document) else "machine"
     return Step(reason="; ".join(reasons), limit=limit, lag_only=lagging and len(reasons) == 1, **evidence)
+
+
+def _cpu_bound(document: dict[str, Any]) -> bool:
+    """A saturated generator that used its CPU; one starved by other processes (a broker on the same
+    cores) shows loop lag with CPU to spare: then the machine, not the generator, is the limit."""
+    processes = document.get("generator", {}).get("processes", {}).values()
+    return any(p.get("verdict") != "ok" and p.get("cpu_percent_max", 0) >= CPU_BOUND_PERCENT for p in processes)
 
 
 def _worst_latency(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -149,7 +160,8 @@ def search(
             break
         else:
             high = min(high, rate)
-            hint = step.achieved
+            if step.achieved < CAPPED_FRACTION * rate:
+                hint = step.achieved
         if high == math.inf:
             if rate >= ceiling:
                 found.ended = f"sustained the ceiling {ceiling:,.0f} msg/s"

@@ -13,13 +13,15 @@ from mqusers.findmax import Step, curve_rates, judge, search
 
 def report(
     sent_rate: float, *, lost: int = 0, unreceived: int = 0, errors: int = 0, lag_p99: float = 0.2,
-    verdict: str = "ok", p99: float = 1.5,
+    verdict: str = "ok", p99: float = 1.5, cpu: float = 95.0,
 ) -> dict[str, Any]:  # fmt: skip
     row = {"destination": "/queue/a", "sent": 1000, "send_rate_msgs": sent_rate, "send_rate_mbit": sent_rate * 8 / 1e6,
            "lost": lost, "unreceived": unreceived, "errors": errors,
            "latency_ms": {"p50": 0.4, "p99": p99, "p999": 3.0, "max": 9.0}}  # fmt: skip
     lag = {"name": "schedule-lag /queue/a", "count": 1000, "errors": 0, "latency_ms": {"p99": lag_p99}}
-    return {"destinations": [row], "operations": [lag], "generator": {"verdict": verdict}, "drain": {"seconds": 0.3}}
+    process = {"verdict": verdict, "cpu_percent_max": cpu}
+    generator = {"verdict": verdict, "processes": {"local": process}}
+    return {"destinations": [row], "operations": [lag], "generator": generator, "drain": {"seconds": 0.3}}
 
 
 def test_a_step_is_sustained_only_when_every_condition_holds() -> None:
@@ -36,6 +38,8 @@ def test_a_step_is_sustained_only_when_every_condition_holds() -> None:
         assert not step.sustained and reason in step.reason, (reason, step.reason)
         assert step.limit == ("generator" if "generator" in reason else "broker")
     assert judge(report(1000.0), 1000.0, 5.0).p99_ms == 1.5
+    starved = judge(report(1000.0, verdict="saturated", cpu=40.0), 1000.0, 5.0)
+    assert not starved.sustained and starved.limit == "machine"  # loop lag with CPU to spare
     assert judge({"destinations": []}, 1000.0, 5.0).reason.startswith("nothing was sent")
 
 
@@ -103,3 +107,15 @@ def test_a_failure_on_the_lag_alone_is_confirmed_before_it_counts() -> None:
     found = search(run_step, 4000.0, steps=10)
     assert [s.rate for s in found.steps][:3] == [4000.0, 4000.0, 8000.0]
     assert found.max_rate is not None and found.max_rate >= 9_500.0
+
+
+def test_a_failure_at_the_offered_rate_is_bisected_not_walked_down() -> None:
+    """Failing on latency or lag with the offer achieved says nothing about where the limit is."""
+
+    def run_step(rate: float) -> Step:
+        held = rate <= 11_000.0
+        return Step(rate, achieved=rate * 0.995, sustained=held, limit="" if held else "broker")
+
+    found = search(run_step, 4000.0, steps=10)
+    assert found.max_rate is not None and 11_000 / 1.05 <= found.max_rate <= 11_000.0
+    assert len(found.steps) <= 7, [s.rate for s in found.steps]
