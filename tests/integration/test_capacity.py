@@ -27,16 +27,17 @@ def test_find_max_holds_at_90_percent_and_not_at_130(tmp_path: Path) -> None:
     broker = started("activemq")
     locustfile = str(LOCUSTFILES / "put_get.py")
     queue = f"/queue/mqusers.findmax.{uuid.uuid4().hex[:6]}"
-    found = mqusers("find-max", "-f", locustfile, "--host", broker.url, "--destination", queue, "--start", "2000",
-                    "--steps", "7", "--json", str(tmp_path / "fm.json"), "--workdir", str(tmp_path / "steps"),
-                    *SHORT)  # fmt: skip
+    found = mqusers("find-max", "-f", locustfile, "--host", broker.url, "--destination", queue, "--start", "4000",
+                    "--json", str(tmp_path / "fm.json"), "--workdir", str(tmp_path / "steps"), *SHORT)  # fmt: skip
     assert found.returncode == 0, found.stdout + found.stderr
     document = json.loads((tmp_path / "fm.json").read_text())
     max_rate = document["max_rate"]
     assert document["kind"] == "find-max" and max_rate >= 2000, document
     assert f"maximum sustainable throughput: {max_rate:,.0f} msg/s" in found.stdout
     steps = document["steps"]
-    assert (1 <= len(steps) <= 7 and any(not s["sustained"] for s in steps)) or "ceiling" in document["ended"]
+    # Bracketed: a failed step within 5 % above the maximum (10 steps leave room for lag reruns).
+    assert document["ended"] == "bracketed within 5%", document["ended"]
+    assert min(s["rate"] for s in steps if not s["sustained"]) <= 1.05 * max_rate
     for step in steps:  # each step's verdict agrees with its own run report
         row = json.loads(Path(step["report"]).read_text())["destinations"][0]
         assert step["achieved"] == pytest.approx(row["send_rate_msgs"])
