@@ -41,6 +41,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+import pytest
+
 STATE = Path("/run/mqusers-netns")
 PREFIX = "mqn"
 POOL = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking range
@@ -373,3 +375,20 @@ class Network:
     def __repr__(self) -> str:
         hosts = ", ".join(f"{h.role}={h.address}@{h.netns}" for h in self.hosts.values())
         return f"Network({self.subnet}, {hosts})"
+
+
+@contextlib.contextmanager
+def network_or_skip(roles: Sequence[str]) -> Iterator[Network]:
+    """A started :class:`Network` for a fixture, closed afterwards; skipped where root lacks
+    CAP_NET_ADMIN / CAP_SYS_ADMIN (the namespaces cannot be made at all)."""
+    net = Network(roles)
+    try:
+        net.start()
+    except NetnsError as error:
+        if "Operation not permitted" in str(error):
+            pytest.skip(f"netns: {error}")
+        raise
+    try:
+        yield net
+    finally:
+        net.close()

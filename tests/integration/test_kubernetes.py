@@ -28,7 +28,7 @@ from typing import IO
 import pytest
 
 from tests.integration.conftest import ROOT, started
-from tests.integration.netns import GATEWAY_HOST, NetnsError, Network, unavailable_reason
+from tests.integration.netns import GATEWAY_HOST, Network, network_or_skip, unavailable_reason
 from tests.kustomize import KUBERNETES, Document, find, render
 
 _UNAVAILABLE = unavailable_reason()
@@ -79,17 +79,8 @@ while True:
 
 @pytest.fixture
 def network() -> Iterator[Network]:
-    net = Network(["m", *WORKERS])
-    try:
-        net.start()
-    except NetnsError as error:
-        if "Operation not permitted" in str(error):  # root without CAP_NET_ADMIN / CAP_SYS_ADMIN
-            pytest.skip(f"netns: {error}")
-        raise
-    try:
+    with network_or_skip(["m", *WORKERS]) as net:
         yield net
-    finally:
-        net.close()
 
 
 @pytest.fixture

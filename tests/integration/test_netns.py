@@ -28,7 +28,7 @@ import pytest
 import services
 from tests.integration import broker_stats
 from tests.integration.conftest import ROOT
-from tests.integration.netns import NetnsError, Network, unavailable_reason
+from tests.integration.netns import Network, network_or_skip, unavailable_reason
 
 _UNAVAILABLE = unavailable_reason()
 pytestmark = [
@@ -44,17 +44,8 @@ MASTER_PORT = 5557  # Locust's default; the master's namespace has nothing else
 
 @pytest.fixture
 def network() -> Iterator[Network]:
-    net = Network(["b", "m", *ROLES])
-    try:
-        net.start()
-    except NetnsError as error:
-        if "Operation not permitted" in str(error):  # root without CAP_NET_ADMIN / CAP_SYS_ADMIN
-            pytest.skip(f"netns: {error}")
-        raise
-    try:
+    with network_or_skip(["b", "m", *ROLES]) as net:
         yield net
-    finally:
-        net.close()
 
 
 @dataclass(frozen=True)
