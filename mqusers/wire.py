@@ -212,12 +212,7 @@ class FrameParser:
                 body_start = blank + 2
             if blank < 0:
                 break
-            block = buffer[start:blank]
-            parts = block.replace(b"\n", b":").split(b":")  # parse_headers' fast path, inline: once per message
-            if len(parts) == 2 * block.count(b"\n") + 1 and b"\r" not in block:
-                command, headers = parts[0], dict(zip(parts[-2:0:-2], parts[-1:0:-2], strict=False))
-            else:
-                command, headers = parse_headers(block)
+            command, headers = parse_headers(buffer[start:blank])
             length = headers.get(b"content-length")
             if length is not None:
                 body_end = body_start + int(length)
