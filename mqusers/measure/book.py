@@ -67,6 +67,13 @@ class Tally:
         return figures
 
 
+def slot_floor(value: int, exact_bits: int) -> int:
+    """The lowest value of ``value``'s slot when values below 2^exact_bits are exact and each
+    power-of-two range above is cut into 2^(exact_bits - 1) slots (HdrHistogram's layout)."""
+    shift = value.bit_length() - exact_bits
+    return value >> shift << shift if shift > 0 else value
+
+
 def record_grouped(histogram: HdrHistogram, *groups: Mapping[int, int]) -> int:
     """Record µs samples given as value -> count maps; returns how many were negative (not recorded).
 
@@ -80,10 +87,8 @@ def record_grouped(histogram: HdrHistogram, *groups: Mapping[int, int]) -> int:
         if value < 0:
             negative += count
             continue
-        value = LOWEST_US if value < LOWEST_US else min(value, HIGHEST_US)
-        shift = value.bit_length() - _EXACT_BITS
-        if shift > 0:
-            value = value >> shift << shift  # the slot's lowest value: the same slot as the sample's
+        # The slot's lowest value lands in the same counts slot as the sample.
+        value = slot_floor(LOWEST_US if value < LOWEST_US else min(value, HIGHEST_US), _EXACT_BITS)
         slots[value] = slots.get(value, 0) + count
     record = histogram.record_value
     for value, count in slots.items():

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from mqusers.measure.book import slot_floor
 from mqusers.measure.recorder import Batch
 from mqusers.names import RECEIVE, REQUEST_TYPE, SEND, destination_operation
 
@@ -32,8 +33,7 @@ SERIES_PERCENTILES = {"p50_ms": 50.0, "p99_ms": 99.0, "p999_ms": 99.9}
 
 def slot(micros: int) -> int:
     """The lowest value of ``micros``' slot: values in one slot are not told apart."""
-    shift = micros.bit_length() - SLOT_BITS
-    return micros >> shift << shift if shift > 0 else micros
+    return slot_floor(micros, SLOT_BITS)
 
 
 def slot_top(low: int) -> int:
