@@ -67,6 +67,9 @@ class StompConsumerUser(StompUser):
     def receiver_options(self) -> dict[str, Any]:
         return {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
 
+    def last_ok_ns(self) -> int:
+        return self.receiver.last_ns or -1
+
     def on_connection_lost(self, dropped: bool) -> None:
         if self.receiver.audit is not None:
             self.receiver.audit.leave(time.time_ns(), dropped)
@@ -94,6 +97,7 @@ class StompConsumerUser(StompUser):
         # Locust may call on_stop twice when a stop interrupts a task: act once. DISCONNECT ends a
         # plain subscription; an UNSUBSCRIBE racing in-flight deliveries makes RabbitMQ send ERRORs.
         subscription, self.subscription = self.subscription, None
+        self._check_back()
         if self.receiver.audit is not None:
             self.receiver.audit.leave(time.time_ns())
         if self.client.connected and subscription is not None:
@@ -106,13 +110,20 @@ class StompConsumerUser(StompUser):
         super().on_stop()
 
     def wait_time(self) -> float:
-        return 1.0
+        # Disconnected: try again when the back-off allows, not a second later.
+        return 1.0 if self.client.connected else min(1.0, max(0.05, self.backoff_remaining()))
 
     @task
     def keep_connected(self) -> None:
         # Also acknowledge a batch the stream stopped short of filling (the end of a backlog).
         if self.ensure_connected():
             self.receiver.flush()
+            self._check_back()
+
+    def _check_back(self) -> None:
+        """After a reconnect, the first delivery ends the outage."""
+        if self.availability.pending and self.receiver.first_ns:
+            self.availability.back(self.receiver.first_ns)
 
 
 class StompResponderUser(StompConsumerUser):

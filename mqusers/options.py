@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqusers.faults import Fault, parse_fault
 from mqusers.optionspec import Option, read, register
 from mqusers.parsing import (
     ACK_MODES,
@@ -84,6 +85,8 @@ class Settings:
     other_runs: str | None = None
     fail_on_saturation: bool = False
     request_events: str = "bulk"
+    #: Commands may carry secrets: never in a repr (reports show them masked, from the fault records).
+    faults: tuple[Fault, ...] = field(default=(), repr=False)
 
 
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
@@ -280,6 +283,16 @@ OPTIONS: tuple[Option, ...] = (
         "min_rate",
         decimal(MAX_RATE, unit="msg/s"),
         "gate: exit 3 when any destination receives fewer messages/s than this",
+    ),
+    Option(
+        "mq-fault",
+        "faults",
+        parse_fault,
+        "TIME:COMMAND, repeatable: run COMMAND (no shell; its output captured, secrets masked) TIME into the "
+        "test (30s, 1m30s), e.g. 20s:kill -STOP 1234; marked in every report. Master or local runner only",
+        ui=False,
+        master_writes=True,
+        repeat=True,
     ),
     Option(
         "mq-fail-on-saturation",

@@ -35,8 +35,11 @@ class Option:
     file: str = ""
     file_help: str = ""
     strip: bool = True  # False: spaces at either end may belong to the value (a password)
-    # A path only the master (or a local runner) writes: a worker's own disk does not matter.
+    # A path only the master (or a local runner) writes, a command only it runs: a worker's own disk
+    # and executables do not matter.
     master_writes: bool = False
+    # Given any number of times; the field is the tuple of the parsed values. Never in the web UI.
+    repeat: bool = False
 
     @property
     def flag(self) -> str:
@@ -51,9 +54,12 @@ def env_var(name: str) -> str:
     return "LOCUST_" + _dest(name).upper()
 
 
-def _add(group: Any, name: str, help_text: str, *, default: str, ui: bool, secret: bool) -> None:
+def _add(group: Any, name: str, help_text: str, *, default: str, ui: bool, secret: bool, repeat: bool = False) -> None:
     # A string in the parser whatever the field's type: the web UI re-types edits by the default's type.
-    action = group.add_argument("--" + name, type=str, default=default, env_var=env_var(name), help=help_text)
+    if repeat:
+        action = group.add_argument("--" + name, type=str, action="append", env_var=env_var(name), help=help_text)
+    else:
+        action = group.add_argument("--" + name, type=str, default=default, env_var=env_var(name), help=help_text)
     # Locust reads these attributes to build the web UI's custom parameters; an argument group's
     # add_argument, unlike Locust's parser's, does not take them as keywords.
     action.include_in_web_ui = ui
@@ -65,7 +71,8 @@ def _add(group: Any, name: str, help_text: str, *, default: str, ui: bool, secre
 def register(group: Any, options: Iterable[Option]) -> None:
     """Each of ``options`` (and its secret's file option) on an argument group of Locust's parser."""
     for option in options:
-        _add(group, option.name, option.help, default=option.default, ui=option.ui, secret=option.secret)
+        _add(group, option.name, option.help, default=option.default, ui=option.ui and not option.repeat,
+             secret=option.secret, repeat=option.repeat)  # fmt: skip
         if option.file:
             # Never in the web UI, as the secret it names is not.
             _add(group, option.file, option.file_help, default="", ui=False, secret=False)
@@ -90,6 +97,11 @@ def read(parsed: Any, options: Iterable[Option]) -> dict[str, Any]:
     worker = bool(getattr(parsed, "worker", False))
     values: dict[str, Any] = {}
     for option in options:
+        if option.repeat:
+            texts = [utf8(t.strip(), option.flag) for t in getattr(parsed, option.dest, None) or [] if t.strip()]
+            if texts and not (worker and option.master_writes):
+                values[option.field] = tuple(option.parse(t, option.flag) for t in texts)
+            continue
         text, flag = _text(parsed, option)
         if text:
             values[option.field] = text if worker and option.master_writes else option.parse(text, flag)

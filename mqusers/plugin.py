@@ -23,6 +23,8 @@ import gevent
 from mqusers import lifecycle, webui
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain, DrainOutcome
+from mqusers.failover import failover_document
+from mqusers.faults import FaultSchedule, known_secrets
 from mqusers.health import overall
 from mqusers.htmlreport import write_html
 from mqusers.measure.audit import Audit
@@ -143,6 +145,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.book.clear()
     ctx.series.clear()
     ctx.sent, ctx.received, ctx.audit = SentLedger(ctx.process_tag), ReceiveLedger(ctx.process_tag), Audit()
+    ctx.outages.clear()
     ctx.producing, ctx.stopped, ctx.ended_by = True, False, "time"
     ctx.producers, ctx.generators, ctx.progressed = [], {}, set()
     runner = environment.runner
@@ -161,6 +164,10 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     if environment.runner is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         ctx.pump = gevent.spawn(lifecycle.fold_ledgers_every_second, ctx)
     ctx.started = time.time()
+    if not isinstance(environment.runner, WorkerRunner) and ctx.settings.faults:
+        known = known_secrets([ctx.settings.password, *influx.secrets(environment)])
+        ctx.faults = FaultSchedule(ctx.settings.faults, known, ctx.annotate)
+        ctx.faults.start()
     if ctx.settings.warmup:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
         ctx.book.recording = ctx.series.recording = False
@@ -251,6 +258,8 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         ctx.pump.kill(block=False)
         ctx.pump = None
     ctx.health.stop()
+    if ctx.faults is not None:
+        ctx.faults.stop()
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         # A worker sends no stats report between "stop" and "client_stopped"; this message goes
@@ -278,6 +287,8 @@ def _report(environment: Environment, ctx: RunContext) -> None:
         drain=outcome,
         clocks=_clock_offsets(ctx),
         generator=overall(ctx.generators),
+        failover=failover_document(ctx.outages.records, ctx.outages.overflow, ctx.series, time.time_ns()),
+        faults=ctx.faults.records if ctx.faults is not None else [],
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series)
     if ctx.book.tallies or ctx.generators:

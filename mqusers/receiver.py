@@ -60,6 +60,8 @@ class Receiver:
         #: The message audit's record of this subscription (set once it is subscribed).
         self.audit: Subscription | None = None
         self.received = 0
+        #: The last delivery's and, since the last :meth:`reset`, the first's receive time (ns; 0: none).
+        self.last_ns = self.first_ns = 0
         self._client = client
         self._fire = client.fire
         self._acks = ack != "auto"
@@ -80,6 +82,9 @@ class Receiver:
     def __call__(self, headers: Headers, body: bytes, received_ns: int) -> None:
         if self._acks and self._client.closing:
             return  # never acknowledged, so the broker redelivers it to another consumer
+        self.last_ns = received_ns
+        if not self.first_ns:
+            self.first_ns = received_ns
         own = headers.get(RUN) == self._run
         if not own and self._stray(headers, len(body)):
             return
@@ -149,6 +154,7 @@ class Receiver:
         """A new connection: ack ids of the old one mean nothing to the broker now."""
         self._unacked = None
         self._out.clear()
+        self.first_ns = 0
 
     def _correction(self, producer: bytes) -> int:
         """This process's clock offset minus the producer's (its id starts with its process tag)."""

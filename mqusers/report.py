@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mqusers.ending import DrainOutcome
+from mqusers.failover import failover_notes, failover_table
+from mqusers.faults import FaultRecord
 from mqusers.health import Generator, blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
@@ -39,6 +41,9 @@ class RunFacts:
     drain: DrainOutcome
     clocks: dict[str, Any] = field(default_factory=dict)
     generator: Generator = field(default_factory=lambda: Generator(verdict="ok", processes={}))
+    #: :func:`mqusers.failover.failover_document` and the ``--mq-fault`` records.
+    failover: dict[str, Any] = field(default_factory=dict)
+    faults: list[FaultRecord] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,7 @@ def notes(rows: list[Row], book: Book, facts: RunFacts, settings: Settings) -> l
         )
     if (line := shortfall(book, settings)) is not None:
         lines.append(line)
+    lines += failover_notes(facts.failover, facts.faults)
     for row in rows:
         audit = row.audit
         if audit["unreceived"] or audit["unconfirmed"]:
@@ -210,6 +216,8 @@ def format_summary(report: RunReport) -> str:
                 [op["name"], str(op["count"]), *(_ms(figures, k) for k in _LATENCY_COLUMNS), str(op["errors"])]
             )
         lines.append(_render(op_table))
+    if failover := failover_table(facts.failover):
+        lines.append(_render(failover))
     lines += report.notes
     return "\n".join(lines)
 
@@ -228,6 +236,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
     facts, settings = report.facts, report.settings
     options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
     options["broker"] = str(settings.broker) if settings.broker else None
+    options["faults"] = [f"{record['at_s']:g}s:{record['command']}" for record in facts.faults]  # secrets masked
     return {
         "kind": "run",
         "run_id": facts.run_id,
@@ -238,6 +247,8 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "options": options,
         "clock_offsets": facts.clocks,
         "generator": facts.generator,
+        "failover": facts.failover,
+        "faults": facts.faults,
         "destinations": [row.document() for row in report.rows],
         "operations": report.operations,
         "notes": report.notes,

@@ -13,6 +13,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 import itertools
 import secrets
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,11 +24,13 @@ from gevent.event import Event
 from mqusers.client import ClientConfig, MqError
 from mqusers.coordination import Coordinator
 from mqusers.ending import Drain
+from mqusers.faults import FaultSchedule
 from mqusers.health import Health, HealthReport
 from mqusers.locust_stats import add_batches
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
 from mqusers.measure.ledgers import Delta, ReceiveLedger, SentLedger
+from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
 from mqusers.options import Settings, class_brokers, read_settings
@@ -105,6 +108,8 @@ class RunContext:
     sent: SentLedger = field(default_factory=SentLedger)
     received: ReceiveLedger = field(default_factory=ReceiveLedger)
     audit: Audit = field(default_factory=Audit)
+    #: Connection drops of this process's Users (master: everyone's), for the failover report.
+    outages: Outages = field(default_factory=Outages)
     #: False once the run is ending: producers send nothing more.
     producing: bool = True
     #: (destination, client) of this process's producers, for the blocked-send watch.
@@ -122,10 +127,18 @@ class RunContext:
     #: This process's per-message successes, handed on in bulk (:mod:`mqusers.measure.recorder`).
     recorder: Recorder = field(default_factory=lambda: Recorder(lambda **_: None))
     flusher: Any = None
+    #: This test's ``--mq-fault`` commands (master or local runner).
+    faults: FaultSchedule | None = None
+    #: ``(kind, text, ts_ns)`` listeners: marks on the live dashboards (faults, outages).
+    annotations: list[Callable[[str, str, int], None]] = field(default_factory=list)
     shipping: Shipping = field(init=False)
 
     def __post_init__(self) -> None:
         self.shipping = Shipping(prepare=lambda: self.recorder.flush())
+
+    def annotate(self, kind: str, text: str, ts_ns: int) -> None:
+        for listener in self.annotations:
+            listener(kind, text, ts_ns)
 
     def drain_audit(self) -> Delta:
         """Both ledgers' news as one delta: what was sent, then what was received."""
@@ -158,7 +171,7 @@ def context(environment: Environment) -> RunContext:
         settings = read_settings(environment.parsed_options, environment.host, brokers)
         ctx = _contexts[environment] = RunContext(settings, brokers)
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
-        ctx.sent.process = ctx.received.process = ctx.process_tag
+        ctx.sent.process = ctx.received.process = ctx.outages.process = ctx.process_tag
         environment.events.request.add_listener(ctx.book.on_request)
         environment.events.request.add_listener(ctx.series.on_request)
         ctx.recorder = Recorder(environment.events.request.fire, ctx.settings.request_events == "per-message")
@@ -179,6 +192,8 @@ def context(environment: Environment) -> RunContext:
         ship = ctx.shipping.register
         ship("mqusers_book", lambda _: ctx.book.drain(), lambda data, _: ctx.book.merge(data))
         ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda delta, _: ctx.audit.merge(delta))
+        ctx.outages.listeners.append(lambda o: ctx.annotate("outage", describe(o, time.time_ns()), window_start(o)))
+        ship("mqusers_outages", ctx.outages.drain, lambda outages, _: ctx.outages.merge(outages))
         ship("mqusers_series", lambda _: ctx.series.drain(), lambda payload, _: ctx.series.merge(payload))
         ship(
             "mqusers_health", lambda _: ctx.health.report(), lambda report, node: ctx.generators.update({node: report})

@@ -76,6 +76,8 @@ class Session:
         #: True when the last connection ended without this client closing it (a drop).
         self.dropped = False
         self.connected_at = 0.0
+        #: When the last drop was seen (wall clock, ns).
+        self.lost_ns = 0
         #: Destination and start of the last SUBSCRIBE: an unclaimed ERROR soon after (before any
         #: delivery) is the broker refusing it.
         self._last_subscribe: tuple[str, float] | None = None
@@ -268,7 +270,7 @@ class Session:
 
     def _on_disconnected(self) -> None:
         if not self.closing and self._connected.is_set():
-            self.dropped = True
+            self.dropped, self.lost_ns = True, time.time_ns()
         self._connected.clear()
         for waiter in list(self._waiters.values()):
             if not waiter.ready():

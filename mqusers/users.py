@@ -20,12 +20,14 @@ from typing import Any, ClassVar
 import gevent
 
 from mqusers.client import MqError, Publisher, Sent, StompClient
+from mqusers.measure.outages import Availability
 from mqusers.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
 from mqusers.pacing import FixedRate, NoBlock, SharedSchedule
 from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.wire import SendFrames, due_line, make_body
 
-_RETRY_MIN_S, _RETRY_MAX_S = 0.5, 5.0
+#: Reconnect back-off: doubling from the minimum, capped so a client is back within ~1 s of its broker.
+_RETRY_MIN_S, _RETRY_MAX_S = 0.25, 1.0
 #: The event loop's timer resolution: libev's epoll backend sleeps at least 1 ms.
 _TICK_S = 0.001
 #: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
@@ -62,6 +64,9 @@ class StompUser(User):
         self._retry_at = 0.0
         self._retry_s = _RETRY_MIN_S
         self._lost_generation = 0
+        self.availability = Availability(
+            self.mq.outages, self.role, self.destination, f"{self.mq.process_tag}.{type(self).__name__}.{self.ordinal}"
+        )
 
     def client_id(self) -> str | None:
         """The CONNECT ``client-id``; only durable subscribers need a stable one."""
@@ -89,17 +94,23 @@ class StompUser(User):
                 self._retry_s, self._retry_at = _RETRY_MIN_S, 0.0
             else:
                 self._back_off(now)
+            if client.dropped:
+                self.availability.lost(self.last_ok_ns(), client.lost_ns)
             self.on_connection_lost(client.dropped)
         if now < self._retry_at:
             return False
+        attempt_ns = time.time_ns()
         try:
             client.connect()
+            connected_ns = time.time_ns()
             self.on_connected()
-        except MqError:
+        except MqError as error:
             client.abort()
             self._lost_generation = client.generation
             self._back_off(now)
+            self.availability.refused(attempt_ns, str(error))
             return False
+        self.availability.reconnected(connected_ns)
         return True
 
     def _back_off(self, now: float) -> None:
@@ -109,6 +120,10 @@ class StompUser(User):
     def backoff_remaining(self) -> float:
         """Seconds until the next reconnect attempt (0 when connected or due)."""
         return 0.0 if self.client.connected else max(0.0, self._retry_at - time.monotonic())
+
+    def last_ok_ns(self) -> int:
+        """When this User last did its job (a send, a delivery), -1 for never: where an outage starts."""
+        return -1
 
     def on_connected(self) -> None:
         """Subscribe or prepare frames once connected (again)."""
@@ -193,6 +208,9 @@ class StompProducerUser(StompUser):
     def on_connected(self) -> None:
         self._connection_seq = self.seq + 1
 
+    def last_ok_ns(self) -> int:
+        return self._sent.last_ns
+
     def on_connection_lost(self, dropped: bool) -> None:
         if dropped and not self.receipts and self.seq >= self._connection_seq:
             # No receipts: what the broker made of the dropped connection's messages is unknown.
@@ -217,6 +235,8 @@ class StompProducerUser(StompUser):
             self.emit(first)
         else:
             self.emit_many(first, count)
+        if self.availability.pending:
+            self.availability.back(self._sent.last_ns)  # the first send after a reconnect ends the outage
 
     def _take_slots(self, count: int) -> int:
         """Take up to ``count`` slots of the shared schedule (one when paced, slept until it is due)."""

@@ -22,7 +22,7 @@ from mqusers.run import context
 from mqusers.sinks.listener import AuditSource, InfluxSink, RunInfo, listen
 from mqusers.sinks.settings import add_influx_arguments, read_influx_settings
 
-__all__ = ["AuditSource", "InfluxSink", "RunInfo", "add_influx_arguments", "attach", "register"]
+__all__ = ["AuditSource", "InfluxSink", "RunInfo", "add_influx_arguments", "attach", "register", "secrets"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,12 @@ def attach(
     sink = _sinks[environment] = InfluxSink(environment, ctx, settings, audit=audit, send=send)
     sink.start()
     return sink
+
+
+def secrets(environment: Environment) -> tuple[str, ...]:
+    """The listener's secrets (its token), for masking where commands and their output are shown."""
+    sink = _sinks.get(environment)
+    return (sink.settings.token,) if sink is not None and sink.settings.token else ()
 
 
 def _attach_late(environment: Environment, ctx: RunInfo, audit: AuditSource | None, send: Any) -> None:

@@ -58,6 +58,9 @@ class RunInfo(Protocol):
     @property
     def recorder(self) -> Recorder: ...
 
+    @property
+    def annotations(self) -> list[Callable[[str, str, int], None]]: ...
+
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -119,6 +122,7 @@ class InfluxSink:
         listen(events.spawning_complete, self._on_spawning_complete)
         listen(events.cpu_warning, self._on_cpu_warning)
         listen(events.quitting, self.close)
+        self.ctx.annotations.append(self.annotate)
         self.writer.start()
         PROBE.watch(self.lag)
         self._ticker = gevent.spawn(self._tick_forever)
@@ -129,6 +133,10 @@ class InfluxSink:
     def event(self, kind: str, text: str) -> None:
         """An annotation point now; also for others' phases (``kind="phase"``)."""
         self.writer.add([self._event_line(kind, text, _now_ms())])
+
+    def annotate(self, kind: str, text: str, ts_ns: int) -> None:
+        """An annotation point at ``ts_ns`` (a fault's start, an outage's first second without service)."""
+        self.writer.add([self._event_line(kind, text, ts_ns // 1_000_000)])
 
     # ----------------------------------------------------------------------------- test lifecycle
 

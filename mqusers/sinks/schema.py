@@ -49,7 +49,7 @@ PERCENTILE_FIELDS: dict[str, float] = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p
 #: What the audit (loss and duplicate detection) reports per destination, as running totals.
 AUDIT_FIELDS: dict[str, FieldType] = {"lost": "int", "duplicated": "int", "in_flight": "int"}
 
-EVENT_KINDS = ("test_start", "spawning_complete", "test_stop", "cpu_warning", "phase")
+EVENT_KINDS = ("test_start", "spawning_complete", "test_stop", "cpu_warning", "phase", "fault", "outage")
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,8 @@ EVENTS = Measurement(
     "mqusers_event",
     (RUN, SCENARIO, WORKER, KIND),
     {"text": "str"},
-    "annotations: test start/stop, spawning complete, phase changes (master or local), CPU warnings (any)",
+    "annotations: test start/stop, spawning complete, phase changes, faults (master or local), CPU warnings and "
+    "connection outages (the process that saw them, at the outage's start)",
 )
 
 MEASUREMENTS: dict[str, Measurement] = {

@@ -52,7 +52,8 @@ def test_names_are_unique_and_in_their_own_families() -> None:
 @pytest.mark.parametrize("option", DECLARED, ids=lambda option: option.name)
 def test_every_option_is_on_locusts_parser_as_declared(parser: LocustArgumentParser, option: Option) -> None:
     action: Any = parser._option_string_actions[option.flag]
-    assert (action.dest, action.type, action.default, action.help) == (option.dest, str, option.default, option.help)
+    default = None if option.repeat else option.default  # a repeatable option's absence: no list
+    assert (action.dest, action.type, action.default, action.help) == (option.dest, str, default, option.help)
     assert action.env_var == "LOCUST_" + option.name.upper().replace("-", "_")
     assert (action.include_in_web_ui, action.is_secret) == (option.ui, option.secret)
     assert (option.dest in parser.args_included_in_web_ui) is option.ui
@@ -72,7 +73,8 @@ def test_every_env_var_reaches_its_option_as_a_string(
     name: str, parser: LocustArgumentParser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(env_var(name), "from-env")
-    assert getattr(parse(parser), name.replace("-", "_")) == "from-env"
+    repeat = any(option.repeat for option in DECLARED if option.name == name)
+    assert getattr(parse(parser), name.replace("-", "_")) == (["from-env"] if repeat else "from-env")
 
 
 def test_the_declared_defaults_read_as_the_settings_defaults(parser: LocustArgumentParser) -> None:

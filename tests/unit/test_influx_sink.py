@@ -11,6 +11,7 @@ import argparse
 import logging
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,7 @@ class Ctx:
     run_id: str = "run-1"
     shipping: Shipping = field(default_factory=Shipping)
     recorder: Recorder = field(default_factory=lambda: Recorder(lambda **_: None))
+    annotations: list[Callable[[str, str, int], None]] = field(default_factory=list)
 
 
 def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], int]]:
