@@ -112,6 +112,7 @@ def _run_section(index: int, title: str, document: dict[str, Any]) -> str:
                        ([n, p["verdict"], p["cpu_percent_max"], p["loop_lag_ms_max"], p["loop_lag_ms_p99"],
                          p["saturated_s"], p["seconds"]] for n, p in sorted(generator["processes"].items())),
                        "generator")  # fmt: skip
+    failover = _failover_tables(document)
     options = {k: v for k, v in document.get("options", {}).items() if k not in SECRET_FIELDS and v not in (None, "")}
     option_table = _table(["option", "value"], sorted(options.items()), "options")
     notes = "".join(f"<li>{escape(note)}</li>" for note in document.get("notes", []))
@@ -122,10 +123,33 @@ def _run_section(index: int, title: str, document: dict[str, Any]) -> str:
 {duration:.1f} s, {escape(str(document.get("ended_by", "?")))}; generator verdict:
 <b class="verdict-{escape(str(generator["verdict"]))}">{escape(str(generator["verdict"]))}</b></p>
 <div class="charts" data-doc="{index}"></div>
-<h3>Audit</h3>{audit}<h3>Rates and receive latency</h3>{latency}
+<h3>Audit</h3>{audit}<h3>Rates and receive latency</h3>{latency}{failover}
 <h3>Generator</h3>{processes}<h3>Clock offsets against the master</h3>{clock_table if clocks else "<p>none</p>"}
 <h3>Notes</h3><ul>{notes}</ul><details><summary>Options</summary>{option_table}</details>
 </section>"""
+
+
+def _failover_tables(document: dict[str, Any]) -> str:
+    """Outages per destination and the fault schedule; nothing when neither happened."""
+    failover, faults = document.get("failover") or {}, document.get("faults") or []
+    html = ""
+    if failover.get("outages"):
+        rows = ([r["destination"], r["outages"], r["reconnects"], r["unrecovered"], r["window_max_ms"].get("producer"),
+                 r["window_max_ms"].get("consumer"), r["reconnect_max_ms"], r["after_ready_max_ms"],
+                 r["latency_ms"]["during"]["p99_ms"], r["latency_ms"]["outside"]["p99_ms"]]
+                for r in failover["destinations"])  # fmt: skip
+        html += "<h3>Failover (shaded on the charts)</h3>" + _table(
+            ["destination", "drops", "reconnects", "unrecovered", "producer window ms", "consumer window ms",
+             "reconnect ms", "after ready ms (bound)", "p99 ms during", "p99 ms outside"],
+            rows, "failover")  # fmt: skip
+    if faults:
+        html += "<h3>Faults (dashed on the charts)</h3>" + _table(
+            ["at s", "command", "exit", "seconds", "output"],
+            ([f["at_s"], f["command"], f["exit_code"] if f["ran"] else "not run",
+              (f["ended_ns"] - f["started_ns"]) / 1e9 if f["ran"] else None, f["output"][-300:]] for f in faults),
+            "faults",
+        )  # fmt: skip
+    return html
 
 
 def _find_max_section(index: int, title: str, document: dict[str, Any]) -> str:
@@ -152,11 +176,23 @@ def _curve_section(index: int, title: str, document: dict[str, Any]) -> str:
 <div class="charts" data-doc="{index}"></div>{table}</section>"""
 
 
+def marks(document: dict[str, Any]) -> dict[str, list[Any]]:
+    """Outage windows ([start, end] s) and faults ([t s, label]) for the time charts."""
+    failover = document.get("failover") or {}
+    windows = [[w["start_ns"] / 1e9, w["end_ns"] / 1e9] for row in failover.get("destinations", [])
+               for w in row["windows"]]  # fmt: skip
+    faults = [
+        [f["started_ns"] / 1e9, f"{f['at_s']:g}s: {f['command']}"] for f in document.get("faults") or [] if f["ran"]
+    ]
+    return {"windows": windows, "faults": faults}
+
+
 def chart_data(document: dict[str, Any]) -> dict[str, Any]:
     """What the page's script draws for one document (the tables are already HTML)."""
     kind = kind_of(document)
     if kind == "run":
-        return {"kind": kind, "series": document.get("series", {}), "percentiles": receive_plots(document)}
+        return {"kind": kind, "series": document.get("series", {}), "percentiles": receive_plots(document),
+                "marks": marks(document)}  # fmt: skip
     if kind == "find-max":
         return {"kind": kind, "steps": document.get("steps", [])}
     return {"kind": kind, "points": document.get("points", [])}

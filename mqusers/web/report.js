@@ -17,7 +17,39 @@
     return new Date(seconds * 1000).toISOString().substring(11, 19);
   }
 
-  // lines: [{label, x: [...], y: [...], points: bool (no line), color}]; opts: {x: "time"|"nines"|"rate", ylog, unit}
+  // Outage windows shaded and faults as dashed lines on a time chart (marks: {windows: [[a, b]], faults: [[t, label]]}).
+  function marksPlugin(marks) {
+    return {
+      hooks: {
+        draw: [
+          (u) => {
+            const ctx = u.ctx;
+            const top = u.bbox.top;
+            const height = u.bbox.height;
+            ctx.save();
+            ctx.fillStyle = "rgba(214, 39, 40, 0.12)";
+            marks.windows.forEach(([a, b]) => {
+              const x0 = u.valToPos(a, "x", true);
+              const x1 = u.valToPos(b, "x", true);
+              ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
+            });
+            ctx.strokeStyle = "#9467bd";
+            ctx.setLineDash([5, 4]);
+            marks.faults.forEach(([t]) => {
+              const x = u.valToPos(t, "x", true);
+              ctx.beginPath();
+              ctx.moveTo(x, top);
+              ctx.lineTo(x, top + height);
+              ctx.stroke();
+            });
+            ctx.restore();
+          },
+        ],
+      },
+    };
+  }
+
+  // lines: [{label, x: [...], y: [...], points: bool (no line), color}]; opts: {x: "time"|"nines"|"rate", ylog, unit, marks}
   function chart(holder, title, lines, opts) {
     lines = lines.filter((line) => line.x.length > 0);
     if (lines.length === 0) return;
@@ -32,6 +64,9 @@
       line.y.map((v) => (v === null || v === undefined || (opts.ylog && v <= 0) ? null : v)),
     );
     figure.dataset.points = String(ys.reduce((n, y) => n + y.filter((v) => v !== null).length, 0));
+    const marks = opts.marks || { windows: [], faults: [] };
+    figure.dataset.marks = String(marks.windows.length + marks.faults.length);
+    figure.title = marks.faults.map((f) => "fault at " + f[1]).join("\n");
     const data = uPlot.join(lines.map((line, i) => [line.x, ys[i]]));
     const series = [{ label: opts.x === "time" ? "time" : opts.x === "nines" ? "percentile" : "offered msg/s" }];
     lines.forEach((line, i) => {
@@ -67,6 +102,7 @@
         scales: { x: xScale, y: opts.ylog ? { distr: 3 } : { range: (u, lo, hi) => [Math.min(0, lo), hi || 1] } },
         axes: [xAxis, { label: opts.unit, size: 60 }],
         legend: { live: true },
+        plugins: opts.x === "time" ? [marksPlugin(marks)] : [],
       },
       data,
       figure,
@@ -78,18 +114,19 @@
     const destinations = Object.entries(series.destinations || {});
     const generators = Object.entries(series.generators || {});
     const each = (entries, pick) => entries.flatMap(([name, col]) => pick(name, col));
+    const marks = doc.marks;
     chart(holder, "Send and receive rate", each(destinations, (d, c) => [
       { label: "sent " + d, x: c.t, y: c.sent_per_s },
       { label: "received " + d, x: c.t, y: c.received_per_s },
-    ]), { x: "time", unit: "msg/s" });
+    ]), { x: "time", unit: "msg/s", marks: marks });
     chart(holder, "Backlog (sent, not yet received by every subscription)", each(destinations, (d, c) => [
       { label: d, x: c.t, y: c.backlog },
-    ]), { x: "time", unit: "msg" });
+    ]), { x: "time", unit: "msg", marks: marks });
     chart(holder, "Receive latency over time", each(destinations, (d, c) => [
       { label: "p50 " + d, x: c.t, y: c.p50_ms },
       { label: "p99 " + d, x: c.t, y: c.p99_ms },
       { label: "p99.9 " + d, x: c.t, y: c.p999_ms },
-    ]), { x: "time", unit: "ms", ylog: true });
+    ]), { x: "time", unit: "ms", ylog: true, marks: marks });
     chart(holder, "Generator CPU (% of one core)", each(generators, (n, c) => [
       { label: n, x: c.t, y: c.cpu_percent },
     ]), { x: "time", unit: "%" });

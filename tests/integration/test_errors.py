@@ -43,6 +43,7 @@ def assert_refused_before_load(run, fragment: str) -> None:  # type: ignore[no-u
         (["--mq-destination", "/queue/a\x01b"], "--mq-destination: '/queue/a\\x01b' is not a STOMP destination"),
         (["--mq-destination", "/queue/" + "x" * 20_000], "--mq-destination: 20,007 characters is too long"),
         (["--mq-run-id", "run 1"], "--mq-run-id: 'run 1' is not a run id; use 1 to 64 of A-Z a-z 0-9 . _ -"),
+        (["--mq-fault", "5s:true", "--mq-fault", "9s:stop-the-broker"], "--mq-fault '9s:stop-the-broker': "),
     ],
 )
 def test_bad_option_values_stop_before_load(args: list[str], fragment: str, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
+from mqusers.faults import Fault
 from mqusers.options import class_brokers, read_settings
 from mqusers.parsing import BrokerAddress, OptionError, parse_broker_url, parse_destination, parse_size
 from mqusers.sinks.settings import read_influx_settings
@@ -171,12 +172,21 @@ def test_empty_options_leave_the_scenario_in_charge() -> None:
         (["--mq-broker", "kafka"], "--mq-broker: 'kafka' is not one of"),
         (["--mq-timeout", "0"], "--mq-timeout: '0' must be at least 0.001"),
         (["--mq-password-file", "/nonexistent/pw"], "--mq-password-file: cannot read"),
+        (["--mq-fault", "30s:true", "--mq-fault", "later:true"], "--mq-fault 'later:true': use TIME:COMMAND"),
     ],
 )
 def test_bad_option_values(args: list[str], fragment: str) -> None:
     with pytest.raises(OptionError) as caught:
         read_settings(parse(*args), None)
     assert str(caught.value).startswith(fragment)
+
+
+def test_faults_repeat_and_a_worker_leaves_them_to_the_master() -> None:
+    args = ("--mq-fault", "30s:kill -STOP 1", "--mq-fault", "1m:true")
+    assert read_settings(parse(*args), None).faults == (Fault(30.0, ("kill", "-STOP", "1")), Fault(60.0, ("true",)))
+    worker = parse(*args, "--mq-fault", "9s:only-on-the-master")
+    worker.worker = True
+    assert read_settings(worker, None).faults == ()
 
 
 def test_password_file(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,125 @@
+"""Failover measured from the client side, against a real broker killed and restarted mid-run.
+
+The independent truths: the time the restarted broker was ready (printed by the restart command
+itself, the project's service script), the kill's time, and the broker's own view after the run
+(nothing left queued).
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import services
+from tests.integration import broker_stats
+from tests.integration.browser import opened, unavailable_reason
+from tests.integration.conftest import LocustRun, run_locust
+
+LOCUSTFILE = Path(__file__).parent / "locustfiles" / "failover.py"
+SERVICE = "activemq-persistent"
+#: Reconnected at most this long after the broker was ready again (issue: within 2 s).
+RECONNECT_AFTER_READY_S = 2.0
+#: After SIGKILL what the dead broker had written can still be read for a moment; the restart script
+#: prints its time once the readiness probe passed (its polling interval late at most).
+SLACK_NS = 500_000_000
+RESTART = "import services, time; services.start(%r); print(time.time_ns())"
+
+
+@dataclass(frozen=True)
+class Restarted:
+    run: LocustRun
+    tag: str
+    port: int
+    html: Path
+
+
+@pytest.fixture(scope="module")
+def restarted(tmp_path_factory: pytest.TempPathFactory) -> Restarted:
+    """One run whose broker is killed 6 s in and restarted 2 s later (by ``--mq-fault``)."""
+    services.start(SERVICE)
+    port = services.ports(SERVICE)["stomp"]
+    tag = uuid.uuid4().hex[:8]
+    folder = tmp_path_factory.mktemp("failover")
+    html = folder / "failover.html"
+    try:
+        run = run_locust(
+            str(LOCUSTFILE), f"stomp://127.0.0.1:{port}",
+            "--mq-fault", f"6s:kill -KILL {services.pid(SERVICE)}",
+            "--mq-fault", f"8s:{sys.executable} -c \"{RESTART % SERVICE}\"",
+            "--mq-drain", "5", "--mq-report-html", str(html),
+            users=4, seconds=22, env={"MQ_TEST_TAG": tag}, tmp_path=folder,
+        )  # fmt: skip
+    finally:
+        services.start(SERVICE)  # the other tests' broker, whatever happened
+    return Restarted(run, tag, port, html)
+
+
+@pytest.mark.activemq
+def test_a_broker_killed_and_restarted_mid_run_loses_nothing_acknowledged(restarted: Restarted) -> None:
+    run, tag, port = restarted.run, restarted.tag, restarted.port
+    report = run.report
+    assert report, run.output
+    killed, restart = report["faults"]
+    assert (killed["ran"], killed["exit_code"], restart["exit_code"]) == (True, 0, 0), run.output
+    ready_ns = int(restart["output"].strip().splitlines()[-1])
+
+    failover = report["failover"]
+    rows = {row["destination"]: row for row in failover["destinations"]}
+    queue, topic = f"/queue/mqusers.failover.{tag}", f"/topic/mqusers.failover.{tag}"
+    assert set(rows) == {queue, topic}
+    clients = {(o["destination"], o["role"]) for o in failover["listed"]}
+    assert clients == {(queue, "producer"), (queue, "consumer"), (topic, "producer"), (topic, "consumer")}
+    for outage in failover["listed"]:
+        # Back, and only once the broker was: its readiness probe passed just before the script printed.
+        assert outage["first_ok_ns"] > ready_ns - SLACK_NS, outage
+        late_s = (outage["reconnected_ns"] - ready_ns) / 1e9
+        print(f"{outage['destination']} {outage['role']}: window {outage['window_ms']:,.0f} ms, "
+              f"reconnected {late_s:+.2f} s after ready")  # fmt: skip
+        assert late_s <= RECONNECT_AFTER_READY_S
+        # The client's bound on "after ready" holds the truth: the broker was ready no earlier than that.
+        assert outage["reconnected_ns"] - ready_ns <= rows[outage["destination"]]["after_ready_max_ms"] * 1e6
+        # The window covers the broker's whole absence: from the kill (frames already in the socket
+        # buffer may still be read just after it) to after the restart.
+        assert outage["last_ok_ns"] <= killed["ended_ns"] + SLACK_NS
+        assert outage["window_ms"] * 1e6 >= ready_ns - killed["ended_ns"] - 2 * SLACK_NS
+    for row in failover["destinations"]:
+        assert row["unrecovered"] == 0 and row["reconnects"] >= 2
+        assert row["latency_ms"]["during"]["count"] > 0 and row["latency_ms"]["outside"]["count"] > 0
+
+    destinations = {d["destination"]: d for d in report["destinations"]}
+    for name in (queue, topic):
+        figures = destinations[name]
+        # Receipted persistent sends: what the broker confirmed survives its death.
+        assert figures["lost"] == 0, figures
+        sent_after = figures["sent"] - figures["unconfirmed"]
+        assert figures["received"] >= sent_after > 0
+    assert "failover:" in run.output and "fault at 6s: kill -KILL" in run.output
+    # The broker's own view: nothing of the queue was left behind, nor comes to a consumer outside mqusers.
+    assert broker_stats.activemq_destination_stats(port, queue)["size"] == 0
+
+
+@pytest.mark.activemq
+@pytest.mark.browser
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"browser: {unavailable_reason()}")
+def test_the_html_report_shades_the_outages_and_marks_the_faults(restarted: Restarted) -> None:
+    report = restarted.run.report
+    windows = sum(len(row["windows"]) for row in report["failover"]["destinations"])
+    with opened(restarted.html) as browser:
+        page = browser.page
+        marks = page.eval_on_selector_all(
+            "figure.chart", "fs => Object.fromEntries(fs.map(f => [f.dataset.title, Number(f.dataset.marks)]))"
+        )
+        failover = page.eval_on_selector_all(
+            "table.failover tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText))"
+        )
+        faults = page.eval_on_selector_all("table.faults tbody tr", "rows => rows.map(r => r.cells[1].innerText)")
+    assert browser.errors == []
+    assert windows >= 2
+    assert marks["Send and receive rate"] == marks["Receive latency over time"] == windows + 2
+    assert marks["Receive latency by percentile"] == 0  # not a time axis
+    assert sorted(row[0] for row in failover) == sorted(d["destination"] for d in report["failover"]["destinations"])
+    assert faults[0].startswith("kill -KILL") and "services.start" in faults[1]
