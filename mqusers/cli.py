@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from mqusers import capacity, htmlreport, matrix  # the package imports Locust first: gevent patches first
+from mqusers import capacity, cluster, htmlreport, matrix  # the package imports Locust first: gevent patches first
 
 USAGE = """usage: mqusers matrix [--host URL] [--modes ...] [--sizes ...] [--messages N] [--locustfiles DIR]
        mqusers find-max -f LOCUSTFILE --host URL [--processes N] [--json PATH] [-- LOCUST ARGS]
        mqusers curve -f LOCUSTFILE --host URL --max-rate R [--percents 10,25,50,75,90,100] [--json PATH]
+       mqusers cluster-compare --config NAME=URL [--failover NAME=COMMAND] ... [--json PATH]
        mqusers locustfiles    (prints the folder of the shipped scenarios, for locust -f)
        mqusers report A.json [B.json ...] --html out.html    (renders and compares saved JSON reports)
 """
@@ -18,6 +19,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "find-max": capacity.find_max,
     "curve": capacity.curve,
     "report": htmlreport.main,
+    "cluster-compare": cluster.main,
 }
 
 

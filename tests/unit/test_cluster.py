@@ -1,0 +1,75 @@
+"""``mqusers cluster-compare``: its command lines, the figures it reads, its table, bad input."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mqusers import cluster
+from mqusers.cluster import Config, Plan, failover_figures, markdown, scheme_figures
+
+
+def _plan(tmp_path: Path) -> Plan:
+    return Plan(Path("/scenarios"), "646", 1000, 200.0, 20.0, 5.0, tmp_path, ("--mq-drain", "3"))
+
+
+def _value(command: list[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+def test_each_scheme_is_one_producer_one_subscriber_on_a_topic(tmp_path: Path) -> None:
+    plan, config = _plan(tmp_path), Config("pair", "stomp://a:1,stomp://b:2", "true")
+    for scheme, (_, locustfile, persistent, durable) in cluster.SCHEMES.items():
+        command = plan.throughput(scheme, config, tmp_path / "r.json")
+        assert command[:3] == [sys.executable, "-m", "locust"] and _value(command, "-f") == f"/scenarios/{locustfile}"
+        assert (_value(command, "-u"), _value(command, "--mq-consumers"), _value(command, "--host")) == (
+            "2", "1", "stomp://a:1,stomp://b:2")  # fmt: skip
+        assert _value(command, "--mq-destination").startswith(f"/topic/mqusers.cluster.pair.{scheme}.")
+        assert (_value(command, "--mq-persistent"), _value(command, "--mq-durable")) == (
+            str(persistent).lower(), str(durable).lower())  # fmt: skip
+        assert (_value(command, "--mq-total-messages"), _value(command, "--mq-total-rate")) == ("1000", "0")
+        assert command[-2:] == ["--mq-drain", "3"]
+    failover = plan.failover_run(config, tmp_path / "f.json")
+    assert (_value(failover, "--mq-receipts"), _value(failover, "--mq-fault"), _value(failover, "-t")) == (
+        "true", "5s:true", "20s")  # fmt: skip
+    assert _value(failover, "--mq-durable") == "true" and _value(failover, "--mq-total-rate") == "200"
+
+
+def test_the_table_reads_the_run_reports() -> None:
+    throughput = {"destinations": [{"receive_rate_msgs": 4321.5, "receive_rate_mbit": 22.3, "sent": 10,
+                                    "received": 10, "lost": 0, "latency_ms": {"p99": 1.5}}]}  # fmt: skip
+    failover = {
+        "destinations": [{"lost": 0, "unconfirmed": 2, "after_reconnect": 7}],
+        "failover": {"worst_window_ms": 2345.6, "destinations": [
+            {"reconnect_max_ms": 2000.0, "after_ready_max_ms": 300.0, "unrecovered": 0}]},
+        "faults": [{"exit_code": 0}],
+    }  # fmt: skip
+    figures = failover_figures(failover)
+    assert (figures["window_ms"], figures["reconnect_ms"], figures["unconfirmed"], figures["dup_after_reconnect"]) == (
+        2345.6, 2000.0, 2, 7)  # fmt: skip
+    rows = [{"config": "single", "schemes": {"durable": scheme_figures(throughput)}, "failover": figures},
+            {"config": "pair", "schemes": {}, "failover": None}]  # fmt: skip
+    table = markdown(rows).splitlines()
+    assert table[2] == "| single | - | - | 4,322 | 2,346 | 2,000 | 0 | 2 | 7 |"
+    assert table[3] == "| pair | - | - | - | - | - | - | - | - |"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([], "at least one configuration"),
+        (["--config", "single"], "use NAME=URL"),
+        (["--config", "a b=stomp://h:1"], "use NAME=URL"),
+        (["--config", "x=http://h:1"], "--config x: "),
+        (["--config", "x=stomp://h:1", "--failover", "y=true"], "--failover y: no --config of that name"),
+        (["--config", "x=stomp://h:1", "--failover", "x=no-such-tool --now"], "no such executable command"),
+        (["--config", "x=stomp://h:1", "--schemes", "fast"], "--schemes: fast unknown"),
+        (["--config", "x=stomp://h:1", "--fault-at", "40"], "--fault-at within --failover-seconds"),
+    ],
+)
+def test_bad_input_gets_one_line_and_exit_2(args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cluster.main(args) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("mqusers cluster-compare: ") and says in error and error.count("\n") == 1
