@@ -222,10 +222,15 @@ def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: 
         fire(env.events, "receive /queue/a", ms=0.5 + index / 100)
         fire(env.events, "send /queue/a", ms=0.1, error=RuntimeError("x") if index == 0 else None)
         gevent.sleep(0.006)
+    for annotate in ctx.annotations:  # what a fault and an outage do, at their own times
+        annotate("fault", "fault at 5s: kill -STOP 1", 1_700_000_000_123_456_789)
+        annotate("outage", "/queue/a: producer p 2.00 s without service", 1_700_000_001_000_000_000)
     ctx.shipping.complete()  # what mqusers' test_stop does once the run's figures are all in
     with caplog.at_level(logging.INFO):
         sink.close()
     points = parse(store.lines)
+    marks = [(p[1]["kind"], p[3]) for p in points if p[0] == "mqusers_event" and p[1]["kind"] in ("fault", "outage")]
+    assert marks == [("fault", 1_700_000_000_123), ("outage", 1_700_000_001_000)]
     ops = [p for p in points if p[0] == "mqusers_ops" and p[1]["operation"] == "receive"]
     merged = [p for p in points if p[0] == "mqusers_merged" and p[1]["operation"] == "receive"]
     assert len(ops) >= 2 and sum(int(p[2]["count"][:-1]) for p in ops) == 50
