@@ -19,6 +19,7 @@ from typing import Any
 
 import gevent
 
+from mqusers.faults import FaultSchedule, known_secrets
 from mqusers.names import RECEIVE, split_event_name
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
 
@@ -39,6 +40,15 @@ def flush_every(ctx: RunContext) -> None:
     while True:
         gevent.sleep(FLUSH_EVERY_S)
         ctx.recorder.flush()
+
+
+def start_faults(ctx: RunContext, secrets: tuple[str, ...]) -> None:
+    """The master (or local runner): this test's ``--mq-fault`` commands, each at its time."""
+    ctx.faults = None
+    if ctx.settings.faults:
+        known = known_secrets([ctx.settings.password, *secrets])
+        ctx.faults = FaultSchedule(ctx.settings.faults, known, ctx.annotate)
+        ctx.faults.start()
 
 
 def end_warmup(ctx: RunContext) -> None:

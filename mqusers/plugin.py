@@ -24,7 +24,6 @@ from mqusers import lifecycle, webui
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain, DrainOutcome
 from mqusers.failover import failover_document
-from mqusers.faults import FaultSchedule, known_secrets
 from mqusers.health import overall
 from mqusers.htmlreport import write_html
 from mqusers.measure.audit import Audit
@@ -164,10 +163,8 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     if environment.runner is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         ctx.pump = gevent.spawn(lifecycle.fold_ledgers_every_second, ctx)
     ctx.started = time.time()
-    if not isinstance(environment.runner, WorkerRunner) and ctx.settings.faults:
-        known = known_secrets([ctx.settings.password, *influx.secrets(environment)])
-        ctx.faults = FaultSchedule(ctx.settings.faults, known, ctx.annotate)
-        ctx.faults.start()
+    if not isinstance(environment.runner, WorkerRunner):
+        lifecycle.start_faults(ctx, influx.secrets(environment))
     if ctx.settings.warmup:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
         ctx.book.recording = ctx.series.recording = False
