@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import activemq, control, metrics, rabbitmq
+from . import activemq, control, metrics, postgresql, rabbitmq
 from .base import ServiceError, live_pid, port_offset, state_dir
 from .control import Service
 
 SERVICES: dict[str, Service] = {
-    service.name: service for service in [*activemq.SERVICES, rabbitmq.SERVICE, *metrics.SERVICES]
+    service.name: service for service in [*activemq.SERVICES, rabbitmq.SERVICE, *metrics.SERVICES, postgresql.SERVICE]
 }
 
 __all__ = [
