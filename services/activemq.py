@@ -151,6 +151,7 @@ class Store:
     persistence: str  # the <persistenceAdapter> (or <persistenceFactory>) element
     beans: str = ""  # Spring beans beside <broker>, e.g. the JDBC DataSource it refers to
     jars: tuple[str, ...] = ()  # added to the broker's classpath, e.g. the JDBC driver
+    logging: str = ""  # further log4j.properties lines, e.g. a lock's DEBUG messages
 
 
 def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: Store | None = None) -> Path:
@@ -185,7 +186,8 @@ def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: 
         flow_policy=FLOW_POLICY if flow_control else "",
     )
     (conf / "activemq.xml").write_text(xml)
-    (conf / "log4j.properties").write_text(LOG4J.format(log=ctx.log_file))
+    logging = store.logging if store is not None else ""
+    (conf / "log4j.properties").write_text(LOG4J.format(log=ctx.log_file) + logging)
     return conf / "activemq.xml"
 
 
