@@ -18,13 +18,9 @@ from .control import Service
 
 USER = "postgres"  # the server refuses to run as root
 VERSIONS = Path("/usr/lib/postgresql")  # Debian keeps the binaries off PATH, one folder per major version
-# ActiveMQ's login. A local test database's credential, not a secret.
-ROLE = "activemq"
+# ActiveMQ's database and login. A local test database's credential, not a secret.
+DATABASE = ROLE = "activemq"
 PASSWORD = "mqusers-local"
-# The master/slave pair's store, and the journaled broker's: its own database, because 5.17's
-# tablePrefix leaves constraint names (PK_ACTIVEMQ_ACKS) unprefixed, and they clash in one schema.
-DATABASE = "activemq"
-JOURNALED_DATABASE = "activemq_journaled"
 
 
 def _bin(program: str) -> str:
@@ -43,8 +39,8 @@ def _socket(ctx: Ctx) -> Path:
     return ctx.dir / "socket"
 
 
-def jdbc_url(ctx: Ctx, database: str = DATABASE) -> str:
-    return f"jdbc:postgresql://{LOOPBACK}:{ctx.ports['postgres']}/{database}"
+def jdbc_url(ctx: Ctx) -> str:
+    return f"jdbc:postgresql://{LOOPBACK}:{ctx.ports['postgres']}/{DATABASE}"
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -95,18 +91,17 @@ def _superuser(ctx: Ctx, sql: str) -> str:
 
 
 def _provision(ctx: Ctx) -> None:
-    """ActiveMQ's role and databases, made on the first start (checked on every start)."""
+    """ActiveMQ's role and database, made on the first start (checked on every start)."""
     if not _superuser(ctx, f"SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}'"):
         _superuser(ctx, f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'")
-    for database in (DATABASE, JOURNALED_DATABASE):
-        if not _superuser(ctx, f"SELECT 1 FROM pg_database WHERE datname = '{database}'"):
-            _superuser(ctx, f"CREATE DATABASE {database} OWNER {ROLE}")
+    if not _superuser(ctx, f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'"):
+        _superuser(ctx, f"CREATE DATABASE {DATABASE} OWNER {ROLE}")
 
 
-def query(ctx: Ctx, sql: str, database: str = DATABASE) -> str:
+def query(ctx: Ctx, sql: str) -> str:
     """Run ``sql`` as ActiveMQ's role over TCP, as the brokers log in; unaligned output, one row a line."""
     env = {**os.environ, "PGPASSWORD": PASSWORD, "PGCONNECT_TIMEOUT": "2"}
-    psql = [_bin("psql"), "-h", LOOPBACK, "-p", str(ctx.ports["postgres"]), "-U", ROLE, "-d", database]
+    psql = [_bin("psql"), "-h", LOOPBACK, "-p", str(ctx.ports["postgres"]), "-U", ROLE, "-d", DATABASE]
     done = _run([*psql, "-X", "-v", "ON_ERROR_STOP=1", "-tAc", sql], env)
     if done.returncode != 0:
         raise ServiceError(f"psql as {ROLE} failed: {done.stderr.strip()[-500:]}")

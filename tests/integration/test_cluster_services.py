@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -20,7 +19,6 @@ import pytest
 
 import services
 from services import postgresql
-from services.base import wait_exit
 from tests.integration import broker_stats as bs
 from tests.integration.test_services import Inbox, connect
 
@@ -158,17 +156,3 @@ def test_activemq_tables_exist_once_a_jdbc_broker_started(database: None) -> Non
         assert {"activemq_msgs", "activemq_acks", "activemq_lock"} <= set(tables.stdout.split())
         holder = psql(postgresql.PASSWORD, "SELECT broker_name FROM activemq_lock WHERE id = 1").stdout.strip()
         assert holder == services.master_of(names)
-
-
-@pytest.mark.postgresql
-def test_journaled_jdbc_replays_its_journal_after_a_crash(database: None) -> None:
-    name, queue = "activemq-jdbc-journaled", f"/queue/mqusers.test.{uuid.uuid4().hex[:10]}"
-    with running(name):
-        sent = [f"journaled-{n}" for n in range(N)]
-        send_confirmed(stomp_port(name), queue, sent)
-        pid = services.pid(name)
-        os.kill(pid, signal.SIGKILL)  # no checkpoint: what the database lacks is in the journal
-        assert wait_exit(pid, 10), "the killed broker still holds its ports"
-        assert services.start(name)
-        received = receive(stomp_port(name), queue, N)
-        assert len(received) == N and sorted(received) == sorted(sent)
