@@ -113,5 +113,5 @@ def master_of(names: Iterable[str]) -> str | None:
     """
     masters = [name for name in names if cluster.serving(_service(name).ctx())]
     if len(masters) > 1:
-        raise ServiceError(f"{' and '.join(masters)} all serve STOMP: more than one master")
+        raise ServiceError(f"{' and '.join(masters)} serve STOMP at once: more than one master")
     return masters[0] if masters else None

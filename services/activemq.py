@@ -148,7 +148,7 @@ FLOW_POLICY = """\
 class Store:
     """A persistent store other than KahaDB in the broker's own folder (the master/slave pairs)."""
 
-    persistence: str  # the <persistenceAdapter> (or <persistenceFactory>) element
+    persistence: str  # the <persistenceAdapter> element
     beans: str = ""  # Spring beans beside <broker>, e.g. the JDBC DataSource it refers to
     jars: tuple[str, ...] = ()  # added to the broker's classpath, e.g. the JDBC driver
     logging: str = ""  # further log4j.properties lines, e.g. a lock's DEBUG messages

@@ -171,4 +171,4 @@ def status_line(service: Service) -> str:
         state = f"running pid={pid}" + ("" if service.ready(ctx) else " (not ready)")
         if service.role is not None:
             state += f" {service.role(ctx)}"
-    return f"{service.name:<24} {state:<24} {ports}"
+    return f"{service.name:<20} {state:<24} {ports}"
