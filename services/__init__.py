@@ -13,25 +13,33 @@ from the caller), as tests/integration/test_netns.py uses them.
     services.start("activemq")          # idempotent; raises ServiceError on failure
     services.PORTS["activemq"]["stomp"]  # 61613 (+ offset)
     services.stop("activemq")
+
+Master/slave pairs (services/cluster.py): ``activemq-shared-a``/``-b`` share one KahaDB
+folder, ``activemq-jdbc-a``/``-b`` one PostgreSQL database (start ``postgresql`` first).
+Start both of a pair; ``master_of(PAIRS["shared"])`` says which one serves STOMP.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
-from . import activemq, control, metrics, rabbitmq
+from . import activemq, cluster, control, metrics, postgresql, rabbitmq
 from .base import ServiceError, live_pid, port_offset, state_dir
 from .control import Service
 
 SERVICES: dict[str, Service] = {
-    service.name: service for service in [*activemq.SERVICES, rabbitmq.SERVICE, *metrics.SERVICES]
+    service.name: service
+    for service in [*activemq.SERVICES, rabbitmq.SERVICE, *metrics.SERVICES, postgresql.SERVICE, *cluster.SERVICES]
 }
 
 __all__ = [
+    "PAIRS",
     "PORTS",
     "SERVICES",
     "ServiceError",
     "is_running",
+    "master_of",
     "pid",
     "port_offset",
     "ports",
@@ -54,6 +62,9 @@ def ports(name: str) -> dict[str, int]:
     """Ports of ``name`` with the current MQUSERS_PORT_OFFSET applied."""
     return dict(_service(name).ctx().ports)
 
+
+#: The master/slave pairs' broker names: "shared" (one KahaDB folder), "jdbc" (one PostgreSQL database).
+PAIRS: dict[str, tuple[str, str]] = {kind: pair.names for kind, pair in cluster.PAIRS.items()}
 
 # Snapshot at import time; call ports() if the offset env var changes later.
 PORTS: dict[str, dict[str, int]] = {name: ports(name) for name in SERVICES}
@@ -93,3 +104,14 @@ def certificate(name: str) -> Path:
 def status() -> list[str]:
     """One human-readable line per service."""
     return [control.status_line(service) for service in SERVICES.values()]
+
+
+def master_of(names: Iterable[str]) -> str | None:
+    """The broker of a master/slave pair that serves STOMP now; None if neither does.
+
+    Raises ServiceError if more than one does: two masters on one store is a broken pair.
+    """
+    masters = [name for name in names if cluster.serving(_service(name).ctx())]
+    if len(masters) > 1:
+        raise ServiceError(f"{' and '.join(masters)} serve STOMP at once: more than one master")
+    return masters[0] if masters else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
@@ -34,7 +35,7 @@ BROKER_XML = """\
          http://activemq.apache.org/schema/core
          http://activemq.apache.org/schema/core/activemq-core.xsd">
   <!-- Written by `python -m services`; rewritten on every start. -->
-  <broker xmlns="http://activemq.apache.org/schema/core"
+{beans}  <broker xmlns="http://activemq.apache.org/schema/core"
           brokerName={broker_name} dataDirectory={data}
           persistent="{persistent}" useJmx="false"
           schedulerSupport="false" advisorySupport="false">
@@ -143,7 +144,17 @@ FLOW_POLICY = """\
 """
 
 
-def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False) -> Path:
+@dataclass(frozen=True)
+class Store:
+    """A persistent store other than KahaDB in the broker's own folder (the master/slave pairs)."""
+
+    persistence: str  # the <persistenceAdapter> element
+    beans: str = ""  # Spring beans beside <broker>, e.g. the JDBC DataSource it refers to
+    jars: tuple[str, ...] = ()  # added to the broker's classpath, e.g. the JDBC driver
+    logging: str = ""  # further log4j.properties lines, e.g. a lock's DEBUG messages
+
+
+def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: Store | None = None) -> Path:
     """Write conf/activemq.xml and conf/log4j.properties; return the XML path.
 
     One function for every flavour: only persistence, flow control and ports differ.
@@ -151,13 +162,18 @@ def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False) -> Path
     conf, data = ctx.dir / "conf", ctx.dir / "data"
     for folder in (conf, data, ctx.dir / "tmp"):
         folder.mkdir(parents=True, exist_ok=True)
-    persistence = KAHADB_XML.format(kahadb=quoteattr(str(data / "kahadb"))) if persistent else ""
+    persistence = ""
+    if store is not None:
+        persistence = store.persistence
+    elif persistent:
+        persistence = KAHADB_XML.format(kahadb=quoteattr(str(data / "kahadb")))
     tls_connector = tls_context = ""
     if "stomp_ssl" in ctx.ports:
         keystore = quoteattr(str(_tls_keystore(ctx)))
         tls_connector = TLS_CONNECTOR.format(host=ctx.host, port=ctx.ports["stomp_ssl"])
         tls_context = TLS_CONTEXT.format(keystore=keystore, password=KEYSTORE_PASSWORD)
     xml = BROKER_XML.format(
+        beans=store.beans if store is not None else "",
         tls_connector=tls_connector,
         tls_context=tls_context,
         host=ctx.host,
@@ -170,16 +186,17 @@ def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False) -> Path
         flow_policy=FLOW_POLICY if flow_control else "",
     )
     (conf / "activemq.xml").write_text(xml)
-    (conf / "log4j.properties").write_text(LOG4J.format(log=ctx.log_file))
+    logging = store.logging if store is not None else ""
+    (conf / "log4j.properties").write_text(LOG4J.format(log=ctx.log_file) + logging)
     return conf / "activemq.xml"
 
 
-def _java_argv(ctx: Ctx, xml: Path) -> list[str]:
+def _java_argv(ctx: Ctx, xml: Path, heap: str = HEAP, jars: tuple[str, ...] = ()) -> list[str]:
     base = ctx.dir
     return [
         "java",
         "-Xms512m",
-        f"-Xmx{HEAP}",
+        f"-Xmx{heap}",
         # Non-persistent messages without flow control live on the heap: a broker
         # that ran out of it is better dead (tests notice) than wedged.
         "-XX:+ExitOnOutOfMemoryError",
@@ -191,7 +208,7 @@ def _java_argv(ctx: Ctx, xml: Path) -> list[str]:
         f"-Dactivemq.base={base}",
         f"-Dactivemq.conf={base / 'conf'}",
         f"-Dactivemq.data={base / 'data'}",
-        f"-Dactivemq.classpath={':'.join(EXTRA_JARS)}",
+        f"-Dactivemq.classpath={':'.join((*EXTRA_JARS, *jars))}",
         f"-Dlog4j.configuration=file:{base / 'conf' / 'log4j.properties'}",
         "-jar",
         str(HOME / "bin" / "activemq.jar"),
@@ -200,11 +217,21 @@ def _java_argv(ctx: Ctx, xml: Path) -> list[str]:
     ]
 
 
-def _launcher(persistent: bool, flow_control: bool = False) -> Callable[[Ctx], int]:
+def launcher(
+    persistent: bool,
+    flow_control: bool = False,
+    store: Callable[[Ctx], Store] | None = None,
+    heap: str = HEAP,
+) -> Callable[[Ctx], int]:
+    """A Service's launch: config written, broker spawned. ``store`` is asked at each launch
+    (it may check what the store needs, e.g. a running database)."""
+
     def launch(ctx: Ctx) -> int:
-        xml = write_config(ctx, persistent, flow_control)
+        chosen = store(ctx) if store is not None else None
+        xml = write_config(ctx, persistent, flow_control, chosen)
+        argv = _java_argv(ctx, xml, heap, chosen.jars if chosen is not None else ())
         # console.log catches what happens before log4j is up (JVM errors).
-        return spawn(ctx, _java_argv(ctx, xml), log=ctx.dir / "console.log")
+        return spawn(ctx, argv, log=ctx.dir / "console.log")
 
     return launch
 
@@ -216,7 +243,7 @@ def ready(ctx: Ctx) -> bool:
     return tls_up and port_open(ctx.ports["openwire"], host) and stomp_handshake(ctx.ports["stomp"], host=host)
 
 
-def _logs(ctx: Ctx) -> list[Path]:
+def logs(ctx: Ctx) -> list[Path]:
     return [ctx.dir / "console.log"]
 
 
@@ -225,18 +252,18 @@ SERVICES = [
         name="activemq",
         package="activemq",
         base_ports={"stomp": 61613, "openwire": 61616, "stomp_ssl": 61612},
-        launch=_launcher(persistent=False),
+        launch=launcher(persistent=False),
         ready=ready,
-        logs=_logs,
+        logs=logs,
         placeable=True,
     ),
     Service(
         name="activemq-persistent",
         package="activemq",
         base_ports={"stomp": 61615, "openwire": 61617},
-        launch=_launcher(persistent=True),
+        launch=launcher(persistent=True),
         ready=ready,
-        logs=_logs,
+        logs=logs,
         placeable=True,
     ),
     # For the stress tests: frozen with SIGSTOP and under producer flow control, so the brokers
@@ -245,8 +272,8 @@ SERVICES = [
         name="activemq-stress",
         package="activemq",
         base_ports={"stomp": 61618, "openwire": 61619},
-        launch=_launcher(persistent=False, flow_control=True),
+        launch=launcher(persistent=False, flow_control=True),
         ready=ready,
-        logs=_logs,
+        logs=logs,
     ),
 ]

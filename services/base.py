@@ -140,21 +140,24 @@ def read_pid(ctx: Ctx) -> int | None:
 
 
 def pid_alive(pid: int) -> bool:
-    """True if ``pid`` runs and is not a zombie.
+    """True if ``pid`` runs: not a zombie, or a zombie whose other threads still run.
 
     When the Python API started the service, the process is our child: reap it
     so an exited broker does not linger as a zombie that ``kill(pid, 0)`` accepts.
+    After SIGKILL a JVM's main thread turns zombie before its other threads are gone,
+    and until they are its listening sockets stay open: a restart would find its ports busy.
     """
     try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
+        # Our child is reapable only once every thread has exited.
+        return os.waitpid(pid, os.WNOHANG)[0] != pid
     except ChildProcessError:
         pass  # not our child; fine
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
+        threads = len(os.listdir(f"/proc/{pid}/task"))
     except (FileNotFoundError, ProcessLookupError):
         return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return stat.rsplit(")", 1)[1].split()[0] != "Z" or threads > 1
 
 
 def owned_by(ctx: Ctx, pid: int) -> bool:

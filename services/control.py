@@ -48,6 +48,8 @@ class Service:
     cleanup: Callable[[Ctx], None] | None = None
     # Optional: extra log files worth showing when start fails.
     logs: Callable[[Ctx], list[Path]] | None = None
+    # Optional: what a running instance is now, for status (a master/slave pair's "master", "slave").
+    role: Callable[[Ctx], str] | None = None
     # Listens on MQUSERS_BIND_HOST and runs in MQUSERS_NETNS (launch and ready must use ctx.host).
     placeable: bool = False
 
@@ -167,4 +169,6 @@ def status_line(service: Service) -> str:
         state = "stale pid file" if ctx.pid_file.exists() else "stopped"
     else:
         state = f"running pid={pid}" + ("" if service.ready(ctx) else " (not ready)")
+        if service.role is not None:
+            state += f" {service.role(ctx)}"
     return f"{service.name:<20} {state:<24} {ports}"
