@@ -1,5 +1,5 @@
 """CLI: python -m services start [--started FILE] NAME... | stop NAME... | stop all | status
-| running NAME | port NAME KEY
+| running NAME | port NAME KEY | pid NAME | fail-over NAME [NAME]
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TextIO
 
-from . import SERVICES, ServiceError, is_running, ports, start, status, stop
+from . import SERVICES, ServiceError, is_running, master_of, pid, ports, start, status, stop
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -36,7 +36,29 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     port = sub.add_parser("port", help="print a port of NAME, MQUSERS_PORT_OFFSET applied")
     port.add_argument("name", metavar="NAME")
     port.add_argument("key", metavar="KEY", help="e.g. stomp, amqp, management, http")
+    pid = sub.add_parser("pid", help="print the PID of NAME (exit 1 when it does not run)")
+    pid.add_argument("name", metavar="NAME")
+    fail = sub.add_parser("fail-over", help="stop the broker of NAME... that serves STOMP, then start it again")
+    fail.add_argument("names", nargs="+", metavar="NAME", help="a master/slave pair's brokers, or one broker")
     return parser.parse_args(argv)
+
+
+def _fail_over(names: list[str]) -> int:
+    """Stop the master (the pair's slave takes over), then start it again: it waits as the slave."""
+    try:
+        master = names[0] if len(names) == 1 else master_of(names)
+        if master is None:
+            print(f"error: none of {', '.join(names)} serves STOMP", file=sys.stderr)
+            return 1
+        began = time.monotonic()
+        stop(master)
+        stopped = time.monotonic()
+        start(master)
+    except ServiceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{master}: stopped ({stopped - began:.1f} s), started again ({time.monotonic() - stopped:.1f} s)")
+    return 0
 
 
 def _run(command: str, names: list[str], started: TextIO | None = None) -> int:
@@ -73,6 +95,15 @@ def _port(name: str, key: str) -> int:
     return 0
 
 
+def _pid(name: str) -> int:
+    try:
+        print(pid(name))
+    except ServiceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if args.command == "status":
@@ -82,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if is_running(args.name) else 1
     if args.command == "port":
         return _port(args.name, args.key)
+    if args.command == "pid":
+        return _pid(args.name)
+    if args.command == "fail-over":
+        return _fail_over(args.names)
     if args.command == "start" and args.started:
         with open(args.started, "w", encoding="utf-8") as started:
             return _run("start", args.names, started)
