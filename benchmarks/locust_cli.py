@@ -1,15 +1,16 @@
 """The ``locust`` command a user types, run as one measured child process tree.
 
-Shared by :mod:`benchmarks.core` (part d), :mod:`benchmarks.scale` and :mod:`benchmarks.memory`:
-the command line, this checkout's mqusers first on ``PYTHONPATH``, a hard deadline, the tree's CPU
-and peak RSS, and the ``--mq-report-json`` row of the run's queue. Imports nothing that patches
-sockets: the parent stays a plain process.
+Shared by :mod:`benchmarks.core` (part d), :mod:`benchmarks.scale`, :mod:`benchmarks.memory` and
+:mod:`benchmarks.soak`: the command line, this checkout's mqusers first on ``PYTHONPATH``, a hard
+deadline, the tree's CPU and peak RSS, its RSS sampled while it runs, and the ``--mq-report-json``
+row of the run's queue. Imports nothing that patches sockets: the parent stays a plain process.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -35,6 +36,14 @@ def locust_argv(
     return [*command, "--only-summary", "--mq-destination", destination, "--mq-report-json", str(report), *extra]
 
 
+def checkout() -> str:
+    """This checkout's commit, ``+dirty`` when mqusers/ has uncommitted changes."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    dirty = subprocess.run([*git, "status", "--porcelain", "mqusers"], capture_output=True, text=True, check=False)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def child_env() -> dict[str, str]:
     # The locust script puts the locustfile's folder on sys.path, not the project root: without this,
     # a worktree would measure the editable install's mqusers instead of its own.
@@ -51,6 +60,53 @@ def proc_status_kb(pid: int, field: str) -> int | None:
     except OSError:
         pass
     return None
+
+
+@dataclass(frozen=True)
+class Growth:
+    """RSS from a first sample (after a warm-up) to the last one, and the least-squares slope between."""
+
+    first_s: float
+    first_bytes: int
+    last_s: float
+    last_bytes: int
+    percent: float
+    mb_per_min: float
+    samples: int
+
+
+class RssSamples:
+    """``sample`` for :func:`run_process`: the child's VmRSS while its load runs, a line per minute."""
+
+    def __init__(self, load_s: float):
+        #: Samples after the load (the drain, the report) are not the steady state: left out.
+        self.load_s = load_s
+        self.samples: list[tuple[float, int]] = []  # (seconds since launch, bytes)
+        self._next_minute = 1
+
+    def __call__(self, pid: int, elapsed: float) -> None:
+        rss = proc_status_kb(pid, "VmRSS")
+        if rss is None or elapsed > self.load_s:
+            return
+        self.samples.append((elapsed, rss * 1024))
+        if elapsed >= 60 * self._next_minute:
+            print(f"  {self._next_minute:>3} min  RSS {rss * 1024 / MB:7.1f} MB", flush=True)
+            self._next_minute += 1
+
+    @property
+    def peak_bytes(self) -> int:
+        return max((rss for _, rss in self.samples), default=0)
+
+    def growth(self, after_s: float) -> Growth | None:
+        """From the first sample at or after ``after_s`` to the last; None without one."""
+        after = [(t, rss) for t, rss in self.samples if t >= after_s]
+        if not after:
+            return None
+        (t1, rss1), (t_end, rss_end) = after[0], after[-1]
+        slope = 0.0
+        if len(after) > 1:
+            slope = statistics.linear_regression([t for t, _ in after], [r for _, r in after]).slope * 60 / MB
+        return Growth(t1, rss1, t_end, rss_end, 100.0 * (rss_end - rss1) / rss1, slope, len(after))
 
 
 @dataclass

@@ -13,8 +13,6 @@ Exit status: 0 measured, 1 target missed with ``--strict``, 2 no measurement (br
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -22,38 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import BenchError, check_broker
-from benchmarks.locust_cli import MB, ROOT, locust_argv, proc_status_kb, report_row, run_process
+from benchmarks.locust_cli import MB, ROOT, RssSamples, checkout, locust_argv, report_row, run_process
 
 
-def checkout() -> str:
-    """This checkout's commit, ``+dirty`` when mqusers/ has uncommitted changes."""
-    git = ["git", "-C", str(ROOT)]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
-    dirty = subprocess.run([*git, "status", "--porcelain", "mqusers"], capture_output=True, text=True, check=False)
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
-def run(options: argparse.Namespace, workdir: Path) -> tuple[list[tuple[float, int]], dict[str, Any], str]:
-    """The locust run, its RSS samples (seconds since launch, bytes) and its report row."""
+def run(options: argparse.Namespace, workdir: Path) -> tuple[RssSamples, dict[str, Any], str]:
+    """The locust run, its RSS samples and its report row."""
     seconds = round(options.minutes * 60)
     destination = f"/queue/bench.memory.{uuid.uuid4().hex[:12]}"
     report = workdir / "report.json"
     load = ["-t", f"{seconds}s", "--mq-total-rate", f"{options.rate:g}"]
     command = locust_argv(options.locustfile, options.host, options.users, destination, report, load)
     print("$ " + " ".join(command), flush=True)
-    samples: list[tuple[float, int]] = []
-    minute = [1]
-
-    def sample(pid: int, elapsed: float) -> None:
-        rss = proc_status_kb(pid, "VmRSS")
-        if rss is not None and elapsed <= seconds:
-            samples.append((elapsed, rss * 1024))
-            if elapsed >= 60 * minute[0]:
-                print(f"  {minute[0]:>3} min  RSS {rss * 1024 / MB:7.1f} MB", flush=True)
-                minute[0] += 1
-
+    samples = RssSamples(seconds)
     limit = seconds + max(60.0, 0.1 * seconds)
-    done = run_process(command, workdir / "locust.log", limit, options.interval, sample)
+    done = run_process(command, workdir / "locust.log", limit, options.interval, samples)
     _, row = report_row(report, destination, done)
     return samples, row, f"locust exit status {done.returncode}"
 
@@ -85,24 +65,25 @@ def main(argv: list[str] | None = None) -> int:
     except (BenchError, ValueError) as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 2
-    after = [(t, rss) for t, rss in samples if t >= 60]
-    if not after:
+    growth = samples.growth(60)
+    if growth is None:
         print("benchmark failed: no RSS sample after the first minute (locust ended early?)", file=sys.stderr)
         return 2
-    (t1, rss1), (t_end, rss_end) = after[0], after[-1]
-    growth = 100.0 * (rss_end - rss1) / rss1
-    slope = statistics.linear_regression([t for t, _ in after], [r for _, r in after]).slope * 60 / MB
     rate_ok = row["receive_rate_msgs"] >= 0.95 * options.rate
-    print(f"RSS at {t1:.0f} s            {rss1 / MB:9.1f} MB")
-    print(f"RSS at {t_end:.0f} s (end)     {rss_end / MB:9.1f} MB   peak {max(r for _, r in samples) / MB:.1f} MB")
-    print(f"growth after minute 1  {growth:+9.2f} %    ({slope:+.2f} MB/min fitted over {len(after)} samples)")
+    print(f"RSS at {growth.first_s:.0f} s            {growth.first_bytes / MB:9.1f} MB")
+    peak = samples.peak_bytes / MB
+    print(f"RSS at {growth.last_s:.0f} s (end)     {growth.last_bytes / MB:9.1f} MB   peak {peak:.1f} MB")
+    print(
+        f"growth after minute 1  {growth.percent:+9.2f} %    ({growth.mb_per_min:+.2f} MB/min fitted over"
+        f" {growth.samples} samples)"
+    )
     print(f"delivered              {row['received']:9,} messages ({row['sent']:,} sent)  {status}")
     print(f"delivered rate         {row['receive_rate_msgs']:9,.1f} msg/s (asked {options.rate:,.0f})")
     print(f"errors {row['errors']}, lost {row['lost']}, duplicated {row['duplicated']}")
-    passed = growth < options.target and rate_ok
+    passed = growth.percent < options.target and rate_ok
     why = "" if rate_ok else f"; the run delivered < 95 % of {options.rate:,.0f} msg/s, so it is not the asked load"
     verdict = "PASS" if passed else "FAIL"
-    print(f"{verdict}: RSS growth after minute 1 {growth:+.2f} % (target < {options.target:g} %){why}")
+    print(f"{verdict}: RSS growth after minute 1 {growth.percent:+.2f} % (target < {options.target:g} %){why}")
     return 1 if options.strict and not passed else 0
 
 

@@ -3,6 +3,7 @@
     with Network(["b", "m", "w1", "w2"]) as net:
         net.address("b")                      # 198.18.N.1 (then .2, .3, .4 in the order given)
         net.popen("m", ["locust", ...])       # runs inside the namespace, returns the Popen
+        net.link("w1", up=False)              # a partition: w1's link down at the bridge (then up=True)
 
 Layout of one run, TAG being 6 random hex digits::
 
@@ -323,6 +324,15 @@ class Network:
         proc: subprocess.Popen[Any] = subprocess.Popen(self.command(role, argv), **kwargs)
         self._procs.append(proc)
         return proc
+
+    def link(self, role: str, up: bool) -> None:
+        """Take ``role``'s link down (or back up) at the bridge, as a pulled cable would.
+
+        Its root-namespace end goes down, so the namespace keeps its address and route but its eth0
+        loses carrier: packets either way are dropped silently, no error reaches a socket. Neither
+        end's TCP state is touched; only timeouts (heart-beats, retransmits) can notice.
+        """
+        _ip("link", "set", self.hosts[role].veth, "up" if up else "down")
 
     def run(self, role: str, argv: Sequence[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` inside ``role``'s namespace to completion (text output captured)."""
