@@ -175,6 +175,8 @@ class StompProducerUser(StompUser):
         self._sent = self.mq.sent.producer(self.destination, self.producer_id)
         #: The first seq sent on the current connection.
         self._connection_seq = 1
+        #: When the last send the broker took (written, or confirmed with receipts) went out; -1: none.
+        self.ok_ns = -1
         self.mq.producers.append((self.destination, self.client))
 
     def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
@@ -209,7 +211,7 @@ class StompProducerUser(StompUser):
         self._connection_seq = self.seq + 1
 
     def last_ok_ns(self) -> int:
-        return self._sent.last_ns
+        return self.ok_ns
 
     def on_connection_lost(self, dropped: bool) -> None:
         if dropped and not self.receipts and self.seq >= self._connection_seq:
@@ -236,7 +238,7 @@ class StompProducerUser(StompUser):
         else:
             self.emit_many(first, count)
         if self.availability.pending:
-            self.availability.back(self._sent.last_ns)  # the first send after a reconnect ends the outage
+            self.availability.back(self.ok_ns)  # the first good send after a reconnect ends the outage
 
     def _take_slots(self, count: int) -> int:
         """Take up to ``count`` slots of the shared schedule (one when paced, slept until it is due)."""
@@ -275,14 +277,18 @@ class StompProducerUser(StompUser):
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
         outcome = self.client.publish(self.publisher, seq, sync=self.receipts, extra=self._due_header)
         if outcome:
-            self._sent.record(seq, time.time_ns())
+            now = time.time_ns()
+            self._sent.record(seq, now)
             if outcome is Sent.UNCONFIRMED:
                 self._sent.unconfirmed.add(seq)
+            else:
+                self.ok_ns = now
 
     def emit_many(self, first: int, count: int) -> None:
         """Send messages ``first`` .. ``first + count - 1`` in one write (unpaced, no receipts)."""
         if self.client.publish_many(self.publisher, first, count):
-            self._sent.record_run(first, count, time.time_ns())
+            self.ok_ns = time.time_ns()
+            self._sent.record_run(first, count, self.ok_ns)
 
 
 class StompRequesterUser(StompProducerUser):
@@ -316,4 +322,5 @@ class StompRequesterUser(StompProducerUser):
     def emit(self, seq: int) -> None:
         outcome = self.client.request(self.publisher, seq, self.reply_destination)
         if outcome:
-            self._sent.record(seq, time.time_ns())
+            self.ok_ns = time.time_ns()
+            self._sent.record(seq, self.ok_ns)

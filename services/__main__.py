@@ -43,8 +43,16 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+#: How long a pair's slave may take to serve once its master stopped.
+TAKEOVER_S = 60.0
+
+
 def _fail_over(names: list[str]) -> int:
-    """Stop the master (the pair's slave takes over), then start it again: it waits as the slave."""
+    """Stop the master, wait until the pair's slave serves, then start the old master: it waits as the slave.
+
+    Started again at once, the old master could win the lock back before the slave's next try
+    (the JDBC pair's lease is retried every 3 s): that would be a restart, not a failover.
+    """
     try:
         master = names[0] if len(names) == 1 else master_of(names)
         if master is None:
@@ -53,11 +61,21 @@ def _fail_over(names: list[str]) -> int:
         began = time.monotonic()
         stop(master)
         stopped = time.monotonic()
+        others = [name for name in names if name != master]
+        while others and master_of(others) is None:
+            if time.monotonic() - stopped > TAKEOVER_S:
+                print(f"error: {', '.join(others)} did not take over within {TAKEOVER_S:g} s", file=sys.stderr)
+                return 1
+            time.sleep(0.05)
+        took_over = time.monotonic()
         start(master)
     except ServiceError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(f"{master}: stopped ({stopped - began:.1f} s), started again ({time.monotonic() - stopped:.1f} s)")
+    handover = f"{master_of(others)} took over in {took_over - stopped:.1f} s, " if others else ""
+    print(
+        f"{master}: stopped ({stopped - began:.1f} s), {handover}started again ({time.monotonic() - took_over:.1f} s)"
+    )
     return 0
 
 
