@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqusers.faults import parse_fault
 from mqusers.matrix import shipped_locustfiles
-from mqusers.parsing import OptionError, parse_broker_url, parse_size
+from mqusers.parsing import OptionError, parse_broker_url, parse_fault, parse_size
 
 #: scheme: (title, locustfile, persistent, durable)
 SCHEMES = {

@@ -7,11 +7,32 @@ and the HTML report read it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
-from mqusers.faults import FaultRecord, fault_line
 from mqusers.measure.outages import Outage, describe, latency_split, summarize, window_ns, windows
 from mqusers.measure.series import Series
+
+
+class FaultRecord(TypedDict):
+    at_s: float
+    command: str
+    #: False: the test ended before its time came.
+    ran: bool
+    started_ns: int
+    ended_ns: int
+    #: None: it did not exit by itself (not started, killed at the timeout).
+    exit_code: int | None
+    output: str
+
+
+def fault_line(record: FaultRecord) -> str:
+    """One line per fault for the summary and the logs."""
+    if not record["ran"]:
+        return f"fault at {record['at_s']:g}s not run (the test ended first): {record['command']}"
+    took = (record["ended_ns"] - record["started_ns"]) / 1e9
+    code = "killed" if record["exit_code"] is None else f"exit {record['exit_code']}"
+    return f"fault at {record['at_s']:g}s: {record['command']} -> {code} in {took:.2f} s"
+
 
 #: Outages listed one by one in the JSON (all are counted; the worst are kept).
 LISTED = 200

@@ -10,23 +10,20 @@ secret value is masked in the command line and its output.
 
 from __future__ import annotations
 
-from locust.util.timespan import parse_timespan
-
 import logging
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 import gevent
 from gevent import subprocess as gsubprocess
 
-from mqusers.parsing import MAX_SECONDS, OptionError
+from mqusers.failover import FaultRecord, fault_line
+from mqusers.parsing import Fault
 
 #: A command still running after this long is killed (a service script's start waits up to 90 s).
 FAULT_TIMEOUT_S = 120.0
@@ -36,55 +33,6 @@ MASK = "***"
 #: Environment variables whose values are secrets a command might print.
 _SECRET_ENV = re.compile(r"PASSWORD|PASSCODE|TOKEN|SECRET", re.IGNORECASE)
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One ``--mq-fault``: seconds after the test starts, and the command's argv."""
-
-    at_s: float
-    argv: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return f"{self.at_s:g}s:{shlex.join(self.argv)}"
-
-
-class FaultRecord(TypedDict):
-    at_s: float
-    command: str
-    #: False: the test ended before its time came.
-    ran: bool
-    started_ns: int
-    ended_ns: int
-    #: None: it did not exit by itself (not started, killed at the timeout).
-    exit_code: int | None
-    output: str
-
-
-def parse_fault(value: str, option: str = "--mq-fault") -> Fault:
-    """``TIME:COMMAND`` (``30s:kill -STOP 1234``, ``1m30s:...``); the command must exist here."""
-    when, sep, command = value.partition(":")
-    usage = f"{option} {value!r}: use TIME:COMMAND, e.g. 30s:kill -STOP 1234"
-    if not sep or not command.strip():
-        raise OptionError(usage)
-    try:
-        at_s = _seconds(when.strip())
-        argv = tuple(shlex.split(command))
-    except ValueError:
-        raise OptionError(usage) from None
-    if not 0 <= at_s <= MAX_SECONDS:
-        raise OptionError(f"{option} {value!r}: the time must be 0 to {MAX_SECONDS:,} s into the test")
-    if shutil.which(argv[0]) is None:
-        raise OptionError(f"{option} {value!r}: {argv[0]}: no such executable command (no shell is used)")
-    return Fault(at_s, argv)
-
-
-def _seconds(text: str) -> float:
-    """``2.5`` or Locust's time span (``30s``, ``1m30s``); ValueError otherwise."""
-    try:
-        return float(text)
-    except ValueError:
-        return float(parse_timespan(text))
 
 
 def known_secrets(values: Iterable[str | None]) -> tuple[str, ...]:
@@ -147,12 +95,3 @@ class FaultSchedule:
         text = fault_line(record)
         logger.info("mqusers: %s", text)
         self._annotate("fault", text, started)
-
-
-def fault_line(record: FaultRecord) -> str:
-    """One line per fault for the summary and the logs."""
-    if not record["ran"]:
-        return f"fault at {record['at_s']:g}s not run (the test ended first): {record['command']}"
-    took = (record["ended_ns"] - record["started_ns"]) / 1e9
-    code = "killed" if record["exit_code"] is None else f"exit {record['exit_code']}"
-    return f"fault at {record['at_s']:g}s: {record['command']} -> {code} in {took:.2f} s"

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqusers.faults import Fault, parse_fault
 from mqusers.optionspec import Option, read, register
 from mqusers.parsing import (
     ACK_MODES,
@@ -29,6 +28,7 @@ from mqusers.parsing import (
     REPLY_MODES,
     REQUEST_EVENTS,
     BrokerAddress,
+    Fault,
     OptionError,
     choice,
     decimal,
@@ -37,6 +37,7 @@ from mqusers.parsing import (
     parse_broker_url,
     parse_ca_file,
     parse_destination,
+    parse_fault,
     parse_heartbeats,
     parse_run_id,
     parse_size,

@@ -7,8 +7,12 @@ here knows which options exist (but Locust's ``--host``, the default flag of :fu
 
 from __future__ import annotations
 
+from locust.util.timespan import parse_timespan
+
 import os
 import re
+import shlex
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -273,3 +277,40 @@ def read_secret_file(path: str, option: str) -> str:
         raise OptionError(f"{option}: cannot read {path!r}: {error.strerror}") from None
     except UnicodeDecodeError:
         raise OptionError(f"{option}: {path!r} is not UTF-8 text; save the secret as UTF-8") from None
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One ``--mq-fault``: seconds after the test starts, and the command's argv."""
+
+    at_s: float
+    argv: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.at_s:g}s:{shlex.join(self.argv)}"
+
+
+def parse_fault(value: str, option: str = "--mq-fault") -> Fault:
+    """``TIME:COMMAND`` (``30s:kill -STOP 1234``, ``1m30s:...``); the command must exist here."""
+    when, sep, command = value.partition(":")
+    usage = f"{option} {value!r}: use TIME:COMMAND, e.g. 30s:kill -STOP 1234"
+    if not sep or not command.strip():
+        raise OptionError(usage)
+    try:
+        at_s = _seconds(when.strip())
+        argv = tuple(shlex.split(command))
+    except ValueError:
+        raise OptionError(usage) from None
+    if not 0 <= at_s <= MAX_SECONDS:
+        raise OptionError(f"{option} {value!r}: the time must be 0 to {MAX_SECONDS:,} s into the test")
+    if shutil.which(argv[0]) is None:
+        raise OptionError(f"{option} {value!r}: {argv[0]}: no such executable command (no shell is used)")
+    return Fault(at_s, argv)
+
+
+def _seconds(text: str) -> float:
+    """``2.5`` or Locust's time span (``30s``, ``1m30s``); ValueError otherwise."""
+    try:
+        return float(text)
+    except ValueError:
+        return float(parse_timespan(text))

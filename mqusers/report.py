@@ -12,8 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mqusers.ending import DrainOutcome
-from mqusers.failover import failover_notes, failover_table
-from mqusers.faults import FaultRecord
+from mqusers.failover import FaultRecord, failover_notes, failover_table
 from mqusers.health import Generator, blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series

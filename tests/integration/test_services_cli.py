@@ -34,7 +34,14 @@ def test_start_records_only_what_it_started(tmp_path: Path) -> None:
     try:
         assert services_cli("start", "--started", str(first), "activemq", **own).returncode == 0
         assert services_cli("start", "--started", str(second), "activemq", **own).returncode == 0
+        pid = services_cli("pid", "activemq", **own)
+        assert pid.returncode == 0 and pid.stdout.strip().isdigit()
+        restarted = services_cli("fail-over", "activemq", **own)  # one broker: a restart
+        assert restarted.returncode == 0 and restarted.stdout.startswith("activemq: stopped"), restarted
+        assert services_cli("pid", "activemq", **own).stdout != pid.stdout
     finally:
         stopped = services_cli("stop", "activemq", **own)
     assert (first.read_text(), second.read_text()) == ("activemq\n", "")
     assert stopped.stdout.startswith("activemq: stopped")
+    gone = services_cli("pid", "activemq", **own)
+    assert (gone.returncode, gone.stderr) == (1, "error: activemq is not running\n")

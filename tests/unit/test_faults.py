@@ -10,8 +10,9 @@ import gevent
 import pytest
 
 from mqusers import faults
-from mqusers.faults import Fault, FaultSchedule, fault_line, known_secrets, mask, parse_fault
-from mqusers.parsing import OptionError
+from mqusers.failover import fault_line
+from mqusers.faults import FaultSchedule, known_secrets, mask
+from mqusers.parsing import Fault, OptionError, parse_fault
 
 
 @pytest.mark.parametrize(

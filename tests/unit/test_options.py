@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
-from mqusers.faults import Fault
 from mqusers.options import class_brokers, read_settings
-from mqusers.parsing import BrokerAddress, OptionError, parse_broker_url, parse_destination, parse_size
+from mqusers.parsing import BrokerAddress, Fault, OptionError, parse_broker_url, parse_destination, parse_size
 from mqusers.sinks.settings import read_influx_settings
 from mqusers.wire import make_body
 
