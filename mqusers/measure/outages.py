@@ -224,7 +224,7 @@ def latency_split(
     for t, traffic in buckets.items():
         start, end = t * 1_000_000_000, (t + width_s) * 1_000_000_000
         touched = any(start < s_end + AFTERMATH_S * 1_000_000_000 and s_start < end for s_start, s_end in spans)
-        (during if touched else outside).update(traffic.latency)
+        (during if touched else outside).update(traffic.slots())
     return {"during": _latency(during), "outside": _latency(outside)}
 
 

@@ -37,9 +37,10 @@ class Restarted:
     html: Path
 
 
-@pytest.fixture(scope="module")
-def restarted(tmp_path_factory: pytest.TempPathFactory) -> Restarted:
-    """One run whose broker is killed 6 s in and restarted 2 s later (by ``--mq-fault``)."""
+@pytest.fixture(scope="module", params=[[], ["--processes", "2"]], ids=["local", "workers"])
+def restarted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Restarted:
+    """One run whose broker is killed 6 s in and restarted 2 s later (by ``--mq-fault``); in one
+    process, and with two workers (their outages reach the master's report)."""
     services.start(SERVICE)
     port = services.ports(SERVICE)["stomp"]
     tag = uuid.uuid4().hex[:8]
@@ -50,7 +51,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Restarted:
             str(LOCUSTFILE), f"stomp://127.0.0.1:{port}",
             "--mq-fault", f"6s:kill -KILL {services.pid(SERVICE)}",
             "--mq-fault", f"8s:{sys.executable} -c \"{RESTART % SERVICE}\"",
-            "--mq-drain", "5", "--mq-report-html", str(html),
+            "--mq-drain", "5", "--mq-report-html", str(html), *request.param,
             users=4, seconds=22, env={"MQ_TEST_TAG": tag}, tmp_path=folder,
         )  # fmt: skip
     finally:
