@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from mqusers.measure.series import SERIES_PERCENTILES, Traffic, percentile_of
+from mqusers.measure.buckets import Traffic, percentile_of
+from mqusers.measure.series import SERIES_PERCENTILES
 
 #: Outages kept per process and on the master: beyond it only counted (a flapping link must not
 #: grow memory).

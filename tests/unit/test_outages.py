@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mqusers.failover import failover_document, failover_notes, failover_table
+from mqusers.measure.buckets import Traffic
 from mqusers.measure.outages import (
     AFTERMATH_S,
     MAX_OUTAGES,
@@ -16,7 +17,7 @@ from mqusers.measure.outages import (
     window_ns,
     windows,
 )
-from mqusers.measure.series import Series, Traffic
+from mqusers.measure.series import Series
 
 S = 1_000_000_000
 

@@ -11,8 +11,9 @@ import msgpack
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mqusers.measure.buckets import percentile_of, slot, slot_top
 from mqusers.measure.recorder import Batch
-from mqusers.measure.series import MAX_BUCKETS, SEAL_AFTER_S, Series, percentile_of, slot, slot_top
+from mqusers.measure.series import MAX_BUCKETS, SEAL_AFTER_S, Series
 
 T0 = 1_700_000_000  # an epoch second divisible by 64, so the coarse buckets' edges are easy to state
 
