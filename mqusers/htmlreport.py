@@ -24,7 +24,7 @@ from mqusers.options import SECRET_FIELDS
 
 #: The audit's columns in the HTML table, as the JSON names them.
 AUDIT_COLUMNS = ("sent", "received", "lost", "duplicated", "reordered", "redelivered", "unconfirmed", "foreign")
-KINDS = ("run", "find-max", "curve")
+KINDS = ("run", "find-max", "curve", "cluster-compare")
 #: The report's latency figures (:meth:`mqusers.measure.book.Tally.latency_ms` keys) and their headings.
 LATENCY = {"mean": "mean", "p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "max": "max"}
 
@@ -187,6 +187,19 @@ def marks(document: dict[str, Any]) -> dict[str, list[Any]]:
     return {"windows": windows, "faults": faults}
 
 
+def _cluster_section(index: int, title: str, document: dict[str, Any]) -> str:
+    schemes = ("nonpersistent", "persistent", "durable")
+    failover = ("window_ms", "reconnect_ms", "after_ready_ms", "lost", "unconfirmed", "dup_after_reconnect")
+    rows = ([r["config"], r["url"], *((r["schemes"].get(s) or {}).get("msgs") for s in schemes),
+             *((r.get("failover") or {}).get(k) for k in failover)] for r in document.get("rows", []))  # fmt: skip
+    table = _table(["configuration", "broker", "non-persistent msg/s", "persistent msg/s", "persistent durable msg/s",
+                    "failover window ms", "reconnect ms", "after ready ms", "lost", "unconfirmed",
+                    "dup after reconnect"], rows, "cluster")  # fmt: skip
+    return f"""<section class="cluster-compare" id="doc-{index}"><h2>{escape(title)}</h2>
+<p class="facts">1 producer, 1 subscriber, 1 topic, {escape(str(document.get("size", "?")))}-byte messages,
+{document.get("messages", 0):,} per scheme</p>{table}</section>"""
+
+
 def chart_data(document: dict[str, Any]) -> dict[str, Any]:
     """What the page's script draws for one document (the tables are already HTML)."""
     kind = kind_of(document)
@@ -195,12 +208,15 @@ def chart_data(document: dict[str, Any]) -> dict[str, Any]:
                 "marks": marks(document)}  # fmt: skip
     if kind == "find-max":
         return {"kind": kind, "steps": document.get("steps", [])}
+    if kind == "cluster-compare":
+        return {"kind": kind}
     return {"kind": kind, "points": document.get("points", [])}
 
 
 def render(documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> str:
     """The page: a comparison when there are several runs, then each document's section."""
-    sections = {"run": _run_section, "find-max": _find_max_section, "curve": _curve_section}
+    sections = {"run": _run_section, "find-max": _find_max_section, "curve": _curve_section,
+                "cluster-compare": _cluster_section}  # fmt: skip
     body = [sections[kind_of(d)](i, t, d) for i, (d, t) in enumerate(zip(documents, titles, strict=True))]
     runs = [(t, d) for t, d in zip(titles, documents, strict=True) if kind_of(d) == "run"]
     if len(runs) > 1:

@@ -165,7 +165,7 @@
     ], { x: "rate", unit: "ms", ylog: true });
   }
 
-  const draw = { run: runCharts, "find-max": findMaxCharts, curve: curveCharts };
+  const draw = { run: runCharts, "find-max": findMaxCharts, curve: curveCharts, "cluster-compare": () => {} };
   DATA.documents.forEach((doc, i) => {
     draw[doc.kind](document.querySelector('.charts[data-doc="' + i + '"]'), doc);
   });

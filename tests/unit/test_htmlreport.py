@@ -143,6 +143,31 @@ def test_a_search_and_a_curve_render_their_tables_and_link_each_steps_run() -> N
     assert "compare" not in page.tables  # no runs to compare
 
 
+def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
+    cluster = {"kind": "cluster-compare", "size": "646", "messages": 2000, "rows": [
+        {"config": "pair", "url": "stomp://a:1,stomp://b:2", "schemes": {"durable": {"msgs": 950.0}},
+         "failover": {"window_ms": 2363.0, "lost": 0, "unconfirmed": 1, "dup_after_reconnect": 15}}]}  # fmt: skip
+    run = run_document()
+    run["faults"] = [{"at_s": 5.0, "command": "kill -KILL 42", "ran": True, "started_ns": 1_700_000_005_000_000_000,
+                      "ended_ns": 1_700_000_005_020_000_000, "exit_code": 0, "output": ""}]  # fmt: skip
+    run["failover"] = {"outages": 1, "destinations": [{
+        "destination": DESTINATION, "outages": 1, "reconnects": 1, "unrecovered": 0,
+        "window_max_ms": {"consumer": 3000.0}, "reconnect_max_ms": 2500.0, "after_ready_max_ms": 400.0,
+        "latency_ms": {"during": {"p99_ms": 900.0}, "outside": {"p99_ms": 1.5}},
+        "windows": [{"start_ns": 1_700_000_005_000_000_000, "end_ns": 1_700_000_008_000_000_000}]}]}  # fmt: skip
+    page = Page(render([cluster, run], ["cluster", "run"]))
+    _, row = page.tables["cluster"]
+    assert row[:2] == ["pair", "stomp://a:1,stomp://b:2"] and row[2:5] == ["-", "-", "950"] and row[5] == "2,363"
+    _, failover = page.tables["failover"]
+    assert failover[0] == DESTINATION and failover[4:6] == ["-", "3,000"] and failover[8:] == ["900", "1.5"]
+    _, fault = page.tables["faults"]
+    assert fault[:3] == ["5", "kill -KILL 42", "0"]
+    data = json.loads(page.scripts[0][1])["documents"]
+    assert data[0] == {"kind": "cluster-compare"}
+    assert data[1]["marks"] == {"windows": [[1_700_000_005.0, 1_700_000_008.0]],
+                                "faults": [[1_700_000_005.0, "5s: kill -KILL 42"]]}  # fmt: skip
+
+
 def test_the_command_writes_the_page_and_refuses_an_unknown_kind(tmp_path: Path) -> None:
     saved = tmp_path / "run.json"
     saved.write_text(json.dumps(run_document()))
