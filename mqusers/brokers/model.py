@@ -1,0 +1,87 @@
+"""What a broker-metrics source reports: one :class:`BrokerSample` per interval, the same shape for every broker.
+
+Figures a broker does not have are left out (``total=False``), never zero: "not reported" is not "none".
+Counters (``enqueued``, ``dequeued``...) are the broker's own, cumulative since it started; the report
+takes the difference between the first and the last sample of a test.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, TypedDict
+
+
+class DestinationFigures(TypedDict, total=False):
+    """One destination, named as mqusers names it (``/queue/orders``, ``/topic/prices``)."""
+
+    #: Messages the broker accepted (ActiveMQ enqueueCount; RabbitMQ publish count).
+    enqueued: int
+    #: Messages acknowledged by consumers and removed (ActiveMQ dequeueCount; RabbitMQ ack + no-ack deliveries).
+    dequeued: int
+    #: Messages dispatched to consumers, acknowledged or not (ActiveMQ dispatchCount; RabbitMQ deliver_get).
+    dispatched: int
+    expired: int
+    #: Messages held now: ready and unacknowledged (ActiveMQ size; RabbitMQ messages).
+    depth: int
+    #: Dispatched, not yet acknowledged (ActiveMQ inflightCount; RabbitMQ messages_unacknowledged).
+    unacked: int
+    consumers: int
+    producers: int
+    memory_percent: float
+    #: Rates the broker computes itself (RabbitMQ), msg/s.
+    publish_rate: float
+    deliver_rate: float
+    ack_rate: float
+
+
+class BrokerFigures(TypedDict, total=False):
+    """The broker as a whole."""
+
+    memory_percent: float
+    store_percent: float
+    temp_percent: float
+    connections: int
+    memory_bytes: int
+    fd_used: int
+    fd_total: int
+    #: Resource alarms that block publishers (RabbitMQ: "memory", "disk"); empty when none.
+    alarms: list[str]
+
+
+class JvmFigures(TypedDict, total=False):
+    """A local broker's JVM (``jstat``/``/proc`` on its PID)."""
+
+    heap_used_mb: float
+    heap_committed_mb: float
+    gc_count: int
+    gc_seconds: float
+    threads: int
+    #: Of one core, since the previous sample.
+    cpu_percent: float
+
+
+class BrokerSample(TypedDict):
+    ts_ns: int
+    #: ``activemq`` or ``rabbitmq``.
+    source: str
+    broker: BrokerFigures
+    destinations: dict[str, DestinationFigures]
+    #: None when no local broker PID was given.
+    jvm: JvmFigures | None
+
+
+class MetricsError(Exception):
+    """A source could not answer; the message is one line saying why (and how to fix it, when known)."""
+
+
+class Source(Protocol):
+    """A broker-metrics source: blocking calls, each bounded by its own timeout (run in a greenlet)."""
+
+    name: str
+
+    def broker(self) -> BrokerFigures: ...
+
+    def destination(self, destination: str) -> DestinationFigures:
+        """Figures of one destination; an empty dict when the broker does not know it (yet)."""
+        ...
+
+    def close(self) -> None: ...
