@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mqusers.brokerreport import broker_notes, broker_table
 from mqusers.ending import DrainOutcome
 from mqusers.failover import FaultRecord, failover_notes, failover_table
 from mqusers.health import Generator, blocked_by_destination, saturation_sentence
@@ -43,6 +44,8 @@ class RunFacts:
     #: :func:`mqusers.failover.failover_document` and the ``--mq-fault`` records.
     failover: dict[str, Any] = field(default_factory=dict)
     faults: list[FaultRecord] = field(default_factory=list)
+    #: :func:`mqusers.brokerreport.broker_document`: the broker's own figures.
+    broker: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,7 @@ def notes(rows: list[Row], book: Book, facts: RunFacts, settings: Settings) -> l
     if (line := shortfall(book, settings)) is not None:
         lines.append(line)
     lines += failover_notes(facts.failover, facts.faults)
+    lines += broker_notes(facts.broker, [row.document() for row in rows])
     for row in rows:
         audit = row.audit
         if audit["unreceived"] or audit["unconfirmed"]:
@@ -217,6 +221,8 @@ def format_summary(report: RunReport) -> str:
         lines.append(_render(op_table))
     if failover := failover_table(facts.failover):
         lines.append(_render(failover))
+    if broker := broker_table(facts.broker, [row.document() for row in report.rows]):
+        lines.append(_render(broker))
     lines += report.notes
     return "\n".join(lines)
 
@@ -248,6 +254,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "generator": facts.generator,
         "failover": facts.failover,
         "faults": facts.faults,
+        "broker": facts.broker,
         "destinations": [row.document() for row in report.rows],
         "operations": report.operations,
         "notes": report.notes,

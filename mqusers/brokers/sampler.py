@@ -1,0 +1,138 @@
+"""Reads the broker's figures every interval while a test runs, without ever holding up the load.
+
+The master (or the local runner) runs one :class:`BrokerSampler` per test in a greenlet of its own:
+every ``interval`` it asks its source for the broker-wide figures and each destination of the run,
+and the JVM probe for the broker's JVM, each call bounded by ``timeout``. Sources block only their
+greenlet (sockets and subprocesses cooperate with gevent); a source that fails is counted and its
+first error logged once, and the test runs on. Each sample goes to the listeners (the InfluxDB
+sink); the first and the last of each destination, kept here, give the report its differences.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import gevent
+
+from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError, Source
+
+logger = logging.getLogger(__name__)
+#: Samples kept for the report's charts; beyond it every other one is dropped (the interval doubles).
+MAX_KEPT = 720
+#: At the end, counters that lag their clients (ActiveMQ counts sends without receipts
+#: asynchronously) are read again until two reads agree, at most this often.
+SETTLE_READS = 6
+SETTLE_PAUSE_S = 0.5
+
+
+class JvmSource(Protocol):
+    def sample(self) -> JvmFigures: ...
+
+
+class BrokerSampler:
+    """One test's broker figures; ``destinations()`` names the run's destinations when called."""
+
+    def __init__(
+        self,
+        source: Source | None,
+        jvm: JvmSource | None,
+        destinations: Callable[[], Iterable[str]],
+        *,
+        interval: float,
+        timeout: float,
+        listeners: Iterable[Callable[[BrokerSample], None]] = (),
+    ) -> None:
+        self.source, self.jvm, self._destinations = source, jvm, destinations
+        self.interval, self.timeout = interval, timeout
+        self._listeners = list(listeners)
+        #: Per destination, its figures when first read (empty: the broker did not know it then), and the last.
+        self.first: dict[str, DestinationFigures] = {}
+        self.last: dict[str, DestinationFigures] = {}
+        self.broker: BrokerFigures = {}
+        self.jvm_first: JvmFigures | None = None
+        self.jvm_last: JvmFigures | None = None
+        #: Kept samples for charts (bounded) and how many were taken; failed calls; the first error of each part.
+        self.kept: list[BrokerSample] = []
+        self.samples = self.failures = 0
+        self.errors: dict[str, str] = {}
+        self._stride = 1
+        self._greenlet: Any = None
+
+    def start(self) -> None:
+        """The first reading now, before any message (the counters' baseline), then every interval."""
+        self.sample()
+        self._greenlet = gevent.spawn(self._run)
+
+    def _run(self) -> None:
+        while True:
+            gevent.sleep(self.interval)
+            self.sample()
+
+    def stop(self) -> None:
+        """The test ended: the last figures, once the broker's counters have settled; then close."""
+        if self._greenlet is not None:
+            self._greenlet.kill(block=True, timeout=self.timeout + 1)
+            self._greenlet = None
+        previous = None
+        for _ in range(SETTLE_READS):
+            sample = self.sample()
+            if sample is None or sample["destinations"] == previous:
+                break
+            previous = sample["destinations"]
+            gevent.sleep(SETTLE_PAUSE_S)
+        if self.source is not None:
+            self._guard("close", self.source.close)
+
+    def _guard(self, part: str, call: Callable[[], Any]) -> Any:
+        """``call()`` within the timeout; None (counted, the first error per part logged) on failure."""
+        try:
+            with gevent.Timeout(self.timeout * 2, MetricsError(f"no answer within {self.timeout * 2:g}s")):
+                return call()
+        except Exception as error:  # a source's bug must not end the sampling, nor the report at stop
+            self.failures += 1
+            if part not in self.errors:
+                self.errors[part] = str(error) if isinstance(error, MetricsError) else repr(error)
+                logger.warning("mqusers: broker metrics: %s (the test goes on without them)", self.errors[part])
+            return None
+
+    def sample(self) -> BrokerSample | None:
+        """Read everything once; None when nothing answered."""
+        source, jvm_figures = self.source, None
+        destinations: dict[str, DestinationFigures] = {}
+        broker: BrokerFigures | None = None
+        if source is not None:
+            broker = self._guard("broker", source.broker)
+            if broker is not None:
+                for name in dict.fromkeys(self._destinations()):
+                    figures = self._guard(name, functools.partial(source.destination, name))
+                    if figures is not None:
+                        destinations[name] = figures
+        if self.jvm is not None:
+            jvm_figures = self._guard("jvm", self.jvm.sample)
+        if broker is None and jvm_figures is None:
+            return None
+        sample = BrokerSample(ts_ns=time.time_ns(), source=source.name if source is not None else "jvm",
+                              broker=broker or {}, destinations=destinations, jvm=jvm_figures)  # fmt: skip
+        self._take(sample)
+        return sample
+
+    def _take(self, sample: BrokerSample) -> None:
+        self.samples += 1
+        if sample["broker"]:
+            self.broker = sample["broker"]
+        for name, figures in sample["destinations"].items():
+            self.first.setdefault(name, figures)
+            self.last[name] = figures
+        if sample["jvm"] is not None:
+            self.jvm_first = self.jvm_first or sample["jvm"]
+            self.jvm_last = sample["jvm"]
+        if self.samples % self._stride == 0:
+            self.kept.append(sample)
+            if len(self.kept) > MAX_KEPT:
+                self.kept, self._stride = self.kept[::2], self._stride * 2
+        for listener in self._listeners:
+            listener(sample)

@@ -1,0 +1,118 @@
+"""The broker-metrics sampler and the report's broker section, with a scripted source (the real
+sources are tested against real brokers in tests/integration/test_broker_sources.py)."""
+
+from __future__ import annotations
+
+import locust  # noqa: F401  (gevent first)
+
+import gevent
+
+from mqusers.brokerreport import broker_document, broker_notes, broker_table, cross_check
+from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError
+from mqusers.brokers.sampler import MAX_KEPT, BrokerSampler
+
+
+class Scripted:
+    """A source whose queue grows by 10 enqueued / 8 dequeued per reading; ``fail`` raises instead."""
+
+    name = "activemq"
+
+    def __init__(self) -> None:
+        self.reads, self.fail, self.hang, self.closed = 0, False, False, False
+
+    def broker(self) -> BrokerFigures:
+        if self.hang:
+            gevent.sleep(60)
+        if self.fail:
+            raise MetricsError("ActiveMQ at stomp://h:1 does not answer ActiveMQ.Statistics.Broker")
+        self.reads += 1
+        return {"memory_percent": 1.0, "connections": 3}
+
+    def destination(self, destination: str) -> DestinationFigures:
+        if destination == "/queue/new" and self.reads < 3:
+            return {}  # not created yet at the first readings
+        n = self.reads
+        return {"enqueued": 100 + 10 * n, "dequeued": 100 + 8 * n, "depth": 2 * n, "unacked": 1, "consumers": 1}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Jvm:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def sample(self) -> JvmFigures:
+        self.n += 1
+        return {"heap_used_mb": 100.0 + self.n, "heap_committed_mb": 512.0, "gc_count": 5 + self.n, "gc_seconds": 0.5}
+
+
+def sampler(source: Scripted, **kwargs: object) -> tuple[BrokerSampler, list[BrokerSample]]:
+    seen: list[BrokerSample] = []
+    made = BrokerSampler(source, Jvm(), lambda: ["/queue/a", "/queue/new", "/queue/a"], interval=0.01, timeout=0.05,
+                         listeners=[seen.append], **kwargs)  # type: ignore[arg-type]  # fmt: skip
+    return made, seen
+
+
+def test_counters_are_this_tests_differences_and_gauges_their_last_reading() -> None:
+    source = Scripted()
+    made, seen = sampler(source)
+    made.start()  # the baseline reading happens before start returns
+    assert source.reads == 1
+    gevent.sleep(0.1)
+    made.stop()
+    assert source.closed and len(seen) == made.samples >= 3
+    document = broker_document(made)
+    last = source.reads
+    assert document["destinations"]["/queue/a"] == {"enqueued": 10 * (last - 1), "dequeued": 8 * (last - 1),
+                                                     "depth": 2 * last, "unacked": 1, "consumers": 1}  # fmt: skip
+    # Unknown at the first reading: its baseline is nothing, so all it counted is this test's.
+    assert document["destinations"]["/queue/new"]["enqueued"] == 100 + 10 * last
+    assert document["jvm"]["gc_count_run"] == made.samples - 1 and document["jvm"]["heap_used_mb_max"] > 100
+    assert document["source"] == "activemq" and document["failures"] == 0 and document["series"]
+
+
+def test_a_failing_or_hanging_source_is_counted_logged_once_and_never_blocks() -> None:
+    source = Scripted()
+    source.fail = True
+    made, seen = sampler(source)
+    made.start()
+    gevent.sleep(0.05)
+    source.fail, source.hang = False, True
+    with gevent.Timeout(2):  # a hanging source costs at most twice its timeout per reading
+        made.stop()
+    assert made.failures >= 2 and len(made.errors) == 1
+    assert "Statistics.Broker" in made.errors["broker"]
+    document = broker_document(made)
+    assert document["destinations"] == {} and seen  # the JVM still answered
+    assert broker_notes(document, [])[0].startswith("broker figures: ")
+
+
+def test_no_source_says_why_in_one_line() -> None:
+    document = broker_document(None, "off (--mq-broker-metrics off)")
+    assert document["source"] is None and broker_notes(document, []) == [
+        "broker figures: none (off (--mq-broker-metrics off))"
+    ]
+
+
+def test_kept_samples_are_bounded() -> None:
+    made = BrokerSampler(Scripted(), None, lambda: [], interval=1, timeout=1)
+    for _ in range(3 * MAX_KEPT):
+        made.sample()
+    assert len(made.kept) <= MAX_KEPT and made.samples == 3 * MAX_KEPT
+
+
+def test_the_cross_check_names_only_what_in_flight_messages_do_not_explain() -> None:
+    broker = {"destinations": {"/queue/a": {"enqueued": 1000, "dequeued": 990, "unacked": 10},
+                               "/queue/b": {"enqueued": 1005, "dequeued": 900, "unacked": 5}}}  # fmt: skip
+    rows = [{"destination": "/queue/a", "sent": 1002, "received": 992, "unconfirmed": 2, "duplicated": 2},
+            {"destination": "/queue/b", "sent": 1000, "received": 1000, "unconfirmed": 0}]  # fmt: skip
+    assert cross_check(broker, rows) == [
+        "/queue/b: the broker enqueued 1,005, mqusers sent 1,000 (0 unconfirmed): 5 unexplained "
+        "(another producer on this destination?)",
+        "/queue/b: the broker dequeued 900, mqusers received 1,000 distinct (5 unacknowledged at the end): "
+        "95 unexplained",
+    ]
+    header, row_a, _ = broker_table(broker, rows)
+    assert header[:5] == ["broker", "enqueued", "sent", "dequeued", "received"]
+    assert row_a == ["/queue/a", "1,000", "1,002", "990", "992", "-", "10", "-"]
