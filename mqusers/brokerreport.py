@@ -18,17 +18,24 @@ COUNTERS = ("enqueued", "dequeued", "dispatched", "expired")
 GAUGES = ("depth", "unacked", "consumers", "producers", "memory_percent", "publish_rate", "deliver_rate", "ack_rate")
 
 
-def broker_document(sampler: BrokerSampler | None, note: str = "") -> dict[str, Any]:
-    """The JSON report's ``broker`` (``source`` None and a ``note`` when there were no broker figures)."""
+def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool = False) -> dict[str, Any]:
+    """The JSON report's ``broker`` (``source`` None and a ``note`` when there were no broker figures).
+
+    A destination without a baseline reading (``baseline`` false) has its counters as the broker
+    has them, since it started; with a warm-up the counters include the warm-up's messages, which
+    the summary leaves out (``comparable`` false: no cross-check).
+    """
     if sampler is None or sampler.samples == 0:
         errors = sampler.errors if sampler is not None else {}
         return {"source": None, "note": note or "; ".join(dict.fromkeys(errors.values())), "destinations": {}}
     destinations: dict[str, dict[str, Any]] = {}
     for name, last in sorted(sampler.last.items()):
         first = sampler.first.get(name, {})
-        figures: dict[str, Any] = {k: last[k] - first.get(k, 0) for k in COUNTERS if k in last}  # type: ignore[literal-required]
+        based = name in sampler.baseline
+        base = first if based else {}
+        figures: dict[str, Any] = {k: last[k] - base.get(k, 0) for k in COUNTERS if k in last}  # type: ignore[literal-required]
         figures.update({k: last[k] for k in GAUGES if k in last})  # type: ignore[literal-required]
-        destinations[name] = figures
+        destinations[name] = {**figures, "baseline": based, "comparable": based and not warmup}
     jvm: dict[str, Any] | None = None
     if sampler.jvm_last is not None:
         first_jvm, last_jvm = sampler.jvm_first or {}, sampler.jvm_last
@@ -87,7 +94,7 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]
     figures_of = broker.get("destinations", {})
     for row in rows:
         figures = figures_of.get(row["destination"])
-        if not figures:
+        if not figures or not figures.get("comparable", True):
             continue
         name, unconfirmed = row["destination"], row.get("unconfirmed", 0)
         enqueued, dequeued = figures.get("enqueued"), figures.get("dequeued")

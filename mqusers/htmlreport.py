@@ -112,7 +112,7 @@ def _run_section(index: int, title: str, document: dict[str, Any]) -> str:
                        ([n, p["verdict"], p["cpu_percent_max"], p["loop_lag_ms_max"], p["loop_lag_ms_p99"],
                          p["saturated_s"], p["seconds"]] for n, p in sorted(generator["processes"].items())),
                        "generator")  # fmt: skip
-    failover = _failover_tables(document)
+    failover = _failover_tables(document) + _broker_tables(document)
     options = {k: v for k, v in document.get("options", {}).items() if k not in SECRET_FIELDS and v not in (None, "")}
     option_table = _table(["option", "value"], sorted(options.items()), "options")
     notes = "".join(f"<li>{escape(note)}</li>" for note in document.get("notes", []))
@@ -150,6 +150,26 @@ def _failover_tables(document: dict[str, Any]) -> str:
             "faults",
         )  # fmt: skip
     return html
+
+
+def _broker_tables(document: dict[str, Any]) -> str:
+    """The broker's own figures per destination beside mqusers', and its JVM; a line when there were none."""
+    broker = document.get("broker") or {}
+    if not broker:
+        return ""
+    if broker.get("source") is None:
+        return f"<h3>Broker</h3><p>no broker figures: {escape(str(broker.get('note') or 'not collected'))}</p>"
+    ours = {row["destination"]: row for row in document.get("destinations", [])}
+    keys = ("enqueued", "dequeued", "depth", "unacked", "consumers", "expired")
+    rows = ([name, *(figures.get(k) for k in keys[:2]), ours.get(name, {}).get("sent"),
+             ours.get(name, {}).get("received"), *(figures.get(k) for k in keys[2:])]
+            for name, figures in broker["destinations"].items())  # fmt: skip
+    html = f"<h3>Broker ({escape(str(broker['source']))}, {broker['samples']} readings)</h3>" + _table(
+        ["destination", "enqueued", "dequeued", "mqusers sent", "mqusers received", "depth", "unacked",
+         "consumers", "expired"], rows, "broker")  # fmt: skip
+    jvm = broker.get("jvm") or {}
+    wide = {**broker.get("broker", {}), **{f"jvm {k}": v for k, v in jvm.items()}}
+    return html + _table(["figure", "value"], sorted(wide.items()), "broker-wide") if wide else html
 
 
 def _find_max_section(index: int, title: str, document: dict[str, Any]) -> str:
@@ -205,7 +225,7 @@ def chart_data(document: dict[str, Any]) -> dict[str, Any]:
     kind = kind_of(document)
     if kind == "run":
         return {"kind": kind, "series": document.get("series", {}), "percentiles": receive_plots(document),
-                "marks": marks(document)}  # fmt: skip
+                "marks": marks(document), "broker": (document.get("broker") or {}).get("series", [])}  # fmt: skip
     if kind == "find-max":
         return {"kind": kind, "steps": document.get("steps", [])}
     if kind == "cluster-compare":

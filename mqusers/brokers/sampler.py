@@ -57,14 +57,22 @@ class BrokerSampler:
         self.jvm_last: JvmFigures | None = None
         #: Kept samples for charts (bounded) and how many were taken; failed calls; the first error of each part.
         self.kept: list[BrokerSample] = []
+        #: Destinations first read before the load started: their counter differences are this test's.
+        self.baseline: set[str] = set()
         self.samples = self.failures = 0
         self.errors: dict[str, str] = {}
         self._stride = 1
         self._greenlet: Any = None
 
-    def start(self) -> None:
-        """The first reading now, before any message (the counters' baseline), then every interval."""
-        self.sample()
+    def start(self, baseline_s: float) -> None:
+        """The first reading now, before any message (the counters' baseline), then every interval.
+
+        The first reading may hold the test's start up to ``baseline_s``; destinations it did not
+        cover (a slow broker, or found later) have no baseline: their counters are not this test's.
+        """
+        with gevent.Timeout(baseline_s, False):
+            self.sample()
+        self.baseline = set(self.first)
         self._greenlet = gevent.spawn(self._run)
 
     def _run(self) -> None:

@@ -51,7 +51,8 @@
 
   // lines: [{label, x: [...], y: [...], points: bool (no line), color}]; opts: {x: "time"|"nines"|"rate", ylog, unit, marks}
   function chart(holder, title, lines, opts) {
-    lines = lines.filter((line) => line.x.length > 0);
+    // A figure nobody reported (e.g. RabbitMQ has no store %) draws no empty line, nor an empty chart.
+    lines = lines.filter((line) => line.y.some((v) => v !== null && v !== undefined));
     if (lines.length === 0) return;
     const figure = document.createElement("figure");
     figure.className = "chart";
@@ -134,6 +135,27 @@
       { label: n, x: c.t, y: c.loop_lag_ms },
     ]), { x: "time", unit: "ms" });
     chart(holder, "Receive latency by percentile", percentileLines(doc, ""), { x: "nines", unit: "ms", ylog: true });
+    brokerCharts(holder, doc, destinations, marks);
+  }
+
+  // The broker's own readings (--mq-broker-metrics) beside mqusers' backlog.
+  function brokerCharts(holder, doc, destinations, marks) {
+    const points = doc.broker || [];
+    if (points.length === 0) return;
+    const t = points.map((p) => p.t);
+    const names = [...new Set(points.flatMap((p) => Object.keys(p.depth)))];
+    chart(holder, "Broker depth against mqusers' backlog", names.flatMap((d) => [
+      { label: "broker depth " + d, x: t, y: points.map((p) => (d in p.depth ? p.depth[d] : null)) },
+      ...destinations.filter(([n]) => n === d).map(([n, c]) => ({ label: "backlog " + n, x: c.t, y: c.backlog })),
+    ]), { x: "time", unit: "msg", marks: marks });
+    chart(holder, "Broker memory and store (% of their limits)", [
+      { label: "memory", x: t, y: points.map((p) => p.memory_percent) },
+      { label: "store", x: t, y: points.map((p) => p.store_percent) },
+    ], { x: "time", unit: "%", marks: marks });
+    chart(holder, "Broker JVM heap", [
+      { label: "used", x: t, y: points.map((p) => p.heap_used_mb) },
+      { label: "committed", x: t, y: points.map((p) => p.heap_committed_mb) },
+    ], { x: "time", unit: "MB", marks: marks });
   }
 
   function percentileLines(doc, prefix) {

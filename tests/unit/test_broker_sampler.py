@@ -19,10 +19,12 @@ class Scripted:
 
     def __init__(self) -> None:
         self.reads, self.fail, self.hang, self.closed = 0, False, False, False
+        self.delay = 0.0
 
     def broker(self) -> BrokerFigures:
         if self.hang:
             gevent.sleep(60)
+        gevent.sleep(self.delay)
         if self.fail:
             raise MetricsError("ActiveMQ at stomp://h:1 does not answer ActiveMQ.Statistics.Broker")
         self.reads += 1
@@ -57,7 +59,7 @@ def sampler(source: Scripted, **kwargs: object) -> tuple[BrokerSampler, list[Bro
 def test_counters_are_this_tests_differences_and_gauges_their_last_reading() -> None:
     source = Scripted()
     made, seen = sampler(source)
-    made.start()  # the baseline reading happens before start returns
+    made.start(1.0)  # the baseline reading happens before start returns
     assert source.reads == 1
     gevent.sleep(0.1)
     made.stop()
@@ -65,9 +67,11 @@ def test_counters_are_this_tests_differences_and_gauges_their_last_reading() -> 
     document = broker_document(made)
     last = source.reads
     assert document["destinations"]["/queue/a"] == {"enqueued": 10 * (last - 1), "dequeued": 8 * (last - 1),
-                                                     "depth": 2 * last, "unacked": 1, "consumers": 1}  # fmt: skip
+                                                     "depth": 2 * last, "unacked": 1, "consumers": 1,
+                                                     "baseline": True, "comparable": True}  # fmt: skip
     # Unknown at the first reading: its baseline is nothing, so all it counted is this test's.
     assert document["destinations"]["/queue/new"]["enqueued"] == 100 + 10 * last
+    assert broker_document(made, warmup=True)["destinations"]["/queue/a"]["comparable"] is False
     assert document["jvm"]["gc_count_run"] == made.samples - 1 and document["jvm"]["heap_used_mb_max"] > 100
     assert document["source"] == "activemq" and document["failures"] == 0 and document["series"]
 
@@ -76,7 +80,7 @@ def test_a_failing_or_hanging_source_is_counted_logged_once_and_never_blocks() -
     source = Scripted()
     source.fail = True
     made, seen = sampler(source)
-    made.start()
+    made.start(1.0)
     gevent.sleep(0.05)
     source.fail, source.hang = False, True
     with gevent.Timeout(2):  # a hanging source costs at most twice its timeout per reading
@@ -116,3 +120,15 @@ def test_the_cross_check_names_only_what_in_flight_messages_do_not_explain() -> 
     header, row_a, _ = broker_table(broker, rows)
     assert header[:5] == ["broker", "enqueued", "sent", "dequeued", "received"]
     assert row_a == ["/queue/a", "1,000", "1,002", "990", "992", "-", "10", "-"]
+
+
+def test_a_destination_first_read_after_the_load_began_has_no_baseline_and_no_cross_check() -> None:
+    source = Scripted()
+    source.delay = 0.2  # a slow broker: its first reading comes after the load began
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
+    made.start(0.05)
+    made.stop()
+    figures = broker_document(made)["destinations"]["/queue/a"]
+    assert figures["baseline"] is False and figures["enqueued"] == 100 + 10 * source.reads  # as the broker has it
+    rows = [{"destination": "/queue/a", "sent": 1, "received": 1}]
+    assert cross_check(broker_document(made), rows) == []
