@@ -15,6 +15,10 @@ from dataclasses import dataclass
 
 from mqusers.measure.book import slot_floor
 
+#: Packed slots: 4-byte unsigned slot starts and counts; a latency of 71 minutes or more is kept as 2^32-1 µs.
+_PACKED = "I"
+_PACKED_MAX = 2**32 - 1
+
 #: Latencies below 2^5 µs are kept exact; above, a slot is 1/16 of its value wide (~6 %): enough for
 #: a chart over time (the run's exact percentiles are the book's HdrHistograms).
 SLOT_BITS = 5
@@ -60,7 +64,7 @@ class Traffic:
     def latency(self) -> Counter[int]:
         """The slot counts to add to (a sealed bucket is unpacked)."""
         if self._live is None:
-            packed = self._packed or array("q")
+            packed = self._packed or array(_PACKED)
             self._live, self._packed = Counter(dict(zip(packed[::2], packed[1::2], strict=True))), None
         return self._live
 
@@ -68,7 +72,7 @@ class Traffic:
         """The slot counts to read (a sealed bucket stays packed)."""
         if self._live is not None:
             return self._live
-        packed = self._packed or array("q")
+        packed = self._packed or array(_PACKED)
         return dict(zip(packed[::2], packed[1::2], strict=True))
 
     @property
@@ -77,7 +81,8 @@ class Traffic:
 
     def seal(self) -> None:
         if self._live is not None:
-            self._packed = array("q", itertools.chain.from_iterable(sorted(self._live.items())))
+            pairs = sorted((min(low, _PACKED_MAX), min(count, _PACKED_MAX)) for low, count in self._live.items())
+            self._packed = array(_PACKED, itertools.chain.from_iterable(pairs))
             self._live = None
 
     def add(self, other: Traffic) -> None:

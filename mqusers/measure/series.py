@@ -7,9 +7,9 @@ master :meth:`Series.merge`\\ s it, so a bucket's percentiles come from the merg
 from an average of per-worker percentiles.
 
 Bounded: when a series would hold more than ``MAX_BUCKETS`` buckets it doubles its bucket width
-and merges neighbours (a 24 h run ends with 64 s buckets); a bucket more than ``SEAL_AFTER_S``
-older than the newest keeps its latency slots packed in an array (~1 KB, not ~14 KB as a dict: 30
-minutes of seconds cost ~2 MB rather than 25), so memory hardly grows with the run.
+and merges neighbours (a 24 h run ends with 128 s buckets); a bucket more than ``SEAL_AFTER_S``
+older than the newest keeps its latency slots packed in an array (~0.5 KB, not ~14 KB as a dict:
+15 minutes of seconds cost ~0.5 MB rather than 12), so memory hardly grows with the run.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from mqusers.measure.buckets import Load, Traffic, percentile_of, slot
 from mqusers.measure.recorder import Batch
 from mqusers.names import RECEIVE, REQUEST_TYPE, SEND, destination_operation
 
-#: Buckets kept per series before the width doubles: 30 min at 1 s.
-MAX_BUCKETS = 1800
+#: Buckets kept per series before the width doubles: 15 min at 1 s (a 30-minute run has 2 s buckets).
+MAX_BUCKETS = 900
 #: A bucket this much older than the newest gets its slots packed (a late worker's data unpacks it).
 SEAL_AFTER_S = 10
 #: The percentiles the series reports per bucket, and their JSON names.

@@ -11,7 +11,7 @@ import msgpack
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mqusers.measure.buckets import percentile_of, slot, slot_top
+from mqusers.measure.buckets import Traffic, percentile_of, slot, slot_top
 from mqusers.measure.recorder import Batch
 from mqusers.measure.series import MAX_BUCKETS, SEAL_AFTER_S, Series
 
@@ -109,7 +109,7 @@ def test_a_day_at_one_bucket_per_second_stays_within_the_bound() -> None:
     series = Series()
     for second in range(T0, T0 + 86_400):
         series.add_second("local", second, 10.0, 1.0)
-    assert series.width_s == 64 and len(series.load["local"]) <= MAX_BUCKETS
+    assert series.width_s == 128 and len(series.load["local"]) <= MAX_BUCKETS
 
 
 def test_a_fine_worker_merges_into_a_coarse_master() -> None:
@@ -164,3 +164,9 @@ def test_old_buckets_are_packed_and_a_late_arrival_unpacks_one_without_losing_a_
     assert after["received_per_s"][0] == 4 and after["p99_ms"][0] >= 70.0
     assert after["p50_ms"][1:] == before["p50_ms"][1:] and after["received_per_s"][1:] == before["received_per_s"][1:]
     assert buckets[T0].sealed  # packed again: it is still far behind the newest
+
+
+def test_a_packed_bucket_keeps_4_byte_slots_and_clamps_what_is_beyond() -> None:
+    bucket = Traffic(received=3, latency=Counter({1000: 2, 5_000_000_000: 1}))
+    bucket.seal()
+    assert bucket.sealed and bucket.slots() == {1000: 2, 2**32 - 1: 1}
