@@ -26,6 +26,10 @@ EXTRA_JARS = ("/usr/share/java/xstream.jar", "/usr/share/java/jettison.jar")
 # off every unconsumed message stays on the heap (~22 KB per 20 KB STOMP body):
 # 1g died at ~45,000 such messages; 4g holds a 100,000-message backlog.
 HEAP = os.environ.get("MQUSERS_ACTIVEMQ_HEAP", "4g")
+STATISTICS_PLUGIN = """\
+      <!-- Broker's own counters over messaging; see tests/integration/broker_stats.py -->
+      <statisticsBrokerPlugin/>
+"""
 
 BROKER_XML = """\
 <beans xmlns="http://www.springframework.org/schema/beans"
@@ -65,9 +69,7 @@ BROKER_XML = """\
           uri="stomp+nio://{host}:{stomp}?transport.tcpNoDelay=true"/>
 {tls_connector}    </transportConnectors>
     <plugins>
-      <!-- Broker's own counters over messaging; see tests/integration/broker_stats.py -->
-      <statisticsBrokerPlugin/>
-      <!-- One account so tests can prove a wrong password is refused; anonymous clients
+{statistics}      <!-- One account so tests can prove a wrong password is refused; anonymous clients
            (no login header) keep working. A local test broker's credential, not a secret. -->
       <simpleAuthenticationPlugin anonymousAccessAllowed="true">
         <users>
@@ -154,6 +156,12 @@ class Store:
     logging: str = ""  # further log4j.properties lines, e.g. a lock's DEBUG messages
 
 
+def statistics_enabled() -> bool:
+    """MQUSERS_ACTIVEMQ_STATISTICS=off leaves the statistics plugin out: a broker as many run in
+    production, on which mqusers' statistics source must say what is missing."""
+    return os.environ.get("MQUSERS_ACTIVEMQ_STATISTICS", "on").strip().lower() != "off"
+
+
 def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: Store | None = None) -> Path:
     """Write conf/activemq.xml and conf/log4j.properties; return the XML path.
 
@@ -184,6 +192,7 @@ def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: 
         openwire=ctx.ports["openwire"],
         stomp=ctx.ports["stomp"],
         flow_policy=FLOW_POLICY if flow_control else "",
+        statistics=STATISTICS_PLUGIN if statistics_enabled() else "",
     )
     (conf / "activemq.xml").write_text(xml)
     logging = store.logging if store is not None else ""

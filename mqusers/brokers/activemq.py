@@ -1,0 +1,300 @@
+"""ActiveMQ Classic's own figures, asked over STOMP of its statistics plugin.
+
+Debian's ActiveMQ has no web console, Jolokia or REST API, and JMX needs a connector opened on
+purpose; the ``<statisticsBrokerPlugin/>`` answers over the messaging port the load already uses.
+A request is an empty SEND to ``ActiveMQ.Statistics.Broker`` or
+``ActiveMQ.Statistics.Destination.<name>`` with a ``reply-to``; the answer is a MapMessage, which
+the subscription's ``transformation:jms-map-json`` turns into JSON (the broker needs XStream and
+Jettison on its classpath for that).
+
+One long-lived connection through mqusers' own client, with a ``fire`` that never reaches
+Locust: the broker's figures are not requests of the test. Every call is bounded by ``timeout``
+(connecting included); a call that failed drops the connection and the next one connects again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import time
+from collections.abc import Mapping
+from typing import Any, cast
+
+import gevent
+from gevent.event import Event
+from gevent.lock import Semaphore
+
+from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsError
+from mqusers.client import ClientConfig, MqError, StompClient
+from mqusers.connection import Transport
+from mqusers.wire import Headers, unescape
+
+BROKER_QUERY = "/queue/ActiveMQ.Statistics.Broker"
+DESTINATION_PREFIX = "ActiveMQ.Statistics.Destination."
+#: A request header that makes the plugin end a destination query's replies with an empty map, so
+#: "no such destination" is an answer rather than a timeout. Older brokers ignore it: there a query
+#: ends at the timeout, with what arrived by then.
+END_WITH_EMPTY_MAP = "ActiveMQ.Statistics.Destination.List.End.With.Null"
+#: A temporary queue of the connection: its replies reach nobody else and vanish with it.
+REPLY_TO = "/temp-queue/mqusers-statistics"
+#: Lifetime of a request the plugin did not take (ms).
+REQUEST_TTL_MS = 60_000
+PLUGIN_HINT = "enable the statistics plugin (<statisticsBrokerPlugin/> in activemq.xml's <plugins>)"
+
+MapValue = int | float | str | bool
+_WHOLE = frozenset({"long", "int", "short", "byte"})
+_REAL = frozenset({"double", "float"})
+
+
+def parse_map_json(body: bytes | str) -> dict[str, MapValue]:
+    """A MapMessage as ActiveMQ's ``jms-map-json`` renders it (XStream through Jettison).
+
+    ``{"map": {"entry": [{"string": "size", "long": 3}, {"string": ["brokerName", "b1"]}]}}``:
+    each entry holds its key under ``string`` and its value under its Java type; a string value
+    shares the ``string`` field with its key, as a two-item list. Jettison writes a lone entry as an
+    object instead of a list, and an empty map as ``{"map": ""}``.
+    """
+    try:
+        document = json.loads(body)
+    except ValueError as error:
+        raise ValueError(f"the statistics reply is not JSON ({error})") from None
+    entries: Any = document.get("map") if isinstance(document, dict) else None
+    if not entries:
+        return {}
+    if not isinstance(entries, dict):
+        text = body if isinstance(body, str) else body.decode("utf-8", "replace")
+        raise ValueError(f"the statistics reply is not a map: {text[:120]}")
+    listed = entries.get("entry", [])
+    result: dict[str, MapValue] = {}
+    for entry in listed if isinstance(listed, list) else [listed]:
+        key, value = _map_entry(entry)
+        result[key] = value
+    return result
+
+
+def _map_entry(entry: Any) -> tuple[str, MapValue]:
+    if not isinstance(entry, dict) or "string" not in entry:
+        raise ValueError(f"unexpected map entry in the statistics reply: {entry!r}")
+    named = entry["string"]
+    if isinstance(named, list):  # a string value: [key, value] (a null or empty value may be missing)
+        return str(named[0]), "" if len(named) < 2 or named[1] is None else str(named[1])
+    for java_type, raw in entry.items():
+        if java_type in _WHOLE:
+            return str(named), int(raw)
+        if java_type in _REAL:
+            return str(named), float(raw)
+        if java_type == "boolean":
+            return str(named), raw in (True, "true")
+    return str(named), ""
+
+
+def _numbers(stats: Mapping[str, MapValue], table: tuple[tuple[str, str], ...], kind: type) -> dict[str, Any]:
+    """``{field: kind(stats[key])}`` for each (field, key) of ``table`` whose value is a number."""
+    return {
+        field: kind(stats[key])
+        for field, key in table
+        if isinstance(stats.get(key), int | float) and not isinstance(stats.get(key), bool)
+    }
+
+
+#: (BrokerFigures field, the plugin's key)
+_BROKER_PERCENTS = (("memory_percent", "memoryPercentUsage"), ("store_percent", "storePercentUsage"),
+                    ("temp_percent", "tempPercentUsage"))  # fmt: skip
+#: (DestinationFigures field, the plugin's key)
+_DESTINATION_COUNTS = (
+    ("enqueued", "enqueueCount"), ("dequeued", "dequeueCount"), ("dispatched", "dispatchCount"),
+    ("expired", "expiredCount"), ("depth", "size"), ("unacked", "inflightCount"),
+    ("consumers", "consumerCount"), ("producers", "producerCount"),
+)  # fmt: skip
+
+
+def broker_figures(stats: Mapping[str, MapValue]) -> BrokerFigures:
+    """The plugin's ``ActiveMQ.Statistics.Broker`` map as :class:`BrokerFigures`.
+
+    The plugin reports no connection count, so ``connections`` is left out. ``memory_bytes`` is
+    the message memory counted against ``<memoryUsage>`` (what ``memory_percent`` is a percent of),
+    not the JVM's heap (see :mod:`mqusers.brokers.jvm`).
+    """
+    figures = {**_numbers(stats, _BROKER_PERCENTS, float), **_numbers(stats, (("memory_bytes", "memoryUsage"),), int)}
+    return cast(BrokerFigures, figures)
+
+
+def destination_figures(stats: Mapping[str, MapValue]) -> DestinationFigures:
+    """One ``ActiveMQ.Statistics.Destination.<name>`` map as :class:`DestinationFigures`.
+
+    enqueueCount counts a topic's publish once; dispatchCount and dequeueCount count per
+    subscriber; size (``depth``) includes inflightCount (``unacked``: dispatched, not acknowledged).
+    """
+    figures = {
+        **_numbers(stats, _DESTINATION_COUNTS, int),
+        **_numbers(stats, (("memory_percent", "memoryPercentUsage"),), float),
+    }
+    return cast(DestinationFigures, figures)
+
+
+def destination_query(destination: str) -> tuple[str, str] | None:
+    """Where to ask about ``/queue/NAME`` or ``/topic/NAME``, and the name its reply carries.
+
+    The plugin looks the name up as a destination of the request's own kind, so a topic is asked
+    for on a topic. The name is an ActiveMQ wildcard pattern (``*``, ``>``), hence the reply's
+    ``destinationName`` (``queue://NAME``) picks the exact one. None for any other form
+    (``/temp-queue/...``): the plugin cannot be asked about those by name.
+    """
+    for kind in ("queue", "topic"):
+        prefix = f"/{kind}/"
+        if destination.startswith(prefix) and len(destination) > len(prefix):
+            name = destination[len(prefix) :]
+            return f"/{kind}/{DESTINATION_PREFIX}{name}", f"{kind}://{name}"
+    return None
+
+
+@dataclasses.dataclass
+class _Pending:
+    """The replies to one request: one map (the broker), or maps until an empty one (destinations)."""
+
+    until_empty: bool
+    maps: list[dict[str, MapValue]] = dataclasses.field(default_factory=list)
+    failure: str | None = None
+    done: Event = dataclasses.field(default_factory=Event)
+
+
+class ActiveMQStatistics:
+    """:class:`~mqusers.brokers.model.Source` for ActiveMQ Classic, over STOMP, with the credentials
+    of ``config`` (the load's). ``transport`` as for :class:`~mqusers.client.StompClient`."""
+
+    name = "activemq"
+
+    def __init__(self, config: ClientConfig, *, timeout: float = 5.0, transport: Transport | None = None) -> None:
+        # No client-id: the load's durable subscribers may hold it, and ActiveMQ refuses a second.
+        self.config = dataclasses.replace(config, timeout=timeout, client_id=None)
+        self.timeout = timeout
+        self._transport = transport
+        self._client: StompClient | None = None
+        self._connecting = Semaphore()
+        self._pending: dict[bytes, _Pending] = {}
+        self._ids = itertools.count(1)
+        #: The last failure the client reported through ``fire`` (e.g. an unclaimed ERROR frame).
+        self._last_error: str | None = None
+        #: The plugin has answered before: silence is then no proof that it is missing.
+        self._answered = False
+
+    def broker(self) -> BrokerFigures:
+        replies = self._ask(BROKER_QUERY, {}, until_empty=False)
+        if not replies:
+            raise MetricsError(f"ActiveMQ at {self.config.address} answered {BROKER_QUERY} with an empty map")
+        return broker_figures(replies[0])
+
+    def destination(self, destination: str) -> DestinationFigures:
+        query = destination_query(destination)
+        if query is None:
+            return DestinationFigures()
+        target, wanted = query
+        for stats in self._ask(target, {END_WITH_EMPTY_MAP: "true"}, until_empty=True):
+            if stats.get("destinationName") == wanted:
+                return destination_figures(stats)
+        return DestinationFigures()
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.disconnect()
+
+    # -- one request -------------------------------------------------------------------------
+
+    def _ask(self, target: str, headers: dict[str, str], *, until_empty: bool) -> list[dict[str, MapValue]]:
+        correlation = b"mq-stats-%d" % next(self._ids)
+        pending = self._pending[correlation] = _Pending(until_empty)
+        where = f"ActiveMQ at {self.config.address}"
+        stage = "CONNECT and SUBSCRIBE"
+        timer = gevent.Timeout(self.timeout)
+        timer.start()
+        try:
+            client = self._connected()
+            stage = "the statistics request (no RECEIPT)"
+            self._last_error = None
+            # The RECEIPT proves the broker took the request: silence after it is the plugin's. Without
+            # the plugin the request stays on a queue of that name: it expires instead of piling up.
+            expires = str(int(time.time() * 1000) + REQUEST_TTL_MS)
+            send = {"destination": target, "reply-to": REPLY_TO, "correlation-id": correlation.decode(),
+                    "expires": expires, **headers}  # fmt: skip
+            client.frame_with_receipt(f"statistics {target}", "SEND", send)
+            stage = "reply"
+            pending.done.wait()
+        except gevent.Timeout as expired:
+            if expired is not timer:
+                raise
+            if stage == "reply" and pending.until_empty and (pending.maps or self._answered):
+                return pending.maps  # a plugin that does not end its replies (an older broker)
+            if stage != "reply":
+                self._drop()
+            raise MetricsError(self._silence(where, stage, target)) from None
+        except MqError as error:
+            self._drop()
+            said = str(error)  # connect failures name the address themselves
+            raise MetricsError(
+                f"ActiveMQ statistics: {said}" if str(self.config.address) in said else f"{where}: {said}"
+            ) from None
+        finally:
+            timer.close()
+            self._pending.pop(correlation, None)
+        if pending.failure is not None:
+            raise MetricsError(f"{where}: {pending.failure}")
+        return pending.maps
+
+    def _silence(self, where: str, stage: str, target: str) -> str:
+        """The error line for a call that ran out of time at ``stage``."""
+        if stage != "reply":
+            return f"{where} did not answer {stage} within {self.timeout:g}s"
+        # The broker took the request (RECEIPT) but nothing answered it: no plugin intercepts it.
+        said = f" (the broker said: {self._last_error})" if self._last_error else ""
+        asked = target.split("/", 2)[2]
+        return f"{where} does not answer {asked} within {self.timeout:g}s{said}: {PLUGIN_HINT}"
+
+    def _connected(self) -> StompClient:
+        with self._connecting:  # concurrent first calls share one connection
+            if self._client is not None and self._client.connected:
+                return self._client
+            self._drop()
+            client = StompClient(self.config, self._fire, transport=self._transport)
+            self._client = client
+            client.connect()
+            server = client.server.lower()
+            if "rabbitmq" in server or "artemis" in server:
+                self._drop()
+                raise MqError(f"the broker is {client.server}, not ActiveMQ Classic: it has no statistics plugin")
+            client.subscribe(REPLY_TO, self._take_reply, ack="auto", headers={"transformation": "jms-map-json"})
+            return client
+
+    def _drop(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.abort()
+
+    def _fire(self, **event: Any) -> None:
+        # Never Locust's: only the reason of a failure is kept, for the error line.
+        exception = event.get("exception")
+        if exception is not None:
+            self._last_error = str(exception)
+
+    def _take_reply(self, headers: Headers, body: bytes, received_ns: int) -> None:
+        self._answered = True
+        pending = self._pending.get(unescape(headers.get(b"correlation-id", b"")))
+        if pending is None:
+            return  # the reply to a request that gave up waiting
+        failed = headers.get(b"transformation-error")
+        if failed is not None:
+            reason = unescape(failed).decode("utf-8", "replace")
+            pending.failure = (f"the statistics reply could not be turned into JSON ({reason}): "
+                               "put xstream.jar and jettison.jar on the broker's classpath")  # fmt: skip
+        else:
+            try:
+                stats = parse_map_json(body)
+            except ValueError as error:
+                pending.failure = str(error)
+            else:
+                if stats:
+                    pending.maps.append(stats)
+                if stats and pending.until_empty:
+                    return
+        pending.done.set()

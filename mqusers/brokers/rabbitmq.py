@@ -1,0 +1,234 @@
+"""RabbitMQ's own figures, from its management HTTP API (the ``rabbitmq_management`` plugin).
+
+``requests`` (Locust's own dependency) cooperates under gevent's patching; one keep-alive session,
+every call bounded by ``timeout`` as a whole. The API refreshes its figures every
+``collect_statistics_interval`` (5 s by default), so they lag the load by up to that much.
+
+Destinations, as RabbitMQ's STOMP plugin maps them:
+
+- ``/queue/NAME`` and ``/amq/queue/NAME``: the queue NAME, every figure.
+- ``/topic/KEY`` (and ``/exchange/EX/KEY``): no queue holds the topic: each subscriber has its own
+  queue bound to ``amq.topic`` (EX) with routing key KEY. Reported: the sum of those queues' depth,
+  unacked, consumers, deliver and ack rates, and the publish rate of one of them (each gets every
+  message published on KEY). Counters (enqueued, dequeued, dispatched) are left out: subscriber
+  queues come and go with their subscribers, so a sum of their counters is no counter. An exchange's
+  own totals cover every routing key, so they are not reported per topic either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import gevent
+import requests
+
+from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsError
+from mqusers.parsing import BrokerAddress
+
+MANAGEMENT_PORT = 15672
+#: What a queue listing needs, so a broker with many queues sends little.
+_QUEUE_COLUMNS = "name,messages,messages_unacknowledged,consumers,message_stats"
+
+
+def management_url(address: BrokerAddress, port: int = MANAGEMENT_PORT) -> str:
+    """The management API beside the first STOMP host: ``http://HOST:15672``."""
+    host = address.hosts[0][0]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _count(stats: dict[str, Any], key: str) -> int:
+    # message_stats holds a counter only once its first event happened: absent is zero.
+    return int(stats.get(key) or 0)
+
+
+def _rate(stats: dict[str, Any], key: str) -> float:
+    return float((stats.get(f"{key}_details") or {}).get("rate") or 0.0)
+
+
+def queue_figures(queue: dict[str, Any]) -> DestinationFigures:
+    """One queue of the API (``/api/queues/VHOST/NAME``) as :class:`DestinationFigures`.
+
+    dequeued = ack + deliver_no_ack + get_no_ack: the messages consumers took off the queue;
+    dispatched = deliver_get: every delivery, acknowledged or not, redeliveries included. Depth,
+    unacked and consumers are left out while the API has not emitted them for a new queue.
+    ``messages_ready`` is depth - unacked.
+    """
+    stats = queue.get("message_stats") or {}
+    figures = DestinationFigures(
+        enqueued=_count(stats, "publish"),
+        dequeued=_count(stats, "ack") + _count(stats, "deliver_no_ack") + _count(stats, "get_no_ack"),
+        dispatched=_count(stats, "deliver_get"),
+        publish_rate=_rate(stats, "publish"),
+        deliver_rate=_rate(stats, "deliver_get"),
+        ack_rate=_rate(stats, "ack"),
+    )
+    if isinstance(queue.get("messages"), int):
+        figures["depth"] = queue["messages"]
+    if isinstance(queue.get("messages_unacknowledged"), int):
+        figures["unacked"] = queue["messages_unacknowledged"]
+    if isinstance(queue.get("consumers"), int):
+        figures["consumers"] = queue["consumers"]
+    return figures
+
+
+def subscriber_figures(queues: list[dict[str, Any]]) -> DestinationFigures:
+    """A topic's figures from its subscribers' queues (see the module's docstring)."""
+    if not queues:
+        return DestinationFigures()
+    each = [queue_figures(queue) for queue in queues]
+    return DestinationFigures(
+        depth=sum(figures.get("depth", 0) for figures in each),
+        unacked=sum(figures.get("unacked", 0) for figures in each),
+        consumers=sum(figures.get("consumers", 0) for figures in each),
+        publish_rate=max(figures.get("publish_rate", 0.0) for figures in each),
+        deliver_rate=sum(figures.get("deliver_rate", 0.0) for figures in each),
+        ack_rate=sum(figures.get("ack_rate", 0.0) for figures in each),
+    )
+
+
+def broker_figures(overview: dict[str, Any], nodes: list[dict[str, Any]]) -> BrokerFigures:
+    """``/api/overview`` and ``/api/nodes`` as :class:`BrokerFigures`.
+
+    On a cluster: memory bytes summed, ``memory_percent`` (of the high watermark) the highest node's
+    (the first to block publishers), file descriptors those of the node using the largest share,
+    ``alarms`` ("memory", "disk") raised on any node: RabbitMQ then blocks publishers cluster-wide.
+    """
+    figures = BrokerFigures(alarms=[])
+    connections = (overview.get("object_totals") or {}).get("connections")
+    if isinstance(connections, int):
+        figures["connections"] = connections
+    running = [node for node in nodes if node.get("running", True) and isinstance(node.get("mem_used"), int)]
+    if running:
+        figures["memory_bytes"] = sum(int(node["mem_used"]) for node in running)
+        limited = [node for node in running if node.get("mem_limit")]
+        if limited:
+            figures["memory_percent"] = max(100.0 * node["mem_used"] / node["mem_limit"] for node in limited)
+        with_fds = [node for node in running if node.get("fd_total")]
+        if with_fds:
+            busiest = max(with_fds, key=lambda node: int(node.get("fd_used") or 0) / int(node["fd_total"]))
+            figures["fd_used"] = int(busiest.get("fd_used") or 0)
+            figures["fd_total"] = int(busiest["fd_total"])
+    if any(node.get("mem_alarm") for node in nodes):
+        figures["alarms"].append("memory")
+    if any(node.get("disk_free_alarm") for node in nodes):
+        figures["alarms"].append("disk")
+    return figures
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` fit for an error line: a ``user:password@`` part is dropped."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url.rstrip("/")
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc)).rstrip("/")
+
+
+def _reason(error: requests.RequestException) -> str:
+    """The few words that matter in requests' nested connection errors ("Connection refused")."""
+    found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(error))
+    return found.group(1).strip() if found else type(error).__name__
+
+
+class RabbitManagement:
+    """:class:`~mqusers.brokers.model.Source` for RabbitMQ: the management API at ``url`` (e.g.
+    :func:`management_url`) as ``user``; ``vhost`` is the one the load's destinations live in."""
+
+    name = "rabbitmq"
+
+    def __init__(self, url: str, user: str, password: str, *, vhost: str = "/", timeout: float = 5.0) -> None:
+        self.url = url.rstrip("/")
+        self.user = user
+        self.vhost = vhost
+        self.timeout = timeout
+        self._shown = _without_credentials(url)
+        self._session = requests.Session()
+        self._session.auth = (user, password)
+
+    def broker(self) -> BrokerFigures:
+        overview = self._get("overview")
+        nodes = self._get("nodes")
+        if not isinstance(overview, dict) or not isinstance(nodes, list):
+            raise MetricsError(f"RabbitMQ management at {self._shown} answered /api/overview or /api/nodes oddly")
+        return broker_figures(overview, nodes)
+
+    def destination(self, destination: str) -> DestinationFigures:
+        vhost = quote(self.vhost, safe="")
+        for prefix in ("/queue/", "/amq/queue/"):
+            if destination.startswith(prefix) and len(destination) > len(prefix):
+                queue = self._get(f"queues/{vhost}/{quote(destination[len(prefix) :], safe='')}")
+                return queue_figures(queue) if isinstance(queue, dict) else DestinationFigures()
+        bound = _topic_binding(destination)
+        if bound is None:
+            return DestinationFigures()  # a temporary or reply queue: nothing to ask about by name
+        exchange, key = bound
+        bindings = self._get(f"exchanges/{vhost}/{quote(exchange, safe='')}/bindings/source") or []
+        names = {
+            binding.get("destination")
+            for binding in bindings
+            if binding.get("destination_type") == "queue" and binding.get("routing_key") == key
+        }
+        if not names:
+            return DestinationFigures()  # no subscriber: no queue holds anything of the topic
+        queues = self._get(f"queues/{vhost}", columns=_QUEUE_COLUMNS) or []
+        return subscriber_figures([queue for queue in queues if queue.get("name") in names])
+
+    def close(self) -> None:
+        self._session.close()
+
+    def _get(self, path: str, **params: str) -> Any:
+        """The JSON of ``GET /api/PATH``; None when the API answers 404 (no such queue)."""
+        where = f"RabbitMQ management at {self._shown}"
+        timer = gevent.Timeout(self.timeout)  # requests' own timeout bounds each socket read, not the call
+        timer.start()
+        try:
+            response = self._session.get(f"{self.url}/api/{path}", params=params, timeout=self.timeout)
+            body = response.json() if response.status_code == 200 else None
+        except gevent.Timeout as expired:
+            if expired is not timer:
+                raise
+            self._reset()
+            raise MetricsError(f"{where} did not answer within {self.timeout:g}s") from None
+        except requests.Timeout:
+            self._reset()
+            raise MetricsError(f"{where} did not answer within {self.timeout:g}s") from None
+        except requests.ConnectionError as error:
+            self._reset()
+            raise MetricsError(f"{where} is unreachable ({_reason(error)})") from None
+        except (requests.RequestException, ValueError) as error:
+            self._reset()
+            raise MetricsError(f"{where} did not answer /api/{path} with JSON ({type(error).__name__})") from None
+        finally:
+            timer.close()
+        status = response.status_code
+        if status == 401:
+            raise MetricsError(f"{where} refused the credentials (user {self.user})")
+        if status == 403:
+            needs = f"the monitoring tag and access to vhost {self.vhost}"
+            raise MetricsError(f"{where} refused user {self.user} access to /api/{path} (HTTP 403): it needs {needs}")
+        if status == 404:
+            return None
+        if status != 200:
+            raise MetricsError(f"{where} answered HTTP {status} to /api/{path}")
+        return body
+
+    def _reset(self) -> None:
+        # A call cut short may leave a half-read response in the pool: start the next one afresh.
+        self._session.close()
+        auth = self._session.auth
+        self._session = requests.Session()
+        self._session.auth = auth
+
+
+def _topic_binding(destination: str) -> tuple[str, str] | None:
+    """``/topic/KEY`` -> ("amq.topic", KEY); ``/exchange/EX/KEY`` -> (EX, KEY); else None."""
+    if destination.startswith("/topic/") and len(destination) > len("/topic/"):
+        return "amq.topic", destination[len("/topic/") :]
+    if destination.startswith("/exchange/"):
+        exchange, _, key = destination[len("/exchange/") :].partition("/")
+        if exchange and key:
+            return exchange, key
+    return None

@@ -1,0 +1,294 @@
+"""mqusers' broker-metrics sources against the real brokers: what they report equals the brokers' own
+counters as ``broker_stats`` reads them independently (stomp.py, requests; no mqusers code).
+
+Every destination gets N messages from plain stomp.py; one consumer with a prefetch of PREFETCH
+acknowledges ACKED of them, so the broker has dispatched PREFETCH + ACKED, holds N - ACKED and
+waits for PREFETCH acknowledgements: each counter differs from the others.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import stomp
+
+import services
+from mqusers.brokers.activemq import ActiveMQStatistics
+from mqusers.brokers.jvm import JvmProbe
+from mqusers.brokers.model import DestinationFigures, MetricsError
+from mqusers.brokers.rabbitmq import RabbitManagement, management_url
+from mqusers.client import ClientConfig
+from mqusers.parsing import parse_broker_url
+from tests.integration import broker_stats
+from tests.integration.conftest import ROOT
+
+N, PREFETCH, ACKED = 10, 4, 2
+ACTIVEMQ = services.PORTS["activemq"]["stomp"]
+RABBITMQ = services.PORTS["rabbitmq"]["stomp"]
+MANAGEMENT = services.PORTS["rabbitmq"]["management"]
+PREFETCH_HEADER = {ACTIVEMQ: "activemq.prefetchSize", RABBITMQ: "prefetch-count"}
+
+
+def config(port: int, **kwargs: Any) -> ClientConfig:
+    return ClientConfig(parse_broker_url(f"stomp://127.0.0.1:{port}"), **kwargs)
+
+
+def connection(port: int) -> stomp.Connection12:
+    conn = stomp.Connection12([("127.0.0.1", port)], heartbeats=(0, 0), vhost="/")
+    if port == RABBITMQ:
+        conn.connect("guest", "guest", wait=True)
+    else:
+        conn.connect(wait=True)
+    return conn
+
+
+def send(port: int, destination: str, count: int = N) -> None:
+    conn = connection(port)
+    for seq in range(count):
+        conn.send(destination, f"message {seq}")
+    conn.disconnect()  # waits for the DISCONNECT's receipt: every SEND was read
+
+
+class Consumer(stomp.ConnectionListener):  # type: ignore[misc]
+    """Client-individual acks; acknowledges the first ``acks`` deliveries once ``prefetch`` arrived.
+    Made once the broker confirmed the subscription, so a topic's messages sent next reach it."""
+
+    def __init__(self, port: int, destination: str, prefetch: int, acks: int, headers: dict[str, str] | None = None):
+        self.acks: list[str] = []
+        self.prefetch, self.to_ack = prefetch, acks
+        self.subscribed = threading.Event()
+        self.conn = connection(port)
+        self.conn.set_listener("consumer", self)
+        headers = {PREFETCH_HEADER[port]: str(prefetch), "receipt": "subscribed", **(headers or {})}
+        self.conn.subscribe(destination, id="c", ack="client-individual", headers=headers)
+        assert self.subscribed.wait(10), f"no RECEIPT for the SUBSCRIBE to {destination}"
+
+    def on_receipt(self, frame: Any) -> None:
+        if frame.headers.get("receipt-id") == "subscribed":
+            self.subscribed.set()
+
+    def on_message(self, frame: Any) -> None:
+        self.acks.append(frame.headers["ack"])
+        if len(self.acks) == self.prefetch:
+            for ack in self.acks[: self.to_ack]:
+                self.conn.ack(ack)
+
+    def close(self) -> None:
+        self.conn.disconnect()
+
+
+@pytest.fixture
+def consumers() -> Iterator[list[Consumer]]:
+    made: list[Consumer] = []
+    yield made
+    for consumer in made:
+        consumer.close()
+
+
+def settle(ours: Callable[[], dict[str, Any]], theirs: Callable[[], dict[str, Any]], expected: dict[str, Any]) -> None:
+    """Wait until both readers agree and show ``expected``; fail with both readings otherwise."""
+    seen: list[dict[str, Any]] = [{}, {}]
+
+    def agree() -> bool:
+        seen[:] = [ours(), theirs()]
+        return seen[0] == seen[1] and expected.items() <= seen[1].items()
+
+    assert broker_stats.wait_for(agree, timeout=15), f"ours {seen[0]} theirs {seen[1]} expected {expected}"
+
+
+# -------------------------------------------------------------------------- ActiveMQ
+
+
+def activemq_counters(destination: str) -> dict[str, Any]:
+    stats = broker_stats.activemq_destination_stats(ACTIVEMQ, destination)
+    keys = {"enqueued": "enqueueCount", "dequeued": "dequeueCount", "dispatched": "dispatchCount",
+            "expired": "expiredCount", "depth": "size", "unacked": "inflightCount", "consumers": "consumerCount",
+            "producers": "producerCount"}  # fmt: skip
+    return {**{ours: stats[key] for ours, key in keys.items()}, "memory_percent": float(stats["memoryPercentUsage"])}
+
+
+@pytest.fixture
+def activemq() -> Iterator[ActiveMQStatistics]:
+    services.start("activemq")
+    source = ActiveMQStatistics(config(ACTIVEMQ))
+    yield source
+    source.close()
+
+
+@pytest.mark.activemq
+def test_activemq_queue_figures_equal_the_brokers_counters(
+    activemq: ActiveMQStatistics, destination: Callable[[str], str], consumers: list[Consumer]
+) -> None:
+    queue = destination("queue")
+    consumers.append(Consumer(ACTIVEMQ, queue, PREFETCH, ACKED))
+    send(ACTIVEMQ, queue)
+    expected = {"enqueued": N, "dispatched": PREFETCH + ACKED, "dequeued": ACKED, "unacked": PREFETCH,
+                "depth": N - ACKED, "consumers": 1}  # fmt: skip
+    settle(lambda: dict(activemq.destination(queue)), lambda: activemq_counters(queue), expected)
+
+
+@pytest.mark.activemq
+def test_activemq_topic_figures_equal_the_brokers_counters(
+    activemq: ActiveMQStatistics, destination: Callable[[str], str], consumers: list[Consumer]
+) -> None:
+    topic = destination("topic")
+    consumers.extend(Consumer(ACTIVEMQ, topic, N, N) for _ in range(2))
+    send(ACTIVEMQ, topic)
+    # A topic counts a publish once and a delivery per subscriber.
+    expected = {"enqueued": N, "dispatched": 2 * N, "dequeued": 2 * N, "consumers": 2}
+    settle(lambda: dict(activemq.destination(topic)), lambda: activemq_counters(topic), expected)
+    assert activemq.destination(destination("topic")) == {}  # a topic nobody used
+
+
+@pytest.mark.activemq
+def test_activemq_broker_figures_are_plausible(activemq: ActiveMQStatistics) -> None:
+    figures = activemq.broker()
+    assert set(figures) == {"memory_percent", "store_percent", "temp_percent", "memory_bytes"}
+    assert 0 <= figures["memory_percent"] <= 100 and 0 <= figures["store_percent"] <= 100
+    assert 0 <= figures["temp_percent"] <= 100 and figures["memory_bytes"] >= 0
+
+
+@pytest.mark.activemq
+def test_activemq_with_a_wrong_password_is_one_line_without_it() -> None:
+    services.start("activemq")
+    source = ActiveMQStatistics(config(ACTIVEMQ, user="mqusers", password="not-the-password"), timeout=5)
+    with pytest.raises(MetricsError) as refused:
+        source.broker()
+    assert str(refused.value).startswith(f"ActiveMQ statistics: broker at stomp://127.0.0.1:{ACTIVEMQ} refused")
+    assert "not-the-password" not in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.activemq
+def test_the_activemq_jvm_figures_are_plausible() -> None:
+    services.start("activemq")
+    probe = JvmProbe(services.pid("activemq"))
+    first = probe.sample()
+    time.sleep(0.5)
+    second = probe.sample()
+    for figures in (first, second):
+        assert 0 < figures["heap_used_mb"] <= figures["heap_committed_mb"]
+        assert figures["threads"] > 10
+        assert figures["gc_count"] >= 0 and figures["gc_seconds"] >= 0
+        assert figures["cpu_percent"] >= 0
+    assert second["gc_count"] >= first["gc_count"]
+    with pytest.raises(MetricsError, match=rf"^jstat -gc {os.getpid()} failed \(exit 1\): .*{os.getpid()} not found"):
+        JvmProbe(os.getpid()).sample()  # a process, but no JVM
+
+
+def services_cli(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "services", *argv], capture_output=True, text=True, timeout=180,
+                          cwd=ROOT, env={**os.environ, **env})  # fmt: skip
+
+
+@pytest.mark.activemq
+def test_an_activemq_without_the_statistics_plugin_is_one_clear_line(tmp_path: Path) -> None:
+    # A broker of its own (own folder, shifted ports, small heap), stopped at the end: the shared one keeps its plugin.
+    own = {"MQUSERS_SERVICES_DIR": str(tmp_path / "services"), "MQUSERS_PORT_OFFSET": "1900",
+           "MQUSERS_ACTIVEMQ_STATISTICS": "off", "MQUSERS_ACTIVEMQ_HEAP": "512m"}  # fmt: skip
+    port = 61613 + 1900
+    try:
+        started = services_cli("start", "activemq", env=own)
+        assert started.returncode == 0, started.stderr
+        assert "<statisticsBrokerPlugin/>" not in (tmp_path / "services/activemq/conf/activemq.xml").read_text()
+        source = ActiveMQStatistics(config(port), timeout=2)
+        with pytest.raises(MetricsError) as missing:
+            source.broker()
+        assert str(missing.value) == (
+            f"ActiveMQ at stomp://127.0.0.1:{port} does not answer ActiveMQ.Statistics.Broker within 2s: enable the "
+            "statistics plugin (<statisticsBrokerPlugin/> in activemq.xml's <plugins>)"
+        )
+        with pytest.raises(MetricsError, match=r"does not answer ActiveMQ\.Statistics\.Destination\.x within 2s"):
+            source.destination("/topic/x")
+        source.close()
+    finally:
+        stopped = services_cli("stop", "activemq", env=own)
+    assert stopped.stdout.startswith("activemq: stopped"), stopped
+
+
+# -------------------------------------------------------------------------- RabbitMQ
+
+
+def rabbitmq_counters(*queues: str) -> dict[str, Any]:
+    """broker_stats' figures of ``queues`` (summed when several: a topic's subscriber queues)."""
+    each = [broker_stats.rabbitmq_queue_stats(MANAGEMENT, queue) for queue in queues]
+    total = {key: sum(stats[key] for stats in each) for key in each[0]}
+    figures = {"depth": total["messages"], "unacked": total["messages_unacknowledged"], "consumers": total["consumers"]}
+    if len(queues) == 1:
+        figures.update(enqueued=total["publish"], dequeued=total["ack"] + total["deliver_no_ack"],
+                       dispatched=total["deliver_get"])  # fmt: skip
+    return figures
+
+
+def without_rates(figures: DestinationFigures) -> dict[str, Any]:
+    rates = ("publish_rate", "deliver_rate", "ack_rate")
+    assert all(figures[rate] >= 0 for rate in rates if rate in figures)  # type: ignore[literal-required]
+    return {key: value for key, value in figures.items() if key not in rates}
+
+
+@pytest.fixture
+def rabbit() -> Iterator[RabbitManagement]:
+    services.start("rabbitmq")
+    source = RabbitManagement(f"http://127.0.0.1:{MANAGEMENT}", "guest", "guest")
+    yield source
+    source.close()
+
+
+@pytest.mark.rabbitmq
+def test_rabbitmq_queue_figures_equal_the_brokers_counters(
+    rabbit: RabbitManagement, destination: Callable[[str], str], consumers: list[Consumer]
+) -> None:
+    queue = destination("queue")
+    consumers.append(Consumer(RABBITMQ, queue, PREFETCH, ACKED))
+    send(RABBITMQ, queue)
+    expected = {"enqueued": N, "dispatched": PREFETCH + ACKED, "dequeued": ACKED, "unacked": PREFETCH,
+                "depth": N - ACKED, "consumers": 1}  # fmt: skip
+    name = queue.split("/")[-1]
+    settle(lambda: without_rates(rabbit.destination(queue)), lambda: rabbitmq_counters(name), expected)
+    assert without_rates(rabbit.destination(f"/amq/queue/{name}")) == rabbitmq_counters(name)
+
+
+@pytest.mark.rabbitmq
+def test_rabbitmq_topic_figures_sum_the_subscribers_queues(
+    rabbit: RabbitManagement, destination: Callable[[str], str], consumers: list[Consumer]
+) -> None:
+    topic = destination("topic")
+    key = topic.split("/")[-1]
+    # Named subscriber queues (x-queue-name), so the independent reader knows which to add up.
+    names = [f"{key}.sub{index}" for index in (1, 2)]
+    consumers.extend(Consumer(RABBITMQ, topic, PREFETCH, 0, {"x-queue-name": name}) for name in names)
+    send(RABBITMQ, topic)
+    expected = {"depth": 2 * N, "unacked": 2 * PREFETCH, "consumers": 2}
+    settle(lambda: without_rates(rabbit.destination(topic)), lambda: rabbitmq_counters(*names), expected)
+    assert rabbit.destination(destination("topic")) == {}  # nobody subscribed
+
+
+@pytest.mark.rabbitmq
+def test_rabbitmq_broker_figures_are_plausible(
+    rabbit: RabbitManagement, destination: Callable[[str], str], consumers: list[Consumer]
+) -> None:
+    consumers.append(Consumer(RABBITMQ, destination("queue"), 1, 0))  # one connection at least
+    # The API counts it at its next statistics emission.
+    assert broker_stats.wait_for(lambda: rabbit.broker()["connections"] >= 1)
+    figures = rabbit.broker()
+    assert 0 < figures["memory_percent"] < 100 and figures["memory_bytes"] > 0
+    assert 0 < figures["fd_used"] <= figures["fd_total"]
+    assert figures["alarms"] == []
+
+
+@pytest.mark.rabbitmq
+def test_rabbitmq_management_refusing_the_password_is_one_line_without_it() -> None:
+    services.start("rabbitmq")
+    url = management_url(parse_broker_url(f"stomp://127.0.0.1:{RABBITMQ}"), MANAGEMENT)
+    source = RabbitManagement(url, "guest", "not-the-password")
+    with pytest.raises(MetricsError) as refused:
+        source.broker()
+    assert str(refused.value) == f"RabbitMQ management at {url} refused the credentials (user guest)"
+    source.close()
