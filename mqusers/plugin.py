@@ -20,7 +20,8 @@ from typing import Any
 
 import gevent
 
-from mqusers import lifecycle, webui
+from mqusers import brokerwatch, lifecycle, webui
+from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain, DrainOutcome
 from mqusers.failover import failover_document
@@ -29,6 +30,7 @@ from mqusers.htmlreport import write_html
 from mqusers.measure.audit import Audit
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.options import Settings, add_arguments, read_settings
+from mqusers.optionspec import register
 from mqusers.parsing import OptionError
 from mqusers.report import (
     RunFacts,
@@ -65,7 +67,9 @@ def _fail(message: str) -> None:
 
 @events.init_command_line_parser.add_listener
 def _on_parser(parser: Any, **_: Any) -> None:
-    add_influx_arguments(add_arguments(parser))  # one "mqusers" group in --help
+    group = add_arguments(parser)  # one "mqusers" group in --help
+    register(group, BROKER_OPTIONS)
+    add_influx_arguments(group)
 
 
 @events.init.add_listener
@@ -78,6 +82,11 @@ def _on_init(environment: Environment, **_: Any) -> None:
         _fail(str(error))
         return
     options = environment.parsed_options
+    if not isinstance(environment.runner, WorkerRunner):
+        try:
+            brokerwatch.check(options)
+        except OptionError as error:
+            _fail(str(error))
     if options.headless and not isinstance(environment.runner, WorkerRunner):
         problem = _consumers_problem(environment, ctx.settings, getattr(options, "num_users", None))
         if problem:
@@ -165,6 +174,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.started = time.time()
     if not isinstance(environment.runner, WorkerRunner):
         lifecycle.start_faults(ctx, influx.secrets(environment))
+        brokerwatch.start(environment, ctx)
     if ctx.settings.warmup:
         # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
         ctx.book.recording = ctx.series.recording = False
@@ -257,6 +267,7 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
     ctx.health.stop()
     if ctx.faults is not None:
         ctx.faults.stop()
+    brokerwatch.stop(ctx)
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         # A worker sends no stats report between "stop" and "client_stopped"; this message goes
@@ -286,6 +297,7 @@ def _report(environment: Environment, ctx: RunContext) -> None:
         generator=overall(ctx.generators),
         failover=failover_document(ctx.outages.records, ctx.outages.overflow, ctx.series, time.time_ns()),
         faults=ctx.faults.records if ctx.faults is not None else [],
+        broker=brokerwatch.document(ctx),
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series)
     if ctx.book.tallies or ctx.generators:

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 from gevent.event import Event
 
+from mqusers.brokers.model import BrokerSample
+from mqusers.brokers.sampler import BrokerSampler
 from mqusers.client import ClientConfig, MqError
 from mqusers.coordination import Coordinator
 from mqusers.ending import Drain
@@ -131,6 +133,11 @@ class RunContext:
     faults: FaultSchedule | None = None
     #: ``(kind, text, ts_ns)`` listeners: marks on the live dashboards (faults, outages).
     annotations: list[Callable[[str, str, int], None]] = field(default_factory=list)
+    #: The broker's own figures (master or local runner), or why there are none.
+    broker_metrics: BrokerSampler | None = None
+    broker_note: str = ""
+    #: Each broker reading goes to these (the InfluxDB sink).
+    broker_listeners: list[Callable[[BrokerSample], None]] = field(default_factory=list)
     shipping: Shipping = field(init=False)
 
     def __post_init__(self) -> None:

@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 
 import mqusers  # noqa: F401  (its init_command_line_parser listener registers the options)
+from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
+from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.options import OPTIONS as MQ_OPTIONS
 from mqusers.options import Settings, read_settings
 from mqusers.optionspec import Option, env_var
 from mqusers.sinks.settings import OPTIONS as INFLUX_OPTIONS
 from mqusers.sinks.settings import InfluxSettings, read_influx_settings
 
-DECLARED = [*MQ_OPTIONS, *INFLUX_OPTIONS]
+DECLARED = [*MQ_OPTIONS, *BROKER_OPTIONS, *INFLUX_OPTIONS]
 # Every name on the parser that a declaration puts there: the options and their secrets' file options.
 NAMES = [option.name for option in DECLARED] + [option.file for option in DECLARED if option.file]
 
@@ -35,7 +37,9 @@ def parse(parser: LocustArgumentParser, *args: str) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("options", "settings"), [(MQ_OPTIONS, Settings), (INFLUX_OPTIONS, InfluxSettings)], ids=["mq", "influx"]
+    ("options", "settings"),
+    [(MQ_OPTIONS, Settings), (BROKER_OPTIONS, BrokerMetricsSettings), (INFLUX_OPTIONS, InfluxSettings)],
+    ids=["mq", "broker", "influx"],
 )
 def test_every_settings_field_is_filled_by_exactly_one_option(options: tuple[Option, ...], settings: type[Any]) -> None:
     filled = Counter(option.field for option in options)
@@ -45,7 +49,7 @@ def test_every_settings_field_is_filled_by_exactly_one_option(options: tuple[Opt
 
 def test_names_are_unique_and_in_their_own_families() -> None:
     assert len(NAMES) == len(set(NAMES))
-    assert all(option.name.startswith("mq-") for option in MQ_OPTIONS)
+    assert all(option.name.startswith("mq-") for option in [*MQ_OPTIONS, *BROKER_OPTIONS])
     assert all(option.name.startswith("influx-") for option in INFLUX_OPTIONS)
 
 
@@ -79,11 +83,15 @@ def test_every_env_var_reaches_its_option_as_a_string(
 
 def test_the_declared_defaults_read_as_the_settings_defaults(parser: LocustArgumentParser) -> None:
     assert read_settings(parse(parser), None) == Settings()
+    assert read_broker_metrics_settings(parse(parser)) == BrokerMetricsSettings()
     url = "http://127.0.0.1:8086"
     assert read_influx_settings(parse(parser, "--influx-url", url)) == InfluxSettings(url=url)
 
 
-@pytest.mark.parametrize(("options", "settings"), [(MQ_OPTIONS, Settings), (INFLUX_OPTIONS, InfluxSettings)])
+@pytest.mark.parametrize(
+    ("options", "settings"),
+    [(MQ_OPTIONS, Settings), (BROKER_OPTIONS, BrokerMetricsSettings), (INFLUX_OPTIONS, InfluxSettings)],
+)
 def test_secret_fields_stay_out_of_repr(options: tuple[Option, ...], settings: type[Any]) -> None:
     shown = {f.name for f in dataclasses.fields(settings) if f.repr}
     assert {option.field for option in options if option.secret} & shown == set()

@@ -1,0 +1,103 @@
+"""The broker's own figures during a test: which source, started with the test, stopped before the report.
+
+Wired by :mod:`mqusers.plugin` on the master or a local runner (workers never read the broker):
+:func:`start` at test start picks the source (``--mq-broker-metrics``; ``auto`` asks the broker's
+CONNECTED header whether it is ActiveMQ or RabbitMQ), takes the baseline reading and leaves the
+sampler running; :func:`stop` takes the last reading before the report; :func:`document` is the
+report's ``broker``. Any failure is one line in the log and the summary; the test goes on.
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from mqusers.brokerreport import broker_document
+from mqusers.brokers.activemq import ActiveMQStatistics
+from mqusers.brokers.jvm import JvmProbe
+from mqusers.brokers.model import MetricsError, Source
+from mqusers.brokers.rabbitmq import RabbitManagement, management_url
+from mqusers.brokers.sampler import BrokerSampler
+from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
+from mqusers.client import MqError, StompClient
+from mqusers.names import RECEIVE, SEND, split_event_name
+from mqusers.run import RunContext, client_config
+
+logger = logging.getLogger(__name__)
+#: The baseline reading may hold the test's start this long (a slow or absent broker source).
+BASELINE_S = 2.0
+
+
+def check(options: Any) -> None:
+    """Refuse bad ``--mq-broker-metrics*`` values before any load (raises OptionError)."""
+    read_broker_metrics_settings(options)
+
+
+def start(environment: Environment, ctx: RunContext) -> None:
+    ctx.broker_metrics, ctx.broker_note = None, ""
+    metrics = read_broker_metrics_settings(environment.parsed_options)
+    try:
+        source = open_source(metrics, ctx)
+    except (MetricsError, MqError) as error:
+        source, ctx.broker_note = None, str(error)
+        logger.warning("mqusers: broker metrics: %s (the test goes on without them)", error)
+    jvm = JvmProbe(metrics.pid, timeout=ctx.settings.timeout) if metrics.pid else None
+    if source is None and jvm is None:
+        ctx.broker_note = ctx.broker_note or "--mq-broker-metrics off"
+        return
+    sampler = BrokerSampler(source, jvm, lambda: destinations(environment, ctx), interval=metrics.interval,
+                            timeout=ctx.settings.timeout, listeners=ctx.broker_listeners)  # fmt: skip
+    sampler.start(BASELINE_S)
+    ctx.broker_metrics = sampler
+
+
+def open_source(metrics: BrokerMetricsSettings, ctx: RunContext) -> Source | None:
+    """The source ``--mq-broker-metrics`` names; ``auto`` by the broker's CONNECTED ``server`` header."""
+    mode, settings = metrics.mode, ctx.settings
+    if mode == "off":
+        return None
+    config = client_config(settings)
+    if mode == "auto":
+        server = _server(config)
+        mode = "rabbitmq" if "rabbitmq" in server.lower() else "activemq" if "activemq" in server.lower() else ""
+        if not mode:
+            raise MetricsError(f"no broker figures for {server or 'this broker'}: ActiveMQ and RabbitMQ only")
+    if mode == "activemq":
+        return ActiveMQStatistics(config, timeout=settings.timeout)
+    # RabbitMQ shares its users between STOMP and the management API; guest is its default.
+    user, password = metrics.user or settings.user or "guest", metrics.password or settings.password or "guest"
+    url = metrics.url or management_url(config.address)
+    return RabbitManagement(url, user, password, vhost=settings.vhost, timeout=settings.timeout)
+
+
+def _server(config: Any) -> str:
+    """The CONNECTED frame's ``server`` header, from one connection (bounded by --mq-timeout)."""
+    client = StompClient(config, fire=lambda **_: None)
+    try:
+        client.connect()
+        return client.server
+    finally:
+        client.abort()
+
+
+def destinations(environment: Environment, ctx: RunContext) -> Iterable[str]:
+    """The run's destinations: ``--mq-destination`` or the User classes', and any the book has seen."""
+    names = [ctx.settings.destination] if ctx.settings.destination else [
+        getattr(user_class, "destination", None) for user_class in environment.user_classes]  # fmt: skip
+    for name in list(ctx.book.tallies):
+        operation, target = split_event_name(name)
+        if operation in (SEND, RECEIVE):
+            names.append(target)
+    return [n for n in names if isinstance(n, str) and n.startswith("/") and not n.startswith(("/temp-", "/reply"))]
+
+
+def stop(ctx: RunContext) -> None:
+    if ctx.broker_metrics is not None:
+        ctx.broker_metrics.stop()
+
+
+def document(ctx: RunContext) -> dict[str, Any]:
+    return broker_document(ctx.broker_metrics, ctx.broker_note, warmup=ctx.settings.warmup > 0)
