@@ -25,8 +25,8 @@ logger = logging.getLogger(__name__)
 MAX_KEPT = 720
 #: At the end, counters that lag their clients (ActiveMQ counts sends without receipts
 #: asynchronously) are read again until two reads agree, at most this often.
-SETTLE_READS = 6
-SETTLE_PAUSE_S = 0.5
+SETTLE_READS = 5
+SETTLE_PAUSE_S = 1.0
 
 
 class JvmSource(Protocol):

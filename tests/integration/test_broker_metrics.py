@@ -1,0 +1,86 @@
+"""The broker's own figures in the report (``--mq-broker-metrics``), against its counters read here.
+
+After a fixed-count run on a fresh queue, the broker's enqueued / dequeued mqusers reports equal
+what ``broker_stats`` (the tests' own reader, outside mqusers) reads from the broker; a source
+that refuses gives one line and the run goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import services
+from tests.integration import broker_stats
+from tests.integration.conftest import Broker, broker_params, run_locust, started
+
+MESSAGES = 2000
+
+
+def independent(broker: Broker, destination: str) -> dict[str, int]:
+    """(enqueued, dequeued, depth) as the broker counts them, read without mqusers."""
+    name = destination.split("/")[2]
+    if broker.name == "activemq":
+        stats = broker_stats.activemq_destination_stats(broker.port, destination)
+        return {"enqueued": stats["enqueueCount"], "dequeued": stats["dequeueCount"], "depth": stats["size"]}
+    stats = broker_stats.rabbitmq_queue_stats(broker.management_port, name)
+    return {
+        "enqueued": stats["publish"],
+        "dequeued": stats["ack"] + stats["deliver_no_ack"],
+        "depth": stats["messages"],
+    }
+
+
+@pytest.mark.parametrize("name", broker_params("activemq", "rabbitmq"))
+def test_the_brokers_figures_equal_its_counters_read_independently(name: str, destination: Any, tmp_path: Path) -> None:
+    broker = started(name)
+    queue = destination("queue")
+    extra = ["--mq-broker-pid", str(services.pid("activemq"))] if name == "activemq" else []
+    run = run_locust(
+        "queue_balance.py", broker.url, "--mq-consumers", "1", "--mq-destination", queue, "--mq-ack", "client",
+        "--mq-total-messages", str(MESSAGES), "--mq-total-rate", "1000", "--mq-broker-metrics-interval", "0.5",
+        *extra, users=2, seconds=30, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    document = run.report["broker"]
+    assert document["source"] == name and document["failures"] == 0, document
+    figures = document["destinations"][queue]
+    truth: dict[str, int] = {}
+    assert broker_stats.wait_for(lambda: truth.update(independent(broker, queue)) or truth["dequeued"] == MESSAGES)
+    assert (figures["enqueued"], figures["dequeued"], figures["depth"]) == (
+        truth["enqueued"], truth["dequeued"], truth["depth"]) == (MESSAGES, MESSAGES, 0)  # fmt: skip
+    assert figures["baseline"] and figures["comparable"]
+    assert run.row(queue)["sent"] == MESSAGES and not [n for n in run.report["notes"] if "unexplained" in n]
+    assert f"{queue}" in run.output and "broker " in run.output  # the summary's broker table
+    if name == "activemq":
+        jvm = document["jvm"]
+        assert 0 < jvm["heap_used_mb"] <= jvm["heap_committed_mb"] and jvm["threads"] > 10
+        assert jvm["gc_count_run"] >= 0 and jvm["gc_seconds"] >= 0 and jvm["cpu_percent"] >= 0
+    else:
+        assert document["broker"]["fd_total"] > 0 and document["broker"]["alarms"] == []
+
+
+@pytest.mark.rabbitmq
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--mq-broker-metrics-password", "not-the-password"], "refused the credentials (user guest)"),
+        (["--mq-broker-metrics", "activemq"], "not ActiveMQ Classic"),
+    ],
+)
+def test_a_source_that_refuses_is_one_line_and_the_run_goes_on(
+    args: list[str], says: str, destination: Any, tmp_path: Path
+) -> None:
+    broker = started("rabbitmq")
+    queue = destination("queue")
+    run = run_locust("queue_balance.py", broker.url, "--mq-consumers", "1", "--mq-destination", queue,
+                     "--mq-total-messages", "200", "--mq-total-rate", "200", *args, users=2, seconds=20,
+                     tmp_path=tmp_path)  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    assert run.row(queue)["received"] == 200
+    document = run.report["broker"]
+    assert document["source"] is None and says in document["note"]
+    [line] = [n for n in run.report["notes"] if n.startswith("broker figures: none")]
+    assert says in line and "not-the-password" not in run.output
