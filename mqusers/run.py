@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from gevent.event import Event
 
+from mqusers.brokers.model import BrokerSample
 from mqusers.client import ClientConfig, MqError
 from mqusers.coordination import Coordinator
 from mqusers.ending import Drain
@@ -131,6 +132,8 @@ class RunContext:
     faults: FaultSchedule | None = None
     #: ``(kind, text, ts_ns)`` listeners: marks on the live dashboards (faults, outages).
     annotations: list[Callable[[str, str, int], None]] = field(default_factory=list)
+    #: Listeners of the broker sampler (master or local runner), called with each interval's sample.
+    broker_listeners: list[Callable[[BrokerSample], None]] = field(default_factory=list)
     shipping: Shipping = field(init=False)
 
     def __post_init__(self) -> None:
