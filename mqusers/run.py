@@ -136,7 +136,7 @@ class RunContext:
     #: The broker's own figures (master or local runner), or why there are none.
     broker_metrics: BrokerSampler | None = None
     broker_note: str = ""
-    #: Each broker reading goes to these (the InfluxDB sink).
+    #: Each broker reading goes to these (the InfluxDB sink), on the master or local runner.
     broker_listeners: list[Callable[[BrokerSample], None]] = field(default_factory=list)
     shipping: Shipping = field(init=False)
 

@@ -1,13 +1,16 @@
 """The Grafana dashboards, generated from :mod:`mqusers.sinks.schema`: ``python -m tools.dashboards``.
 
-Writes the repository's ``grafana/dashboards/{overview,drilldown,comparison}.json`` (committed; a test checks that
-regenerating changes nothing). Every query is raw InfluxQL, so the same dashboards work on InfluxDB
+Writes the repository's ``grafana/dashboards/{overview,drilldown,comparison,broker}.json`` (committed; a test checks
+that regenerating changes nothing). Every query is raw InfluxQL, so the same dashboards work on InfluxDB
 1.x, 2.x (DBRP / v1 compatibility) and 3.x. Every selected value is aliased (``AS "p99"``): the
 alias is the column a panel shows, and the column the tests expect back from a real InfluxDB.
 
 Rates divide a bucket's summed counts by its length (``$__interval_ms``), so they are exact for any
 zoom at or above the listener's interval (the datasource's minimum interval, 1 s by default).
 Percentile panels show the worst interval in each bucket: interval percentiles cannot be merged.
+
+Broker counters (``enqueued``, ``gc_count``...) are cumulative since the broker started: their rate is
+``non_negative_derivative(last(...), 1s)``, per second whatever the bucket, a broker restart a gap, not a dip.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ RUNS = f'"{s.RUN}" =~ /^$run$/'
 DESTINATION = f'"{s.DESTINATION}" =~ /^$destination$/'
 WORKER = f'"{s.WORKER}" =~ /^$worker$/'
 PER_S = "* 1000 / $__interval_ms"  # a bucket's sum -> per second
+SEND, RECEIVE = "\"operation\" = 'send'", "\"operation\" = 'receive'"
 
 
 def select(
@@ -50,6 +54,11 @@ def f(function: str, field: str, tail: str = "") -> str:
     return f'{function}("{field}"){" " + tail if tail else ""}'
 
 
+def rate(field: str) -> str:
+    """A broker counter's increase per second (a counter reset, i.e. a broker restart, is left out)."""
+    return f'non_negative_derivative(last("{field}"), 1s)'
+
+
 def latency(function: str = "max") -> list[tuple[str, str]]:
     return [(f(function, key), alias) for key, alias in (("p50", "p50"), ("p90", "p90"), ("p99", "p99"))] + [
         (f(function, "p999"), "p99.9"),
@@ -64,6 +73,22 @@ class Board:
         self.uid, self.title, self.description = uid, title, description
         self.panels: list[dict[str, Any]] = []
         self._x = self._y = self._row_height = 0
+
+    def row(self, title: str) -> None:
+        """A row header across the board; the panels added after it are in that row."""
+        self._x, self._y = 0, self._y + self._row_height
+        grid = {"x": 0, "y": self._y, "w": 24, "h": 1}
+        self.panels.append(
+            {
+                "id": len(self.panels) + 1,
+                "type": "row",
+                "title": title,
+                "collapsed": False,
+                "gridPos": grid,
+                "panels": [],
+            }
+        )
+        self._y, self._row_height = self._y + 1, 0
 
     def panel(
         self, kind: str, title: str, queries: list[str], *, unit: str = "short", width: int = 12, **extra: Any
@@ -162,16 +187,20 @@ def worker_variable() -> dict[str, Any]:
 
 
 def overview() -> dict[str, Any]:
-    board = Board("mqusers-overview", "mqusers: overview", "Throughput, latency, errors, backlog and generator health.")
+    board = Board(
+        "mqusers-overview",
+        "mqusers: overview",
+        "Throughput, latency, errors, backlog, generator health and the broker's own view.",
+    )
     flow = [RUN, DESTINATION]
-    sent = select(s.MERGED, [(f("sum", "count", PER_S), "sent")], [*flow, "\"operation\" = 'send'"])
-    received = select(s.MERGED, [(f("sum", "count", PER_S), "received")], [*flow, "\"operation\" = 'receive'"])
+    sent = select(s.MERGED, [(f("sum", "count", PER_S), "sent")], [*flow, SEND])
+    received = select(s.MERGED, [(f("sum", "count", PER_S), "received")], [*flow, RECEIVE])
     board.panel("timeseries", "Messages/s: sent vs received", [sent, received], unit="short")
     bits = f("sum", "bytes", "* 8 / 1000 / $__interval_ms")
-    out = select(s.MERGED, [(bits, "sent Mbit/s")], [*flow, "\"operation\" = 'send'"])
-    back = select(s.MERGED, [(bits, "received Mbit/s")], [*flow, "\"operation\" = 'receive'"])
+    out = select(s.MERGED, [(bits, "sent Mbit/s")], [*flow, SEND])
+    back = select(s.MERGED, [(bits, "received Mbit/s")], [*flow, RECEIVE])
     board.panel("timeseries", "Mbit/s", [out, back], unit="Mbits")
-    latency_q = select(s.MERGED, latency(), [*flow, "\"operation\" = 'receive'"])
+    latency_q = select(s.MERGED, latency(), [*flow, RECEIVE])
     board.panel("timeseries", "Send-to-receive latency, worst interval (ms)", [latency_q], unit="ms")
     errors = select(s.MERGED, [(f("sum", "errors", PER_S), "errors/s")], [RUN], by=(s.OPERATION,))
     board.panel("timeseries", "Errors/s by operation", [errors], unit="short")
@@ -201,7 +230,128 @@ def overview() -> dict[str, Any]:
     board.panel(
         "timeseries", "Listener points buffered / dropped", [select(s.PROCESSES, sink, worker, by=(s.WORKER,))], width=8
     )
+    board.row("Broker")
+    board.panel("timeseries", "Broker depth vs mqusers backlog", depth_against_backlog())
+    board.panel("timeseries", "Broker enqueue/dequeue vs mqusers sent/received (msg/s)", rates_against_clients())
+    board.panel("timeseries", "Broker memory / store / temp usage", [broker_usage()], unit="percent")
+    board.panel("timeseries", "Broker connections", [connections()])
     return board.render([run_variable(s.RUNS), destination_variable(s.MERGED, RUN), worker_variable()], RUN)
+
+
+# ----------------------------------------------------------------------------------------- broker
+
+BROKER_FLOW = [RUN, DESTINATION]
+BY_DESTINATION = (s.SOURCE, s.DESTINATION)
+
+
+def depth_against_backlog() -> list[str]:
+    """What the broker holds per destination, next to what mqusers still expects to receive there."""
+    depth = select(s.BROKER_DESTINATIONS, [(f("last", "depth"), "broker depth")], BROKER_FLOW, by=BY_DESTINATION)
+    backlog = select(s.DESTINATIONS, [(f("last", "backlog"), "mqusers backlog")], BROKER_FLOW, by=(s.DESTINATION,))
+    return [depth, backlog]
+
+
+def rates_against_clients() -> list[str]:
+    """The broker's enqueue and dequeue rates per destination, next to mqusers' send and receive rates."""
+    counted = [(rate("enqueued"), "broker enqueued/s"), (rate("dequeued"), "broker dequeued/s")]
+    broker = select(s.BROKER_DESTINATIONS, counted, BROKER_FLOW, by=BY_DESTINATION)
+    per_s = f("sum", "count", PER_S)
+    sent = select(s.MERGED, [(per_s, "mqusers sent/s")], [*BROKER_FLOW, SEND], by=(s.DESTINATION,))
+    received = select(s.MERGED, [(per_s, "mqusers received/s")], [*BROKER_FLOW, RECEIVE], by=(s.DESTINATION,))
+    return [broker, sent, received]
+
+
+def broker_usage() -> str:
+    usage = [(f("max", f"{name}_percent"), f"{name} %") for name in ("memory", "store", "temp")]
+    return select(s.BROKER, usage, [RUN], by=(s.SOURCE,))
+
+
+def connections() -> str:
+    return select(s.BROKER, [(f("last", "connections"), "connections")], [RUN], by=(s.SOURCE,))
+
+
+def broker() -> dict[str, Any]:
+    board = Board(
+        "mqusers-broker",
+        "mqusers: broker",
+        "The broker's own figures, sampled by the master (or local runner) every broker-metrics interval, "
+        "next to mqusers'. Figures a broker does not report are absent.",
+    )
+    board.row("Destinations")
+    unacked = select(s.BROKER_DESTINATIONS, [(f("last", "unacked"), "broker unacked")], BROKER_FLOW, by=BY_DESTINATION)
+    board.panel("timeseries", "Depth and unacknowledged vs mqusers backlog", [*depth_against_backlog(), unacked])
+    board.panel("timeseries", "Enqueue/dequeue vs mqusers sent/received (msg/s)", rates_against_clients())
+    counted = [(rate("dispatched"), "dispatched/s"), (rate("expired"), "expired/s")]
+    board.panel(
+        "timeseries",
+        "Dispatched and expired (msg/s)",
+        [select(s.BROKER_DESTINATIONS, counted, BROKER_FLOW, by=BY_DESTINATION)],
+        width=6,
+    )
+    own = [(f("mean", name), name.replace("_rate", "/s")) for name in ("publish_rate", "deliver_rate", "ack_rate")]
+    board.panel(
+        "timeseries",
+        "Rates the broker computes (msg/s)",
+        [select(s.BROKER_DESTINATIONS, own, BROKER_FLOW, by=BY_DESTINATION)],
+        width=6,
+    )
+    clients = [(f("last", "consumers"), "consumers"), (f("last", "producers"), "producers")]
+    board.panel(
+        "timeseries",
+        "Consumers and producers",
+        [select(s.BROKER_DESTINATIONS, clients, BROKER_FLOW, by=BY_DESTINATION)],
+        width=6,
+    )
+    memory = [(f("max", "memory_percent"), "memory %")]
+    board.panel(
+        "timeseries",
+        "Destination memory usage",
+        [select(s.BROKER_DESTINATIONS, memory, BROKER_FLOW, by=BY_DESTINATION)],
+        unit="percent",
+        width=6,
+    )
+    table = [
+        ('last("enqueued") - first("enqueued")', "enqueued"),
+        ('last("dequeued") - first("dequeued")', "dequeued"),
+        ('last("expired") - first("expired")', "expired"),
+        (f("max", "depth"), "max depth"),
+        (f("last", "depth"), "depth"),
+        (f("max", "unacked"), "max unacked"),
+        (f("last", "consumers"), "consumers"),
+    ]
+    rows = select(s.BROKER_DESTINATIONS, table, BROKER_FLOW, by_time=False, by=BY_DESTINATION)
+    board.panel("table", "Per destination over the time range (counts: last - first sample)", [rows], width=24)
+
+    board.row("Broker")
+    board.panel("timeseries", "Memory / store / temp usage", [broker_usage()], unit="percent", width=8)
+    board.panel("timeseries", "Connections", [connections()], width=8)
+    memory_bytes = select(s.BROKER, [(f("last", "memory_bytes"), "memory")], [RUN], by=(s.SOURCE,))
+    board.panel("timeseries", "Memory used", [memory_bytes], unit="bytes", width=8)
+    fd = [(f("last", "fd_used"), "fd used"), (f("last", "fd_total"), "fd limit")]
+    board.panel("timeseries", "File descriptors (RabbitMQ)", [select(s.BROKER, fd, [RUN], by=(s.SOURCE,))], width=8)
+    alarms = select(s.BROKER, [(f("max", "alarms"), "alarms")], [RUN], by=(s.SOURCE,))
+    board.panel("timeseries", "Resource alarms blocking publishers (RabbitMQ)", [alarms], width=8)
+    names = [(f("last", "alarm_names"), "alarms now"), (f("max", "alarms"), "most at once")]
+    board.panel(
+        "table",
+        "Alarms: the last sample's, and the most at once",
+        [select(s.BROKER, names, [RUN], by_time=False, by=(s.SOURCE,))],
+        width=8,
+    )
+
+    board.row("JVM")
+    heap = [(f("last", "heap_used_mb"), "heap used"), (f("last", "heap_committed_mb"), "heap committed")]
+    board.panel("timeseries", "Heap (MB)", [select(s.BROKER, heap, [RUN], by=(s.SOURCE,))], unit="decmbytes", width=8)
+    collections = select(s.BROKER, [(rate("gc_count"), "collections/s")], [RUN], by=(s.SOURCE,))
+    board.panel("timeseries", "GC collections/s", [collections], width=8)
+    # GC seconds per second: the share of wall time spent collecting.
+    gc_time = select(s.BROKER, [(rate("gc_seconds"), "GC time")], [RUN], by=(s.SOURCE,))
+    board.panel("timeseries", "Time in GC", [gc_time], unit="percentunit", width=8)
+    threads = select(s.BROKER, [(f("last", "threads"), "threads")], [RUN], by=(s.SOURCE,))
+    board.panel("timeseries", "Threads", [threads])
+    cpu = select(s.BROKER, [(f("max", "cpu_percent"), "cpu %")], [RUN], by=(s.SOURCE,))
+    board.panel("timeseries", "Broker JVM CPU (% of one core)", [cpu], unit="percent")
+    return board.render([run_variable(s.RUNS), destination_variable(s.BROKER_DESTINATIONS, RUN)], RUN)
 
 
 def drilldown() -> dict[str, Any]:
@@ -271,7 +421,7 @@ def comparison() -> dict[str, Any]:
     return board.render([run_variable(s.SUMMARY, multi=True), destination_variable(s.SUMMARY, RUNS)], RUNS)
 
 
-DASHBOARDS = {"overview": overview, "drilldown": drilldown, "comparison": comparison}
+DASHBOARDS = {"overview": overview, "drilldown": drilldown, "comparison": comparison, "broker": broker}
 
 
 def render_all() -> dict[str, str]:

@@ -6,8 +6,9 @@ drained into ``mqusers_ops`` points tagged with its own worker id. Workers also 
 interval tallies to the master through mqusers' shipping (:class:`mqusers.run.Shipping`, with the
 last partial interval in the final shipment); the master merges them per interval into
 ``mqusers_merged`` and writes run-wide points (users, workers, backlog, audit totals, the
-whole-run summary once every worker's intervals are in) and the test's events. A local runner does
-both. Points go through a bounded :class:`LineWriter`: the Users never wait for the store.
+whole-run summary once every worker's intervals are in), the test's events and each broker-metrics
+sample it is handed (:meth:`InfluxSink.broker_sample`, a listener on ``ctx.broker_listeners``). A
+local runner does both. Points go through a bounded :class:`LineWriter`: the Users never wait for the store.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Protocol, TypedDict
 
 import gevent
 
+from mqusers.brokers.model import BrokerSample
 from mqusers.health import PROBE, IntervalLag
 from mqusers.measure.recorder import Recorder
 from mqusers.run import Shipping
@@ -60,6 +62,9 @@ class RunInfo(Protocol):
 
     @property
     def annotations(self) -> list[Callable[[str, str, int], None]]: ...
+
+    @property
+    def broker_listeners(self) -> list[Callable[[BrokerSample], None]]: ...
 
 
 def _now_ms() -> int:
@@ -106,6 +111,7 @@ class InfluxSink:
         self.started_ms = self.interval_start_ms = 0
         self._last_cpu_warning = 0.0
         self._audit_errors: set[str] = set()
+        self._broker_errors: set[str] = set()
         self._ticker: Any = None
         self._closed = False
 
@@ -123,6 +129,8 @@ class InfluxSink:
         listen(events.cpu_warning, self._on_cpu_warning)
         listen(events.quitting, self.close)
         self.ctx.annotations.append(self.annotate)
+        if self.role != "worker":  # the master (or local runner) samples the broker
+            self.ctx.broker_listeners.append(self.broker_sample)
         self.writer.start()
         PROBE.watch(self.lag)
         self._ticker = gevent.spawn(self._tick_forever)
@@ -137,6 +145,19 @@ class InfluxSink:
     def annotate(self, kind: str, text: str, ts_ns: int) -> None:
         """An annotation point at ``ts_ns`` (a fault's start, an outage's first second without service)."""
         self.writer.add([self._event_line(kind, text, ts_ns // 1_000_000)])
+
+    def broker_sample(self, sample: BrokerSample) -> None:
+        """A broker-metrics sample's points, at the sample's time (master or local runner; never raises)."""
+        if self.role == "worker" or self._closed:
+            return
+        try:
+            lines = points.broker_lines(self.tags(), sample, sample["ts_ns"] // 1_000_000)
+        except Exception as error:  # a malformed sample costs its points, never the sampler
+            if str(error) not in self._broker_errors:
+                self._broker_errors.add(str(error))
+                logger.warning("mqusers: influx: a broker sample was not written: %r", error)
+            return
+        self.writer.add(lines)
 
     # ----------------------------------------------------------------------------- test lifecycle
 

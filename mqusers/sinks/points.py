@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
+from mqusers.brokers.model import BrokerSample
 from mqusers.measure.book import Tally
 from mqusers.measure.totals import destination_rows
 from mqusers.sinks import schema
@@ -77,3 +79,31 @@ def summary_lines(tags: Mapping[str, str], totals: RunTotals, ts: int, duration_
 
 def event_line(tags: Mapping[str, str], worker: str, kind: str, text: str, ts: int) -> str:
     return schema.line(schema.EVENTS, {**tags, schema.WORKER: worker, schema.KIND: kind}, {"text": text}, ts)
+
+
+def broker_lines(tags: Mapping[str, str], sample: BrokerSample, ts: int) -> list[str]:
+    """A broker-metrics sample: one ``mqusers_broker`` point (broker and JVM) and one point per destination.
+
+    Only the figures the source reported are written ("not reported" is not zero); a destination the
+    broker reported nothing for, and a sample with no broker-wide figure, write no point.
+    """
+    source = {**tags, schema.SOURCE: sample["source"]}
+    broker = _reported(sample["broker"], schema.BROKER_FIELDS)
+    alarms = sample["broker"].get("alarms")
+    if alarms is not None:
+        broker.update(alarms=len(alarms), alarm_names=",".join(sorted(alarms)))
+    broker.update(_reported(sample["jvm"] or {}, schema.JVM_FIELDS))
+    lines = [schema.line(schema.BROKER, source, broker, ts)] if broker else []
+    for destination, figures in sorted(sample["destinations"].items()):
+        fields = _reported(figures, schema.BROKER_DESTINATION_FIELDS)
+        if fields:
+            point_tags = {**source, schema.DESTINATION: destination}
+            lines.append(schema.line(schema.BROKER_DESTINATIONS, point_tags, fields, ts))
+    return lines
+
+
+def _reported(figures: Mapping[str, object], declared: Mapping[str, schema.FieldType]) -> dict[str, schema.FieldValue]:
+    """The declared numeric figures present and finite (line protocol has no NaN: absent is the honest form)."""
+    return {
+        name: value for name in declared if isinstance(value := figures.get(name), int | float) and math.isfinite(value)
+    }

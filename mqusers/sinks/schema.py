@@ -5,11 +5,13 @@ This module is the one source of truth: the InfluxDB listener only writes points
 from these constants (the repository's ``tools/dashboards.py``) and checked against them by the tests.
 
 Tags are low-cardinality by construction: run id, worker (Locust's unique ``client_id``, or
-``local`` / ``master``), operation, destination, scenario (locustfile stem) and event kind. Never
-exception text, message ids or anything else that grows per message.
+``local`` / ``master``), operation, destination, scenario (locustfile stem), event kind and a
+broker-metrics source (``activemq``, ``rabbitmq``). Never exception text, message ids or anything
+else that grows per message.
 
 Latency fields are milliseconds (float, microsecond resolution); counts are integers. The
-timestamp of an interval point is the start of its interval, in milliseconds since the epoch.
+timestamp of an interval point is the start of its interval, in milliseconds since the epoch; a
+broker point's is the time its broker-metrics sample was taken.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ WORKER = "worker"
 OPERATION = "operation"
 DESTINATION = "destination"
 KIND = "kind"
+#: The broker-metrics source that sampled a broker point (:attr:`mqusers.brokers.model.BrokerSample.source`).
+SOURCE = "source"
 
 # ---------------------------------------------------------------------------------------- fields
 
@@ -48,6 +52,45 @@ LATENCY: dict[str, FieldType] = {
 PERCENTILE_FIELDS: dict[str, float] = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 #: What the audit (loss and duplicate detection) reports per destination, as running totals.
 AUDIT_FIELDS: dict[str, FieldType] = {"lost": "int", "duplicated": "int", "in_flight": "int"}
+
+#: The broker as a whole (:class:`mqusers.brokers.model.BrokerFigures`), under the model's names; its
+#: ``alarms`` list becomes a count and the names, sorted and comma-separated ("" when there are none).
+BROKER_FIELDS: dict[str, FieldType] = {
+    "memory_percent": "float",
+    "store_percent": "float",
+    "temp_percent": "float",
+    "connections": "int",
+    "memory_bytes": "int",
+    "fd_used": "int",
+    "fd_total": "int",
+    "alarms": "int",
+    "alarm_names": "str",
+}
+#: A local broker's JVM (:class:`mqusers.brokers.model.JvmFigures`), under the model's names.
+JVM_FIELDS: dict[str, FieldType] = {
+    "heap_used_mb": "float",
+    "heap_committed_mb": "float",
+    "gc_count": "int",
+    "gc_seconds": "float",
+    "threads": "int",
+    "cpu_percent": "float",
+}
+#: One destination as the broker sees it (:class:`mqusers.brokers.model.DestinationFigures`): counters
+#: cumulative since the broker started (a rate is their derivative), gauges as sampled.
+BROKER_DESTINATION_FIELDS: dict[str, FieldType] = {
+    "enqueued": "int",
+    "dequeued": "int",
+    "dispatched": "int",
+    "expired": "int",
+    "depth": "int",
+    "unacked": "int",
+    "consumers": "int",
+    "producers": "int",
+    "memory_percent": "float",
+    "publish_rate": "float",
+    "deliver_rate": "float",
+    "ack_rate": "float",
+}
 
 EVENT_KINDS = ("test_start", "spawning_complete", "test_stop", "cpu_warning", "phase", "fault", "outage")
 
@@ -121,8 +164,23 @@ EVENTS = Measurement(
     "connection outages (the process that saw them, at the outage's start)",
 )
 
+BROKER = Measurement(
+    "mqusers_broker",
+    (RUN, SCENARIO, SOURCE),
+    {**BROKER_FIELDS, **JVM_FIELDS},
+    "master (or local), once per broker-metrics sample, at the sample's time: the broker's own figures and, when "
+    "a local broker PID is given, its JVM's; only the figures the source reports (absent, never zero)",
+)
+BROKER_DESTINATIONS = Measurement(
+    "mqusers_broker_destination",
+    (RUN, SCENARIO, SOURCE, DESTINATION),
+    BROKER_DESTINATION_FIELDS,
+    "master (or local), once per broker-metrics sample x destination the broker knows, at the sample's time: "
+    "the broker's counters (cumulative since it started) and gauges; only the figures the source reports",
+)
+
 MEASUREMENTS: dict[str, Measurement] = {
-    m.name: m for m in (OPS, MERGED, DESTINATIONS, RUNS, PROCESSES, AUDIT, SUMMARY, EVENTS)
+    m.name: m for m in (OPS, MERGED, DESTINATIONS, RUNS, PROCESSES, AUDIT, SUMMARY, EVENTS, BROKER, BROKER_DESTINATIONS)
 }
 
 # ------------------------------------------------------------------------------ line protocol

@@ -23,7 +23,9 @@ import pytest
 import requests
 
 import services
+from mqusers.sinks import points as sink_points
 from mqusers.sinks import schema
+from tests import broker_samples
 from tests.integration import broker_stats as bs
 from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
 from tools import dashboards
@@ -158,9 +160,29 @@ def regex(value: str) -> str:
 
 def board_queries(board: dict[str, Any]) -> list[str]:
     """Panel targets, template variables and annotations: everything Grafana would run."""
-    texts = [t["query"] for p in board["panels"] for t in p["targets"]]
+    texts = [t["query"] for p in board["panels"] for t in p.get("targets", [])]  # a row has none
     texts += [v["query"] for v in board["templating"]["list"]]
     return texts + [a["query"] for a in board["annotations"]["list"]]
+
+
+def broker_points(run_id: str, scenario: str, destination: str, start_ms: int, end_ms: int) -> str:
+    """Broker-metrics samples across the run, one a second, as the master's listener writes them.
+
+    The broker sampler is not in this run, so its points are built here from each source's shape
+    (ActiveMQ with its JVM, RabbitMQ with fd and alarms: between them every broker panel has data).
+    Whole 2 s buckets (the queries' ``$__interval``) from ``start_ms`` to ``end_ms``, two samples in each.
+    """
+    tags = {schema.RUN: run_id, schema.SCENARIO: scenario}
+    lines = []
+    for second, ts_ms in enumerate(range(start_ms // 2000 * 2000, end_ms // 2000 * 2000 + 1001, 1000)):
+        ts_ns = ts_ms * 1_000_000
+        alarms = ("memory",) if second % 4 == 3 else ()
+        for sample in (
+            broker_samples.activemq(ts_ns, second, destination),
+            broker_samples.rabbitmq(ts_ns, second, destination, alarms=alarms),
+        ):
+            lines += sink_points.broker_lines(tags, sample, ts_ms)
+    return "\n".join(lines)
 
 
 def substituted(query: str, values: dict[str, str], start_ms: int, end_ms: int) -> str:
@@ -178,6 +200,9 @@ def test_every_dashboard_query_returns_its_columns_from_influxdb_1(distributed: 
     base, database = f"http://127.0.0.1:{influxdb}", f"mqusers_{uuid.uuid4().hex[:8]}"
     points = distributed.lines.read_text()
     stamps = [int(line.rsplit(" ", 1)[1]) for line in points.splitlines()]
+    [scenario] = set(re.findall(r",scenario=([^, ]+)", points))
+    run_id = distributed.report["run_id"]
+    points += "\n" + broker_points(run_id, scenario, distributed.destination, min(stamps), max(stamps))
     requests.post(f"{base}/query", params={"q": f'CREATE DATABASE "{database}"'}, timeout=10).raise_for_status()
     try:
         written = requests.post(f"{base}/write", params={"db": database, "precision": "ms"}, data=points, timeout=30)
@@ -186,7 +211,8 @@ def test_every_dashboard_query_returns_its_columns_from_influxdb_1(distributed: 
         values = {"run": distributed.report["run_id"], "destination": regex(distributed.destination)}
         values["worker"] = "(" + "|".join(regex(w) for w in workers) + ")"
         texts = [(name, text) for name, build in dashboards.DASHBOARDS.items() for text in board_queries(build())]
-        assert len(texts) >= 30
+        assert len(texts) >= 60
+        answers: dict[str, list[dict[str, Any]]] = {}
         for name, text in texts:
             query = substituted(text, values, min(stamps) - 1000, max(stamps) + 1000)
             answer = requests.get(f"{base}/query", params={"db": database, "q": query}, timeout=30).json()
@@ -197,6 +223,13 @@ def test_every_dashboard_query_returns_its_columns_from_influxdb_1(distributed: 
             for series in result["series"]:
                 assert series["columns"] == expected, (name, query)
                 assert any(v is not None for row in series["values"] for v in row[1:]), (name, query)
+            answers[text] = result["series"]
+        # A broker counter's rate is its derivative per second: the samples' counters grow by RATE a second.
+        # (InfluxDB buckets are aligned on the epoch: each 2 s bucket's last sample is its second one.)
+        [rates] = [text for text in answers if '"broker enqueued/s"' in text]
+        enqueued = [row[1] for series in answers[rates] for row in series["values"]]
+        assert len(enqueued) >= 4 and set(enqueued) == {float(broker_samples.RATE)}, answers[rates]
+        assert {s["tags"]["source"] for s in answers[rates]} == {"activemq", "rabbitmq"}
     finally:
         requests.post(f"{base}/query", params={"q": f'DROP DATABASE "{database}"'}, timeout=10)
 

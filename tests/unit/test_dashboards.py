@@ -29,7 +29,7 @@ def load(path: Path) -> dict[str, Any]:
 
 def queries(board: dict[str, Any]) -> list[str]:
     """Every InfluxQL text a dashboard runs: panel targets, variables, annotations."""
-    found = [t["query"] for p in board["panels"] for t in p["targets"]]
+    found = [t["query"] for p in board["panels"] for t in p.get("targets", [])]
     found += [v["query"] for v in board["templating"]["list"]]
     found += [a["query"] for a in board["annotations"]["list"] if "query" in a]
     return found
@@ -68,13 +68,17 @@ def test_dashboard_is_valid_for_provisioning(path: Path) -> None:
     ids = [panel["id"] for panel in board["panels"]]
     assert len(set(ids)) == len(ids)
     for panel in board["panels"]:
+        if panel["type"] == "row":  # a header across the board: no queries of its own
+            assert panel["gridPos"] == {"x": 0, "y": panel["gridPos"]["y"], "w": 24, "h": 1} and panel["title"]
+            assert panel["collapsed"] is False and panel["panels"] == [] and "targets" not in panel
+            continue
         assert panel["datasource"] == dashboards.DATASOURCE, panel["title"]
         assert panel["type"] in {"timeseries", "table", "stat"} and panel["targets"]
         assert set(panel["gridPos"]) == {"x", "y", "w", "h"} and panel["gridPos"]["x"] + panel["gridPos"]["w"] <= 24
         for target in panel["targets"]:
             assert target["datasource"] == dashboards.DATASOURCE and target["rawQuery"] is True
     names = {variable["name"] for variable in board["templating"]["list"]}
-    assert {"run", "destination"} <= names and (path.stem == "comparison" or "worker" in names)
+    assert {"run", "destination"} <= names and (path.stem in ("comparison", "broker") or "worker" in names)
     [events] = board["annotations"]["list"]
     assert events["datasource"] == dashboards.DATASOURCE and events["textColumn"] in schema.EVENTS.fields
     assert set(events["tagsColumn"].split(",")) <= set(schema.EVENTS.tags)
@@ -101,3 +105,41 @@ def test_every_selected_value_is_aliased_and_only_influxql_is_used(path: Path) -
         if query.startswith("SELECT "):
             selected = query[len("SELECT ") : query.index(" FROM ")]
             assert len(_ALIAS.findall(selected)) == selected.count(" AS "), query
+
+
+def test_panels_do_not_overlap() -> None:
+    for name, build in dashboards.DASHBOARDS.items():
+        cells: set[tuple[int, int]] = set()
+        for panel in build()["panels"]:
+            grid = panel["gridPos"]
+            mine = {
+                (x, y) for x in range(grid["x"], grid["x"] + grid["w"]) for y in range(grid["y"], grid["y"] + grid["h"])
+            }
+            assert not mine & cells, (name, panel["title"])
+            cells |= mine
+
+
+def fields_shown(board: dict[str, Any], measurement: schema.Measurement) -> set[str]:
+    shown: set[str] = set()
+    for query in queries(board):
+        if f'FROM "{measurement.name}"' in query:
+            shown |= {name for alias, name in _QUOTED.findall(_FROM.sub("", query)) if not alias}
+    return shown & set(measurement.fields)
+
+
+def test_the_broker_dashboard_shows_every_broker_figure_and_the_overview_has_a_broker_row() -> None:
+    # Every broker figure the listener writes has a panel: none is streamed for nobody.
+    broker = dashboards.broker()
+    for measurement in (schema.BROKER, schema.BROKER_DESTINATIONS):
+        assert fields_shown(broker, measurement) == set(measurement.fields), measurement.name
+    assert [p["title"] for p in broker["panels"] if p["type"] == "row"] == ["Destinations", "Broker", "JVM"]
+    overview = dashboards.overview()
+    titles = [p["title"] for p in overview["panels"]]
+    row = titles.index("Broker")
+    assert overview["panels"][row]["type"] == "row" and row == len(titles) - 5  # the last row: four panels
+    broker_queries = [t["query"] for p in overview["panels"][row + 1 :] for t in p["targets"]]
+    # The broker's figures next to mqusers' own: depth against backlog, broker rates against client rates.
+    assert any(f'FROM "{schema.DESTINATIONS.name}"' in q and '"backlog"' in q for q in broker_queries)
+    assert any('non_negative_derivative(last("enqueued"), 1s)' in q for q in broker_queries)
+    assert any(f'FROM "{schema.MERGED.name}"' in q and "'receive'" in q for q in broker_queries)
+    assert {"memory_percent", "store_percent", "temp_percent", "connections"} <= fields_shown(overview, schema.BROKER)

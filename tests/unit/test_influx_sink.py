@@ -20,6 +20,7 @@ import gevent
 import pytest
 from gevent.event import Event
 
+from mqusers.brokers.model import BrokerSample
 from mqusers.measure.book import Book
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.totals import destination_rows
@@ -30,6 +31,7 @@ from mqusers.sinks.listener import InfluxSink, ShippedInterval
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.writer import LineWriter, StoreRejected
+from tests import broker_samples
 
 
 def fire(
@@ -187,6 +189,7 @@ class Ctx:
     shipping: Shipping = field(default_factory=Shipping)
     recorder: Recorder = field(default_factory=lambda: Recorder(lambda **_: None))
     annotations: list[Callable[[str, str, int], None]] = field(default_factory=list)
+    broker_listeners: list[Callable[[BrokerSample], None]] = field(default_factory=list)
 
 
 def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], int]]:
@@ -225,6 +228,10 @@ def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: 
     for annotate in ctx.annotations:  # what a fault and an outage do, at their own times
         annotate("fault", "fault at 5s: kill -STOP 1", 1_700_000_000_123_456_789)
         annotate("outage", "/queue/a: producer p 2.00 s without service", 1_700_000_001_000_000_000)
+    # What the broker sampler does each interval; the two sources' shapes hold every broker figure between them.
+    for sampled in ctx.broker_listeners:
+        sampled(broker_samples.activemq(1_700_000_002_000_000_000, 0, "/queue/a"))
+        sampled(broker_samples.rabbitmq(1_700_000_002_000_000_000, 0, "/queue/a", alarms=("memory",)))
     ctx.shipping.complete()  # what mqusers' test_stop does once the run's figures are all in
     with caplog.at_level(logging.INFO):
         sink.close()

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import random
 import re
+import typing
 
 import pytest
 from hdrh.histogram import HdrHistogram
 
+from mqusers.brokers import model
 from mqusers.measure.book import Book, new_histogram
 from mqusers.sinks import schema
 from mqusers.sinks.windows import figures, tally_fields
 
 IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
-ALLOWED_TAGS = {schema.RUN, schema.SCENARIO, schema.WORKER, schema.OPERATION, schema.DESTINATION, schema.KIND}
+ALLOWED_TAGS = {
+    schema.RUN,
+    schema.SCENARIO,
+    schema.WORKER,
+    schema.OPERATION,
+    schema.DESTINATION,
+    schema.KIND,
+    schema.SOURCE,
+}
 
 
 def test_every_measurement_is_tagged_by_run_and_scenario_and_nothing_unbounded() -> None:
@@ -49,6 +59,23 @@ def test_an_intervals_figures_fill_exactly_the_declared_latency_and_count_fields
     tally = book.tallies["receive /q"]
     assert set(figures(tally.histogram)) == set(schema.LATENCY)
     assert set(tally_fields(tally)) == set(schema.COUNTS) | set(schema.LATENCY)
+
+
+def declared_types(figures: type) -> dict[str, schema.FieldType]:
+    kinds: dict[type, schema.FieldType] = {int: "int", float: "float", str: "str"}
+    return {name: kinds[kind] for name, kind in typing.get_type_hints(figures).items() if kind in kinds}
+
+
+def test_broker_fields_are_the_models_figures_under_the_same_names_and_types() -> None:
+    # A figure the model adds but the schema lacks would never be streamed; the reverse, an empty panel.
+    assert declared_types(model.DestinationFigures) == schema.BROKER_DESTINATION_FIELDS
+    assert declared_types(model.JvmFigures) == schema.JVM_FIELDS
+    # The alarms list is the one figure that is not a number: a count and the names.
+    assert typing.get_type_hints(model.BrokerFigures)["alarms"] == list[str]
+    broker = {**declared_types(model.BrokerFigures), "alarms": "int", "alarm_names": "str"}
+    assert broker == schema.BROKER_FIELDS
+    assert schema.BROKER.fields == {**schema.BROKER_FIELDS, **schema.JVM_FIELDS}
+    assert not set(schema.BROKER_FIELDS) & set(schema.JVM_FIELDS)
 
 
 def test_line_types_sorted_tags_and_millisecond_timestamp() -> None:
