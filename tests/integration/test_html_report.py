@@ -101,6 +101,14 @@ def test_a_runs_page_draws_every_chart_and_shows_the_audit(run: tuple[LocustRun,
     drawn(shown["Generator CPU (% of one core)"], non_null(generator["cpu_percent"]))
     drawn(shown["Generator loop lag (worst per bucket)"], non_null(generator["loop_lag_ms"]))
     drawn(shown["Receive latency by percentile"], len(receive_plots(document)[destination]))
+    # The broker's own readings (--mq-broker-metrics auto: ActiveMQ's statistics plugin): depth beside
+    # the backlog, memory and store % (no JVM figures without --mq-broker-pid: no heap chart).
+    readings = document["broker"]["series"]
+    depths = sum(destination in r["depth"] for r in readings)
+    assert readings and depths >= 2
+    drawn(shown["Broker depth against mqusers' backlog"], depths + times)
+    drawn(shown["Broker memory and store (% of their limits)"], 2 * len(readings))
+    assert "Broker JVM heap" not in shown
     assert [[cells[0], *(int(c.replace(",", "")) for c in cells[1:])] for cells in audit] == [
         [destination, *(row[key] for key in AUDIT_COLUMNS)]
     ]
