@@ -85,12 +85,14 @@ class BrokerSampler:
         if self._greenlet is not None:
             self._greenlet.kill(block=True, timeout=self.timeout + 1)
             self._greenlet = None
-        previous = None
+        # Counters still moving since the last reading (ActiveMQ counts sends without receipts
+        # asynchronously): read again until two readings agree.
+        previous = _counts(self.last)
         for _ in range(SETTLE_READS):
             sample = self.sample()
-            if sample is None or sample["destinations"] == previous:
+            if sample is None or _counts(sample["destinations"]) == previous:
                 break
-            previous = sample["destinations"]
+            previous = _counts(sample["destinations"])
             gevent.sleep(SETTLE_PAUSE_S)
         if self.source is not None:
             self._guard("close", self.source.close)
@@ -144,3 +146,8 @@ class BrokerSampler:
                 self.kept, self._stride = self.kept[::2], self._stride * 2
         for listener in self._listeners:
             listener(sample)
+
+
+def _counts(destinations: dict[str, DestinationFigures]) -> dict[str, tuple[int | None, ...]]:
+    """What must have settled before the last reading counts: counters and depth, not consumers leaving."""
+    return {name: (f.get("enqueued"), f.get("dequeued"), f.get("depth")) for name, f in destinations.items()}

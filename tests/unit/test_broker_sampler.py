@@ -6,10 +6,17 @@ from __future__ import annotations
 import locust  # noqa: F401  (gevent first)
 
 import gevent
+import pytest
 
 from mqusers.brokerreport import broker_document, broker_notes, broker_table, cross_check
+from mqusers.brokers import sampler as sampler_module
 from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError
-from mqusers.brokers.sampler import MAX_KEPT, BrokerSampler
+from mqusers.brokers.sampler import MAX_KEPT, SETTLE_READS, BrokerSampler
+
+
+@pytest.fixture(autouse=True)
+def quick_settling(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampler_module, "SETTLE_PAUSE_S", 0.01)
 
 
 class Scripted:
@@ -62,7 +69,10 @@ def test_counters_are_this_tests_differences_and_gauges_their_last_reading() -> 
     made.start(1.0)  # the baseline reading happens before start returns
     assert source.reads == 1
     gevent.sleep(0.1)
+    before = source.reads
     made.stop()
+    # Its counters never stop moving: the last readings give up after SETTLE_READS.
+    assert source.reads - before == SETTLE_READS
     assert source.closed and len(seen) == made.samples >= 3
     document = broker_document(made)
     last = source.reads
@@ -132,3 +142,14 @@ def test_a_destination_first_read_after_the_load_began_has_no_baseline_and_no_cr
     assert figures["baseline"] is False and figures["enqueued"] == 100 + 10 * source.reads  # as the broker has it
     rows = [{"destination": "/queue/a", "sent": 1, "received": 1}]
     assert cross_check(broker_document(made), rows) == []
+
+
+def test_the_last_reading_is_taken_once_when_nothing_moved_since_the_one_before() -> None:
+    source = Scripted()
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
+    made.start(1.0)
+    source.destination = lambda destination: {"enqueued": 7, "depth": 0}  # type: ignore[method-assign]
+    made.sample()
+    reads = source.reads
+    made.stop()
+    assert source.reads == reads + 1
