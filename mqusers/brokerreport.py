@@ -51,6 +51,7 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
         "destinations": destinations,
         "jvm": jvm,
         "series": [_point(s) for s in sampler.kept],
+        "alarms_seen": sorted(sampler.alarms),
         "note": note,
     }
 
@@ -121,6 +122,9 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str
     if broker.get("source") is None:
         return [f"broker figures: none ({broker['note']})"] if broker.get("note") else []
     lines = []
+    if broker.get("alarms_seen"):
+        lines.append(f"the broker raised resource alarms during the run: {', '.join(broker['alarms_seen'])} "
+                     "(publishers are blocked while one is on)")  # fmt: skip
     if broker.get("failures"):
         errors = "; ".join(dict.fromkeys(broker["errors"].values()))
         lines.append(f"broker figures: {broker['failures']} of the readings failed ({errors})")

@@ -57,6 +57,8 @@ class BrokerSampler:
         self.jvm_last: JvmFigures | None = None
         #: Kept samples for charts (bounded) and how many were taken; failed calls; the first error of each part.
         self.kept: list[BrokerSample] = []
+        #: Resource alarms seen in any reading (RabbitMQ's memory and disk alarms block publishers).
+        self.alarms: set[str] = set()
         #: Destinations first read before the load started: their counter differences are this test's.
         self.baseline: set[str] = set()
         self.samples = self.failures = 0
@@ -134,6 +136,7 @@ class BrokerSampler:
         self.samples += 1
         if sample["broker"]:
             self.broker = sample["broker"]
+            self.alarms.update(sample["broker"].get("alarms", []))
         for name, figures in sample["destinations"].items():
             self.first.setdefault(name, figures)
             self.last[name] = figures

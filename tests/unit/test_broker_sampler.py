@@ -102,6 +102,19 @@ def test_a_failing_or_hanging_source_is_counted_logged_once_and_never_blocks() -
     assert broker_notes(document, [])[0].startswith("broker figures: ")
 
 
+def test_an_alarm_seen_in_any_reading_is_in_the_summary() -> None:
+    source = Scripted()
+    made = BrokerSampler(source, None, lambda: [], interval=60, timeout=1)
+    made.sample()
+    source.broker = lambda: {"alarms": ["memory"]}  # type: ignore[method-assign]
+    made.sample()
+    source.broker = lambda: {"alarms": []}  # type: ignore[method-assign]
+    made.sample()
+    document = broker_document(made)
+    assert document["alarms_seen"] == ["memory"] and document["broker"] == {"alarms": []}
+    assert broker_notes(document, [])[0].startswith("the broker raised resource alarms during the run: memory")
+
+
 def test_no_source_says_why_in_one_line() -> None:
     document = broker_document(None, "off (--mq-broker-metrics off)")
     assert document["source"] is None and broker_notes(document, []) == [
