@@ -24,7 +24,7 @@ from mqusers.options import SECRET_FIELDS
 
 #: The audit's columns in the HTML table, as the JSON names them.
 AUDIT_COLUMNS = ("sent", "received", "lost", "duplicated", "reordered", "redelivered", "unconfirmed", "foreign")
-KINDS = ("run", "find-max", "curve", "cluster-compare")
+KINDS = ("run", "find-max", "curve", "cluster-compare", "matrix")
 #: The report's latency figures (:meth:`mqusers.measure.book.Tally.latency_ms` keys) and their headings.
 LATENCY = {"mean": "mean", "p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "max": "max"}
 
@@ -220,6 +220,22 @@ def _cluster_section(index: int, title: str, document: dict[str, Any]) -> str:
 {document.get("messages", 0):,} per scheme</p>{table}</section>"""
 
 
+def _matrix_section(index: int, title: str, document: dict[str, Any]) -> str:
+    """The seed method's tables: per mode, latency, msg/s, Mbit/s and loss per persistence x durability x size."""
+    tables = []
+    for mode in dict.fromkeys(c["mode"] for c in document.get("cells", [])):
+        latency = "round trip" if mode == "request-reply" else "forwarding"
+        rows = ([c["persistent"], c["durable"], c["size"], c.get("mean"), c.get("p99"), c.get("msgs"), c.get("mbit"),
+                 c.get("lost"), _link(c.get("report"))] for c in document["cells"] if c["mode"] == mode)  # fmt: skip
+        tables.append(f"<h3>{escape(mode)}</h3>" + _table(
+            ["persistent", "durable", "size", f"{latency} latency mean ms", f"{latency} latency p99 ms", "msg/s",
+             "Mbit/s", "lost", "run"], rows, f"matrix matrix-{escape(mode)}"))  # fmt: skip
+    rate = document.get("rate") or 0
+    pace = f"at {rate:,.0f} msg/s" if rate else "unpaced"
+    return f"""<section class="matrix" id="doc-{index}"><h2>{escape(title)}</h2>
+<p class="facts">{document.get("messages", 0):,} messages per cell, {pace}</p>{"".join(tables)}</section>"""
+
+
 def chart_data(document: dict[str, Any]) -> dict[str, Any]:
     """What the page's script draws for one document (the tables are already HTML)."""
     kind = kind_of(document)
@@ -228,7 +244,7 @@ def chart_data(document: dict[str, Any]) -> dict[str, Any]:
                 "marks": marks(document), "broker": (document.get("broker") or {}).get("series", [])}  # fmt: skip
     if kind == "find-max":
         return {"kind": kind, "steps": document.get("steps", [])}
-    if kind == "cluster-compare":
+    if kind in ("cluster-compare", "matrix"):
         return {"kind": kind}
     return {"kind": kind, "points": document.get("points", [])}
 
@@ -236,7 +252,7 @@ def chart_data(document: dict[str, Any]) -> dict[str, Any]:
 def render(documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> str:
     """The page: a comparison when there are several runs, then each document's section."""
     sections = {"run": _run_section, "find-max": _find_max_section, "curve": _curve_section,
-                "cluster-compare": _cluster_section}  # fmt: skip
+                "cluster-compare": _cluster_section, "matrix": _matrix_section}  # fmt: skip
     body = [sections[kind_of(d)](i, t, d) for i, (d, t) in enumerate(zip(documents, titles, strict=True))]
     runs = [(t, d) for t, d in zip(titles, documents, strict=True) if kind_of(d) == "run"]
     if len(runs) > 1:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mqusers.htmlreport import write_html
 from mqusers.parsing import OptionError, parse_broker_url, parse_size
 
 
@@ -124,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=100_000, help="messages per cell")
     parser.add_argument("--rate", type=float, default=0, help="total messages/s per cell (0 = as fast as possible)")
     parser.add_argument("--out", default="reports/matrix", help="folder for one JSON report per cell")
+    parser.add_argument("--json", default="", help="also write the tables' figures here (kind matrix)")
+    parser.add_argument("--html", default="", help="also write the tables as one HTML page here")
     parser.add_argument(
         "--locustfiles",
         type=Path,
@@ -166,4 +169,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"done in {time.monotonic() - started:.1f} s (exit {run.returncode})")
     print()
     print("\n\n".join(markdown(mode, rows) for mode, rows in results.items() if rows))
+    document = matrix_document(results, args.messages, args.rate, out)
+    if args.json:
+        Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
+    if args.html:
+        write_html(args.html, [document], ["matrix"])
     return 1 if failed else 0
+
+
+def matrix_document(
+    results: dict[str, list[tuple[Cell, dict[str, Any]]]], messages: int, rate: float, out: Path
+) -> dict[str, Any]:
+    """The grid's figures as a JSON document (``kind: matrix``), each cell linking its run's report."""
+    cells = [{"mode": cell.mode, "persistent": cell.persistent, "durable": cell.durable, "size": cell.size,
+              **figures, "report": str(out / f"{cell.slug}.json")}
+             for rows in results.values() for cell, figures in rows]  # fmt: skip
+    return {"kind": "matrix", "messages": messages, "rate": rate, "cells": cells}

@@ -187,7 +187,7 @@
     ], { x: "rate", unit: "ms", ylog: true });
   }
 
-  const draw = { run: runCharts, "find-max": findMaxCharts, curve: curveCharts, "cluster-compare": () => {} };
+  const draw = { run: runCharts, "find-max": findMaxCharts, curve: curveCharts, "cluster-compare": () => {}, matrix: () => {} };
   DATA.documents.forEach((doc, i) => {
     draw[doc.kind](document.querySelector('.charts[data-doc="' + i + '"]'), doc);
   });

@@ -11,6 +11,7 @@ import pytest
 
 from mqusers.ending import DrainOutcome
 from mqusers.htmlreport import AUDIT_COLUMNS, chart_data, main, render
+from mqusers.matrix import Cell, matrix_document
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
 from mqusers.options import Settings
@@ -166,6 +167,25 @@ def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
     assert data[0] == {"kind": "cluster-compare"}
     assert data[1]["marks"] == {"windows": [[1_700_000_005.0, 1_700_000_008.0]],
                                 "faults": [[1_700_000_005.0, "5s: kill -KILL 42"]]}  # fmt: skip
+
+
+def test_a_matrix_renders_the_seed_methods_tables_per_mode(tmp_path: Path) -> None:
+    def figures(mean: float, p99: float, msgs: float, mbit: float) -> dict[str, float]:
+        return {"mean": mean, "p99": p99, "msgs": msgs, "mbit": mbit, "lost": 0}
+
+    results = {
+        "topic": [(Cell("topic", False, False, "1KB"), figures(0.5, 1.2, 9000.0, 73.7)),
+                  (Cell("topic", True, True, "1KB"), figures(2.5, 9.0, 4000.0, 32.8))],
+        "request-reply": [(Cell("request-reply", False, False, "1KB"), figures(0.9, 3.0, 1100.0, 9.0))],
+    }  # fmt: skip
+    document = matrix_document(results, 20000, 0.0, tmp_path)
+    page = Page(render([document], ["matrix"]))
+    header, plain, durable = page.tables["matrix matrix-topic"]
+    assert header[3] == "forwarding latency mean ms" and page.tables["matrix matrix-request-reply"][0][3] == (
+        "round trip latency mean ms")  # fmt: skip
+    assert plain[:7] == ["no", "no", "1KB", "0.5", "1.2", "9,000", "73.7"] and durable[:2] == ["yes", "yes"]
+    assert page.links == [str(tmp_path / f"{slug}.json") for slug in ("topic-n-1KB", "topic-pd-1KB",
+                                                                     "request-reply-n-1KB")]  # fmt: skip
 
 
 def test_the_command_writes_the_page_and_refuses_an_unknown_kind(tmp_path: Path) -> None:
