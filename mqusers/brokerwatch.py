@@ -15,6 +15,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+import gevent
+
 from mqusers.brokerreport import broker_document
 from mqusers.brokers.activemq import ActiveMQStatistics
 from mqusers.brokers.jvm import JvmProbe
@@ -74,10 +76,12 @@ def open_source(metrics: BrokerMetricsSettings, ctx: RunContext) -> Source | Non
 
 
 def _server(config: Any) -> str:
-    """The CONNECTED frame's ``server`` header, from one connection (bounded by --mq-timeout)."""
+    """The CONNECTED frame's ``server`` header, from one connection: at most BASELINE_S of the test's start."""
     client = StompClient(config, fire=lambda **_: None)
     try:
-        client.connect()
+        with gevent.Timeout(BASELINE_S, MetricsError(f"the broker at {config.address} did not answer CONNECT within "
+                                                     f"{BASELINE_S:g}s: no broker figures")):  # fmt: skip
+            client.connect()
         return client.server
     finally:
         client.abort()
