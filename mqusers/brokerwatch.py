@@ -48,8 +48,7 @@ def start(environment: Environment, ctx: RunContext) -> None:
         logger.warning("mqusers: broker metrics: %s (the test goes on without them)", error)
     jvm = JvmProbe(metrics.pid, timeout=ctx.settings.timeout) if metrics.pid else None
     if source is None and jvm is None:
-        ctx.broker_note = ctx.broker_note or "--mq-broker-metrics off"
-        return
+        return  # off, or why not is in broker_note
     sampler = BrokerSampler(source, jvm, lambda: destinations(environment, ctx), interval=metrics.interval,
                             timeout=ctx.settings.timeout, listeners=ctx.broker_listeners)  # fmt: skip
     sampler.start(BASELINE_S)

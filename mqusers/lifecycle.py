@@ -13,6 +13,7 @@ from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRunner
 
 import contextlib
+import itertools
 import signal
 import time
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import gevent
 
 from mqusers.faults import FaultSchedule, known_secrets
+from mqusers.locust_stats import trim_per_second
 from mqusers.names import RECEIVE, split_event_name
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
 
@@ -31,15 +33,20 @@ FINAL_RECEIVED = "mqusers_final_received"
 FINAL_RECEIPT_WAIT_S = 5.0
 #: While draining, workers ship their tallies and audit this often (the drain's idle clock needs them).
 PROGRESS_EVERY_S = 0.25
+#: Locust's per-second counts are trimmed every this many flushes (10 s).
+TRIM_EVERY_TICKS = 50
 #: A single process folds its ledgers into the audit this often, so they never grow with messages.
 MERGE_EVERY_S = 1.0
 
 
-def flush_every(ctx: RunContext) -> None:
-    """A load process: recorded successes to the book, Locust's stats (the web UI) and the sinks."""
-    while True:
+def flush_every(environment: Environment, ctx: RunContext) -> None:
+    """Recorded successes to the book, Locust's stats (the web UI) and the sinks; now and then Locust's
+    per-second counts trimmed to the last minute (the master's too: it merges every worker's)."""
+    for tick in itertools.count(1):
         gevent.sleep(FLUSH_EVERY_S)
         ctx.recorder.flush()
+        if tick % TRIM_EVERY_TICKS == 0:
+            trim_per_second(environment.stats, int(time.time()))
 
 
 def start_faults(ctx: RunContext, secrets: tuple[str, ...]) -> None:

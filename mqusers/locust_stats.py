@@ -54,3 +54,21 @@ def _log(entry: StatsEntry, batch: Batch, buckets: dict[int, int], extremes: tup
     entry.total_response_time += total  # type: ignore[assignment]
     entry.min_response_time = low if entry.min_response_time is None else min(entry.min_response_time, low)  # type: ignore[assignment]
     entry.max_response_time = max(entry.max_response_time, high)  # type: ignore[assignment]
+
+
+#: Seconds of ``num_reqs_per_sec`` kept: Locust reads only its last ~12 s (current RPS, failures/s).
+PER_SECOND_KEPT_S = 60
+
+
+def trim_per_second(stats: RequestStats, now_s: int) -> None:
+    """Drop per-second counts older than :data:`PER_SECOND_KEPT_S` from every entry.
+
+    Locust keeps one per second of the whole run in each entry (a day costs megabytes per
+    operation); what it shows of them is the last few seconds. Workers reset theirs with each
+    report anyway: this bounds a local runner's and the master's.
+    """
+    horizon = now_s - PER_SECOND_KEPT_S
+    for entry in [*stats.entries.values(), stats.total]:
+        for per_second in (entry.num_reqs_per_sec, entry.num_fail_per_sec):
+            for second in [s for s in per_second if s < horizon]:
+                del per_second[second]

@@ -163,9 +163,9 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         lambda: lifecycle.refresh(environment, ctx),
         deserted=lambda: isinstance(runner, MasterRunner) and not runner.clients,
     )
+    ctx.flusher = gevent.spawn(lifecycle.flush_every, environment, ctx)
     if not isinstance(environment.runner, MasterRunner):
         ctx.health.start()  # the master generates no load: its own health says nothing about the figures
-        ctx.flusher = gevent.spawn(lifecycle.flush_every, ctx)
         # Everything allocated so far (Locust, Flask, the modules) lives for the process: keep it out
         # of the collector's full passes, whose 15-20 ms pauses showed up as schedule lag.
         gc.freeze()

@@ -92,7 +92,7 @@ class Traffic:
         self.latency.update(other.slots())
 
 
-@dataclass
+@dataclass(slots=True)
 class Load:
     """One load process's bucket: CPU summed over its seconds (for the mean) and the worst loop lag."""
 

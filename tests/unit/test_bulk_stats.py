@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mqusers.locust_stats import add_batches
+from mqusers.locust_stats import PER_SECOND_KEPT_S, add_batches, trim_per_second
 from mqusers.measure.book import Book
 from mqusers.measure.recorder import Recorder, second_of
 from mqusers.names import REQUEST_TYPE
@@ -155,3 +155,22 @@ def test_a_failure_flushes_what_came_before_it() -> None:
     recorder.operation("receive /queue/a").record(1, 1, T0_NS)
     fire_failure(recorder.fire, "receive /queue/a", 1, "corrupt")
     assert seen == ["batch receive /queue/a", "event receive /queue/a"]
+
+
+def test_per_second_counts_are_trimmed_to_the_last_minute_and_locusts_current_figures_keep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stats = RequestStats()
+    now = 1_700_000_000
+    clock = [0.0]
+    monkeypatch.setattr("locust.stats.time.time", lambda: clock[0])
+    for second in range(now - 300, now + 1):
+        clock[0] = float(second)
+        stats.log_request(REQUEST_TYPE, "send /queue/a", 1.0, 10)
+        stats.log_error(REQUEST_TYPE, "send /queue/a", RuntimeError("x"))
+    entry = stats.get("send /queue/a", REQUEST_TYPE)
+    before = (entry.current_rps, entry.current_fail_per_sec, stats.total.current_rps, entry.num_requests)
+    trim_per_second(stats, now)
+    for per_second in (entry.num_reqs_per_sec, entry.num_fail_per_sec, stats.total.num_reqs_per_sec):
+        assert min(per_second) == now - PER_SECOND_KEPT_S and max(per_second) == now
+    assert (entry.current_rps, entry.current_fail_per_sec, stats.total.current_rps, entry.num_requests) == before
