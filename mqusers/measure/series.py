@@ -72,9 +72,13 @@ class Series:
     def clear(self) -> None:
         self.width_s, self.traffic, self.load, self._unsealed, self._newest = 1, {}, {}, set(), 0
 
+    def _horizon(self) -> int:
+        """Buckets starting before this take no more live data."""
+        return self._newest - max(SEAL_AFTER_S, 2 * self.width_s)
+
     def _seal_old(self) -> None:
         """Pack the slots of buckets well behind the newest: they take no more live data."""
-        horizon = self._newest - max(SEAL_AFTER_S, 2 * self.width_s)
+        horizon = self._horizon()
         old = {(d, key) for d, key in self._unsealed if key < horizon}
         for destination, key in old:
             bucket = self.traffic.get(destination, {}).get(key)
@@ -111,12 +115,19 @@ class Series:
         """Double the bucket width, merging each pair of neighbours."""
         self.width_s *= 2
         width = self.width_s
+        horizon = self._horizon()
         for destination, buckets in self.traffic.items():
             merged: dict[int, Traffic] = {}
-            for key, bucket in buckets.items():
-                merged.setdefault(key - key % width, Traffic()).add(bucket)
+            for key in sorted(buckets):
+                target = key - key % width
+                into = merged.get(target)
+                if into is None:
+                    into = merged[target] = Traffic()
+                into.add(buckets.pop(key))
+                if key > target and target < horizon:
+                    into.seal()  # both halves in, and old: packed at once, so no more than one is unpacked
             self.traffic[destination] = merged
-            self._unsealed |= {(destination, key) for key in merged}
+            self._unsealed |= {(destination, key) for key, bucket in merged.items() if not bucket.sealed}
         for node, loads in self.load.items():
             merged_load: dict[int, Load] = {}
             for key, load in loads.items():
