@@ -41,7 +41,7 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
         first_jvm, last_jvm = sampler.jvm_first or {}, sampler.jvm_last
         jvm = {**last_jvm, "gc_count_run": last_jvm.get("gc_count", 0) - first_jvm.get("gc_count", 0),
                "gc_seconds_run": last_jvm.get("gc_seconds", 0.0) - first_jvm.get("gc_seconds", 0.0),
-               "heap_used_mb_max": max((s["jvm"] or {}).get("heap_used_mb", 0.0) for s in sampler.kept)}  # fmt: skip
+               "heap_used_mb_max": max((p["heap_used_mb"] or 0.0 for p in sampler.kept), default=0.0)}  # fmt: skip
     return {
         "source": sampler.source.name if sampler.source is not None else None,
         "samples": sampler.samples,
@@ -50,20 +50,10 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
         "broker": sampler.broker,
         "destinations": destinations,
         "jvm": jvm,
-        "series": [_point(s) for s in sampler.kept],
+        "series": sampler.kept,
         "alarms_seen": sorted(sampler.alarms),
         "note": note,
     }
-
-
-def _point(sample: Any) -> dict[str, Any]:
-    """One kept sample, for the HTML report's charts."""
-    jvm = sample["jvm"] or {}
-    broker = sample["broker"]
-    return {"t": sample["ts_ns"] / 1e9,
-            "depth": {d: f["depth"] for d, f in sample["destinations"].items() if "depth" in f},
-            "memory_percent": broker.get("memory_percent"), "store_percent": broker.get("store_percent"),
-            "heap_used_mb": jvm.get("heap_used_mb"), "heap_committed_mb": jvm.get("heap_committed_mb")}  # fmt: skip
 
 
 def broker_table(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[list[str]]:

@@ -21,8 +21,9 @@ import gevent
 from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError, Source
 
 logger = logging.getLogger(__name__)
-#: Samples kept for the report's charts; beyond it every other one is dropped (the interval doubles).
-MAX_KEPT = 720
+#: Readings kept for the report's charts, as :func:`chart_point`\ s; beyond it every other one is
+#: dropped (the interval doubles), so a long test costs ~100 KB.
+MAX_KEPT = 360
 #: At the end, counters that lag their clients (ActiveMQ counts sends without receipts
 #: asynchronously) are read again until two reads agree, at most this often.
 SETTLE_READS = 5
@@ -56,7 +57,7 @@ class BrokerSampler:
         self.jvm_first: JvmFigures | None = None
         self.jvm_last: JvmFigures | None = None
         #: Kept samples for charts (bounded) and how many were taken; failed calls; the first error of each part.
-        self.kept: list[BrokerSample] = []
+        self.kept: list[dict[str, Any]] = []
         #: Resource alarms seen in any reading (RabbitMQ's memory and disk alarms block publishers).
         self.alarms: set[str] = set()
         #: Destinations first read before the load started: their counter differences are this test's.
@@ -148,7 +149,7 @@ class BrokerSampler:
             self.jvm_first = self.jvm_first or sample["jvm"]
             self.jvm_last = sample["jvm"]
         if self.samples % self._stride == 0:
-            self.kept.append(sample)
+            self.kept.append(chart_point(sample))
             if len(self.kept) > MAX_KEPT:
                 self.kept, self._stride = self.kept[::2], self._stride * 2
         for listener in self._listeners:
@@ -158,3 +159,12 @@ class BrokerSampler:
 def _counts(destinations: dict[str, DestinationFigures]) -> dict[str, tuple[int | None, ...]]:
     """What must have settled before the last reading counts: counters and depth, not consumers leaving."""
     return {name: (f.get("enqueued"), f.get("dequeued"), f.get("depth")) for name, f in destinations.items()}
+
+
+def chart_point(sample: BrokerSample) -> dict[str, Any]:
+    """What the HTML report charts of a reading: depth per destination, memory and store %, JVM heap."""
+    jvm, broker = sample["jvm"] or {}, sample["broker"]
+    return {"t": sample["ts_ns"] / 1e9,
+            "depth": {d: f["depth"] for d, f in sample["destinations"].items() if "depth" in f},
+            "memory_percent": broker.get("memory_percent"), "store_percent": broker.get("store_percent"),
+            "heap_used_mb": jvm.get("heap_used_mb"), "heap_committed_mb": jvm.get("heap_committed_mb")}  # fmt: skip
