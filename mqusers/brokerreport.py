@@ -111,7 +111,7 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str
         return []
     if broker.get("source") is None:
         return [f"broker figures: none ({broker['note']})"] if broker.get("note") else []
-    lines = []
+    lines = [f"broker figures: {broker['note']}"] if broker.get("note") else []
     if broker.get("alarms_seen"):
         lines.append(f"the broker raised resource alarms during the run: {', '.join(broker['alarms_seen'])} "
                      "(publishers are blocked while one is on)")  # fmt: skip

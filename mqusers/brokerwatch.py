@@ -12,6 +12,7 @@ from __future__ import annotations
 from locust.env import Environment
 
 import logging
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,6 +27,7 @@ from mqusers.brokers.sampler import BrokerSampler
 from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.client import MqError, StompClient
 from mqusers.names import RECEIVE, SEND, split_event_name
+from mqusers.parsing import OptionError
 from mqusers.run import RunContext, client_config
 
 logger = logging.getLogger(__name__)
@@ -35,7 +37,9 @@ BASELINE_S = 2.0
 
 def check(options: Any) -> None:
     """Refuse bad ``--mq-broker-metrics*`` values before any load (raises OptionError)."""
-    read_broker_metrics_settings(options)
+    metrics = read_broker_metrics_settings(options)
+    if metrics.pid and not os.path.exists(f"/proc/{metrics.pid}"):
+        raise OptionError(f"--mq-broker-pid {metrics.pid}: no such process on this host (the JVM is read locally)")
 
 
 def start(environment: Environment, ctx: RunContext) -> None:
@@ -46,7 +50,13 @@ def start(environment: Environment, ctx: RunContext) -> None:
     except (MetricsError, MqError) as error:
         source, ctx.broker_note = None, str(error)
         logger.warning("mqusers: broker metrics: %s (the test goes on without them)", error)
-    jvm = JvmProbe(metrics.pid, timeout=ctx.settings.timeout) if metrics.pid else None
+    jvm = None
+    if metrics.pid:
+        try:
+            jvm = JvmProbe(metrics.pid, timeout=ctx.settings.timeout)
+        except MetricsError as error:
+            ctx.broker_note = "; ".join(filter(None, [ctx.broker_note, f"JVM: {error}"]))
+            logger.warning("mqusers: broker metrics: %s (the test goes on without the JVM's figures)", error)
     if source is None and jvm is None:
         return  # off, or why not is in broker_note
     sampler = BrokerSampler(source, jvm, lambda: destinations(environment, ctx), interval=metrics.interval,

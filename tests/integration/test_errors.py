@@ -44,6 +44,8 @@ def assert_refused_before_load(run, fragment: str) -> None:  # type: ignore[no-u
         (["--mq-destination", "/queue/" + "x" * 20_000], "--mq-destination: 20,007 characters is too long"),
         (["--mq-run-id", "run 1"], "--mq-run-id: 'run 1' is not a run id; use 1 to 64 of A-Z a-z 0-9 . _ -"),
         (["--mq-fault", "5s:true", "--mq-fault", "9s:stop-the-broker"], "--mq-fault '9s:stop-the-broker': "),
+        (["--mq-broker-pid", "4194304"], "--mq-broker-pid 4194304: no such process on this host"),
+        (["--mq-broker-metrics", "jmx"], "--mq-broker-metrics: 'jmx' is not one of auto, off, activemq, rabbitmq"),
     ],
 )
 def test_bad_option_values_stop_before_load(args: list[str], fragment: str, tmp_path: Path) -> None:
