@@ -164,6 +164,8 @@ class ActiveMQStatistics:
     of ``config`` (the load's). ``transport`` as for :class:`~mqusers.client.StompClient`."""
 
     name = "activemq"
+    #: ActiveMQ counts a send without a receipt a moment after it arrives (milliseconds).
+    settle_s = 0.25
 
     def __init__(self, config: ClientConfig, *, timeout: float = 5.0, transport: Transport | None = None) -> None:
         # No client-id: the load's durable subscribers may hold it, and ActiveMQ refuses a second.

@@ -77,6 +77,8 @@ class Source(Protocol):
     """A broker-metrics source: blocking calls, each bounded by its own timeout (run in a greenlet)."""
 
     name: str
+    #: At the end, two readings this far apart that agree count as settled (the broker's counters lag).
+    settle_s: float
 
     def broker(self) -> BrokerFigures: ...
 

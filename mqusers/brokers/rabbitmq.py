@@ -138,6 +138,9 @@ class RabbitManagement:
     :func:`management_url`) as ``user``; ``vhost`` is the one the load's destinations live in."""
 
     name = "rabbitmq"
+    #: The management API refreshes its figures every collect_statistics_interval (0.5 s on the local
+    #: service, 5 s by default): two readings this far apart that agree have settled there.
+    settle_s = 1.0
 
     def __init__(self, url: str, user: str, password: str, *, vhost: str = "/", timeout: float = 5.0) -> None:
         self.url = url.rstrip("/")

@@ -25,9 +25,9 @@ logger = logging.getLogger(__name__)
 #: dropped (the interval doubles), so a long test costs ~100 KB.
 MAX_KEPT = 360
 #: At the end, counters that lag their clients (ActiveMQ counts sends without receipts
-#: asynchronously) are read again until two reads agree, at most this often.
+#: asynchronously) are read again, the source's ``settle_s`` apart, until two reads agree, at most
+#: this often.
 SETTLE_READS = 5
-SETTLE_PAUSE_S = 1.0
 
 
 class JvmSource(Protocol):
@@ -99,7 +99,7 @@ class BrokerSampler:
             if sample is None or _counts(sample["destinations"]) == previous:
                 break
             previous = _counts(sample["destinations"])
-            gevent.sleep(SETTLE_PAUSE_S)
+            gevent.sleep(self.source.settle_s if self.source is not None else 0.0)
         if self.source is not None:
             self._guard("close", self.source.close)
 

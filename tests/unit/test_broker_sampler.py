@@ -6,23 +6,17 @@ from __future__ import annotations
 import locust  # noqa: F401  (gevent first)
 
 import gevent
-import pytest
 
 from mqusers.brokerreport import broker_document, broker_notes, broker_table, cross_check
-from mqusers.brokers import sampler as sampler_module
 from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError
 from mqusers.brokers.sampler import MAX_KEPT, SETTLE_READS, BrokerSampler
-
-
-@pytest.fixture(autouse=True)
-def quick_settling(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sampler_module, "SETTLE_PAUSE_S", 0.01)
 
 
 class Scripted:
     """A source whose queue grows by 10 enqueued / 8 dequeued per reading; ``fail`` raises instead."""
 
     name = "activemq"
+    settle_s = 0.01
 
     def __init__(self) -> None:
         self.reads, self.fail, self.hang, self.closed = 0, False, False, False
