@@ -68,6 +68,8 @@ class BrokerSampler:
         self.errors: dict[str, str] = {}
         self._stride = 1
         self._greenlet: Any = None
+        #: When the last reading that answered was taken (monotonic s).
+        self._read_at = 0.0
 
     def start(self, baseline_s: float) -> None:
         """The first reading now, before any message (the counters' baseline), then every interval.
@@ -93,13 +95,18 @@ class BrokerSampler:
         # Counters still moving since the last reading (ActiveMQ counts sends without receipts
         # asynchronously): read again until two readings agree. A source failing at its last
         # reading (a frozen broker) is not asked again: the run's end stays within its bound.
-        previous = _counts(self.last)
+        # Agreeing readings count only that far apart: the broker may not have refreshed in between.
+        settle = self.source.settle_s if self.source is not None else 0.0
+        previous, since = _counts(self.last), self._read_at
         for _ in range(0 if self.failing else SETTLE_READS):
             sample = self.sample()
-            if sample is None or _counts(sample["destinations"]) == previous:
+            if sample is None:
                 break
-            previous = _counts(sample["destinations"])
-            gevent.sleep(self.source.settle_s if self.source is not None else 0.0)
+            if _counts(sample["destinations"]) != previous:
+                previous, since = _counts(sample["destinations"]), self._read_at
+            elif self._read_at - since >= settle:
+                break
+            gevent.sleep(settle)
         if self.source is not None:
             self._guard("close", self.source.close)
 
@@ -132,6 +139,7 @@ class BrokerSampler:
             jvm_figures = self._guard("jvm", self.jvm.sample)
         if broker is None and jvm_figures is None:
             return None
+        self._read_at = time.monotonic()
         sample = BrokerSample(ts_ns=time.time_ns(), source=source.name if source is not None else "jvm",
                               broker=broker or {}, destinations=destinations, jvm=jvm_figures)  # fmt: skip
         self._take(sample)

@@ -158,6 +158,19 @@ def test_the_last_reading_is_taken_once_when_nothing_moved_since_the_one_before(
     made.start(1.0)
     source.destination = lambda destination: {"enqueued": 7, "depth": 0}  # type: ignore[method-assign]
     made.sample()
+    gevent.sleep(2 * source.settle_s)  # the broker had time to refresh since
     reads = source.reads
     made.stop()
     assert source.reads == reads + 1
+
+
+def test_agreeing_readings_too_close_together_do_not_count_as_settled() -> None:
+    source = Scripted()
+    source.settle_s = 0.2
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
+    made.start(1.0)
+    source.destination = lambda destination: {"enqueued": 7, "depth": 0}  # type: ignore[method-assign]
+    made.sample()
+    reads = source.reads
+    made.stop()  # the first reading agrees with one taken a moment ago: read again after settle_s
+    assert source.reads == reads + 2
