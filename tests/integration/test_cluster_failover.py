@@ -48,8 +48,7 @@ class Takeover(threading.Thread):
 def test_cluster_compare_measures_the_schemes_and_a_failover_of_a_pair(kind: str, tmp_path: Path) -> None:
     pair = services.PAIRS[kind]
     needed = ["postgresql", *pair] if kind == "jdbc" else list(pair)
-    for name in needed:
-        services.start(name)
+    started_here = [name for name in needed if services.start(name)]
     first = services.master_of(pair)
     assert first is not None
     url = ",".join(f"stomp://127.0.0.1:{services.ports(name)['stomp']}" for name in pair)
@@ -67,7 +66,9 @@ def test_cluster_compare_measures_the_schemes_and_a_failover_of_a_pair(kind: str
         process.kill()
         takeover.done.set()
         for name in needed:
-            services.start(name)  # whichever was stopped comes back as the slave
+            services.start(name)  # whichever was stopped comes back as the slave...
+        for name in reversed(started_here):
+            services.stop(name)  # ...and what this test started is stopped (the database last)
     assert process.returncode == 0, output
     print(output)
     assert takeover.at_ns is not None and services.master_of(pair) not in (None, first)
