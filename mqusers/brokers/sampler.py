@@ -28,6 +28,8 @@ MAX_KEPT = 360
 #: asynchronously) are read again, the source's ``settle_s`` apart, until two reads agree, at most
 #: this often.
 SETTLE_READS = 5
+#: ...and for at most this long: the end of a run waits no longer for the broker's counters.
+SETTLE_MAX_S = 3.0
 
 
 class JvmSource(Protocol):
@@ -98,15 +100,16 @@ class BrokerSampler:
         # Agreeing readings count only that far apart: the broker may not have refreshed in between.
         settle = self.source.settle_s if self.source is not None else 0.0
         previous, since = _counts(self.last), self._read_at
+        deadline = time.monotonic() + SETTLE_MAX_S
         for _ in range(0 if self.failing else SETTLE_READS):
             sample = self.sample()
-            if sample is None:
+            if sample is None or time.monotonic() >= deadline:
                 break
             if _counts(sample["destinations"]) != previous:
                 previous, since = _counts(sample["destinations"]), self._read_at
             elif self._read_at - since >= settle:
                 break
-            gevent.sleep(settle)
+            gevent.sleep(min(settle, max(0.0, deadline - time.monotonic())))
         if self.source is not None:
             self._guard("close", self.source.close)
 
