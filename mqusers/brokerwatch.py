@@ -26,7 +26,7 @@ from mqusers.brokers.rabbitmq import RabbitManagement, management_url
 from mqusers.brokers.sampler import BrokerSampler
 from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.client import MqError, StompClient
-from mqusers.names import RECEIVE, SEND, split_event_name
+from mqusers.names import RECEIVE, SEND, destination_operation
 from mqusers.parsing import OptionError
 from mqusers.run import RunContext, client_config
 
@@ -101,10 +101,10 @@ def destinations(environment: Environment, ctx: RunContext) -> Iterable[str]:
     names = [ctx.settings.destination] if ctx.settings.destination else [
         getattr(user_class, "destination", None) for user_class in environment.user_classes]  # fmt: skip
     for name in list(ctx.book.tallies):
-        operation, target = split_event_name(name)
-        if operation in (SEND, RECEIVE):
-            names.append(target)
-    return [n for n in names if isinstance(n, str) and n.startswith("/") and not n.startswith(("/temp-", "/reply"))]
+        found = destination_operation(name)
+        if found is not None and found[0] in (SEND, RECEIVE):
+            names.append(found[1])
+    return [n for n in names if isinstance(n, str) and n.startswith("/") and not n.startswith("/temp-")]
 
 
 def stop(ctx: RunContext) -> None:

@@ -63,18 +63,28 @@ class StepPlan:
         return [*command, *self.extra]
 
     def run(self, rate: float, index: int) -> Step:
-        report, log = self.workdir / f"step-{index:02d}.json", self.workdir / f"step-{index:02d}.log"
-        limit = self.warmup + self.window + STEP_SLACK_S
-        with log.open("w") as out:
-            try:
-                code = subprocess.run(self.command(rate, report, index), stdout=out, stderr=subprocess.STDOUT,
-                                      timeout=limit, check=False).returncode  # fmt: skip
-            except subprocess.TimeoutExpired:
-                raise StepFailed(f"step at {rate:,.0f} msg/s ran over {limit:.0f} s; see {log}") from None
-        if not report.exists():
-            last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
-            raise StepFailed(f"locust exited {code} without a report at {rate:,.0f} msg/s: {last} (see {log})")
-        return judge(json.loads(report.read_text()), rate, self.max_lag_ms, str(report))
+        report = self.workdir / f"step-{index:02d}.json"
+        document = run_locust(self.command(rate, report, index), report, self.warmup + self.window + STEP_SLACK_S,
+                              at=f" at {rate:,.0f} msg/s")  # fmt: skip
+        return judge(document, rate, self.max_lag_ms, str(report))
+
+
+def run_locust(command: list[str], report: Path, limit: float, at: str = "") -> dict[str, Any]:
+    """One ``locust`` child process, its output in REPORT.log, bounded by ``limit`` s: its JSON report.
+
+    Raises :class:`StepFailed` with one line (``at`` says which step) when it ran over or wrote no report.
+    """
+    log = report.with_suffix(".log")
+    with log.open("w") as out:
+        try:
+            code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=limit, check=False).returncode
+        except subprocess.TimeoutExpired:
+            raise StepFailed(f"locust ran over {limit:.0f} s{at}; see {log}") from None
+    if not report.exists():
+        last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+        raise StepFailed(f"locust exited {code} without a report{at}: {last} (see {log})")
+    document: dict[str, Any] = json.loads(report.read_text())
+    return document
 
 
 class StepFailed(Exception):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 import uuid
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mqusers.capacity import StepFailed, run_locust
 from mqusers.matrix import shipped_locustfiles
 from mqusers.parsing import OptionError, parse_broker_url, parse_fault, parse_size
 
@@ -75,21 +75,6 @@ class Plan:
         return [*self.base("durable", config, report), "-t", f"{self.failover_seconds:g}s", "--mq-receipts", "true",
                 "--mq-total-rate", f"{self.failover_rate:g}", "--mq-fault", f"{self.fault_at:g}s:{config.failover}",
                 *self.extra]  # fmt: skip
-
-
-def run(command: list[str], report: Path, limit: float) -> dict[str, Any]:
-    """One locust child process; its JSON report (raises RuntimeError with a line when there is none)."""
-    log = report.with_suffix(".log")
-    with log.open("w") as out:
-        try:
-            code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=limit, check=False).returncode
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"ran over {limit:.0f} s; see {log}") from None
-    if not report.exists():
-        last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"locust exited {code} without a report: {last} (see {log})")
-    document: dict[str, Any] = json.loads(report.read_text())
-    return document
 
 
 def scheme_figures(report: dict[str, Any]) -> dict[str, Any]:
@@ -218,8 +203,8 @@ def _attempt(title: str, command: list[str], report: Path, seconds: float) -> di
     started = time.monotonic()
     print(f"{title} ...", end=" ", flush=True)
     try:
-        document = run(command, report, seconds + RUN_SLACK_S)
-    except RuntimeError as error:
+        document = run_locust(command, report, seconds + RUN_SLACK_S)
+    except StepFailed as error:
         print(f"failed: {error}")
         return None
     print(f"done in {time.monotonic() - started:.1f} s")

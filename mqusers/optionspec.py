@@ -56,10 +56,8 @@ def env_var(name: str) -> str:
 
 def _add(group: Any, name: str, help_text: str, *, default: str, ui: bool, secret: bool, repeat: bool = False) -> None:
     # A string in the parser whatever the field's type: the web UI re-types edits by the default's type.
-    if repeat:
-        action = group.add_argument("--" + name, type=str, action="append", env_var=env_var(name), help=help_text)
-    else:
-        action = group.add_argument("--" + name, type=str, default=default, env_var=env_var(name), help=help_text)
+    given: dict[str, Any] = {"action": "append"} if repeat else {"default": default}
+    action = group.add_argument("--" + name, type=str, env_var=env_var(name), help=help_text, **given)
     # Locust reads these attributes to build the web UI's custom parameters; an argument group's
     # add_argument, unlike Locust's parser's, does not take them as keywords.
     action.include_in_web_ui = ui

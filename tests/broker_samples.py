@@ -12,7 +12,7 @@ RATE = 200  #: msg/s the counters grow by
 
 
 def activemq(ts_ns: int, second: int, destination: str) -> BrokerSample:
-    """ActiveMQ (Jolokia/JMX) with a local broker's JVM: no fd, no alarms, no broker-computed rates."""
+    """ActiveMQ (its statistics plugin) with a local broker's JVM: no fd, no alarms, no broker-computed rates."""
     return {
         "ts_ns": ts_ns,
         "source": "activemq",

@@ -31,7 +31,6 @@ from mqusers.measure.series import SERIES_PERCENTILES
 #: Outages kept per process and on the master: beyond it only counted (a flapping link must not
 #: grow memory).
 MAX_OUTAGES = 10_000
-ROLES = ("producer", "consumer")
 NONE = -1
 #: Deliveries this long after a window still count as during the failover: the backlog it left drains.
 AFTERMATH_S = 5

@@ -31,6 +31,9 @@ from tests.integration import broker_stats
 from tests.integration.conftest import ROOT
 
 N, PREFETCH, ACKED = 10, 4, 2
+#: A queue after N sends to one consumer that has PREFETCH messages pushed ahead and ACKED acknowledged.
+QUEUE_FIGURES = {"enqueued": N, "dispatched": PREFETCH + ACKED, "dequeued": ACKED, "unacked": PREFETCH,
+                 "depth": N - ACKED, "consumers": 1}  # fmt: skip
 ACTIVEMQ = services.PORTS["activemq"]["stomp"]
 RABBITMQ = services.PORTS["rabbitmq"]["stomp"]
 MANAGEMENT = services.PORTS["rabbitmq"]["management"]
@@ -130,9 +133,7 @@ def test_activemq_queue_figures_equal_the_brokers_counters(
     queue = destination("queue")
     consumers.append(Consumer(ACTIVEMQ, queue, PREFETCH, ACKED))
     send(ACTIVEMQ, queue)
-    expected = {"enqueued": N, "dispatched": PREFETCH + ACKED, "dequeued": ACKED, "unacked": PREFETCH,
-                "depth": N - ACKED, "consumers": 1}  # fmt: skip
-    settle(lambda: dict(activemq.destination(queue)), lambda: activemq_counters(queue), expected)
+    settle(lambda: dict(activemq.destination(queue)), lambda: activemq_counters(queue), QUEUE_FIGURES)
 
 
 @pytest.mark.activemq
@@ -248,10 +249,8 @@ def test_rabbitmq_queue_figures_equal_the_brokers_counters(
     queue = destination("queue")
     consumers.append(Consumer(RABBITMQ, queue, PREFETCH, ACKED))
     send(RABBITMQ, queue)
-    expected = {"enqueued": N, "dispatched": PREFETCH + ACKED, "dequeued": ACKED, "unacked": PREFETCH,
-                "depth": N - ACKED, "consumers": 1}  # fmt: skip
     name = queue.split("/")[-1]
-    settle(lambda: without_rates(rabbit.destination(queue)), lambda: rabbitmq_counters(name), expected)
+    settle(lambda: without_rates(rabbit.destination(queue)), lambda: rabbitmq_counters(name), QUEUE_FIGURES)
     assert without_rates(rabbit.destination(f"/amq/queue/{name}")) == rabbitmq_counters(name)
 
 
