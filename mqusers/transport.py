@@ -88,7 +88,8 @@ class LeanTransport(Transport):  # type: ignore[misc]
         if encoded_frame == _HEARTBEAT and self._send_lock.locked():
             # A frame is being written: no beat is needed, and waiting behind a send the broker stopped
             # reading would keep stomp.py's heart-beat loop from noticing the silence and closing the
-            # socket, the one thing that ends that send.
+            # socket, the one thing that ends that send. Here, not in an override of transmit: stomp.py's
+            # on_send bookkeeping must still run, or its heart-beat loop spins without sleeping.
             return
         # A plain lock: stomp.py's BoundedSemaphore yields to gevent's hub on every release, and
         # gevent's sendall asks the kernel for SO_SNDBUF each call; one send() mostly suffices.
