@@ -28,14 +28,16 @@ def test_find_max_holds_at_90_percent_and_not_at_130(tmp_path: Path) -> None:
     locustfile = str(LOCUSTFILES / "put_get.py")
     queue = f"/queue/mqusers.findmax.{uuid.uuid4().hex[:6]}"
     found = mqusers("find-max", "-f", locustfile, "--host", broker.url, "--destination", queue, "--start", "4000",
-                    "--json", str(tmp_path / "fm.json"), "--workdir", str(tmp_path / "steps"), *SHORT)  # fmt: skip
+                    "--json", str(tmp_path / "fm.json"), "--workdir", str(tmp_path / "steps"), "--steps", "14",
+                    *SHORT)  # fmt: skip
     assert found.returncode == 0, found.stdout + found.stderr
     document = json.loads((tmp_path / "fm.json").read_text())
     max_rate = document["max_rate"]
     assert document["kind"] == "find-max" and max_rate >= 2000, document
     assert f"maximum sustainable throughput: {max_rate:,.0f} msg/s" in found.stdout
     steps = document["steps"]
-    # Bracketed: a failed step within 5 % above the maximum (10 steps leave room for lag reruns).
+    # Bracketed: a failed step within 5 % above the maximum. The broker shares this machine's two cores,
+    # so near the limit the schedule lag flaps and lag-only failures are rerun: 14 steps leave room.
     assert document["ended"] == "bracketed within 5%", document["ended"]
     assert min(s["rate"] for s in steps if not s["sustained"]) <= 1.05 * max_rate
     for step in steps:  # each step's verdict agrees with its own run report
