@@ -307,3 +307,21 @@ def test_mq_host_is_read_and_masked_like_host() -> None:
         read_settings(parse("--mq-host", "http://h:1"), None)
     with pytest.raises(OptionError, match="name 2 brokers; give one with --mq-host"):
         read_settings(parse(), None, ("stomp://a:1", "stomp://b:2"))
+
+
+def test_mqusers_options_lists_every_option_with_its_env_var_and_never_a_secret_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
+    from mqusers.cli import main, options_help
+    from mqusers.options import OPTIONS
+    from mqusers.optionspec import env_var
+    from mqusers.sinks.settings import OPTIONS as INFLUX_OPTIONS
+
+    monkeypatch.setenv("LOCUST_MQ_PASSCODE", "s3cret-passcode")
+    text = " ".join(options_help().split())  # argparse wraps long names and env vars across lines
+    for option in (*OPTIONS, *BROKER_OPTIONS, *INFLUX_OPTIONS):
+        assert option.flag in text
+        assert env_var(option.name) in text.replace(" ", "")
+    assert "s3cret-passcode" not in text
+    assert main(["options"]) == 0
