@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqusers.findmax import Search, Step, curve_rates, judge, search
+from mqusers.findmax import Search, Step, curve_points, judge, search
 
 #: A step may overrun its -t by the drain (at most --mq-drain-max, default 30 s) and start-up.
 STEP_SLACK_S = 90.0
@@ -198,12 +198,15 @@ def curve(argv: Sequence[str]) -> int:
         raise SystemExit("mqusers: --max-rate and every percent must be positive")
     plan = _plan(options)
     print("   percent  " + "  ".join(f"{c:>10}" for c in COLUMNS), flush=True)
-    points = []
+    index = iter(range(1, 1000))
+
+    def run_step(percent: float, rate: float) -> Step:
+        step = plan.run(rate, next(index))
+        print(f"{percent:>9g}%  {step_line(step)}", flush=True)
+        return step
+
     try:
-        for index, (percent, rate) in enumerate(curve_rates(options.max_rate, percents), start=1):
-            step = plan.run(rate, index)
-            print(f"{percent:>9g}%  {step_line(step)}", flush=True)
-            points.append({"percent": percent, "offered": rate, **step.row()})
+        points = curve_points(run_step, options.max_rate, percents)
     except StepFailed as error:
         print(f"mqusers: {error}", file=sys.stderr)
         return 2

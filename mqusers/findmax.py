@@ -192,3 +192,22 @@ def _next_rate(low: float, high: float, hint: float, tried: set[float]) -> float
 def curve_rates(max_rate: float, percents: Sequence[float]) -> list[tuple[float, float]]:
     """(percent, rate) points of a latency-against-load curve."""
     return [(p, max_rate * p / 100.0) for p in percents]
+
+
+def curve_points(
+    run_step: Callable[[float, float], Step], max_rate: float, percents: Sequence[float]
+) -> list[dict[str, Any]]:
+    """Latency against load: ``run_step(percent, rate)`` at each percent of ``max_rate``.
+
+    As in :func:`search`, a point failed on the schedule lag alone is run once more and the second
+    run stands (its row keeps the first's reason in ``rerun_after``): one stall of a shared machine
+    should not stand for the broker's latency.
+    """
+    points = []
+    for percent, rate in curve_rates(max_rate, percents):
+        step = run_step(percent, rate)
+        first_reason = step.reason if step.lag_only else None
+        if step.lag_only:
+            step = run_step(percent, rate)
+        points.append({"percent": percent, "offered": rate, **step.row(), "rerun_after": first_reason})
+    return points

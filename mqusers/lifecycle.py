@@ -4,7 +4,8 @@ Wired by :mod:`mqusers.plugin` to Locust's ``test_stopping`` (every end: -t, the
 mqusers' own end of a fixed count) and ``quitting`` (Ctrl-C, SIGTERM: Locust quits without
 stopping the test; stopping it here makes it drain and report). :class:`mqusers.ending.Drain`
 decides when the drain is over. While a single process runs, its ledgers are folded into the
-audit every second so they never grow with messages.
+audit every second so they never grow with messages. At the end, :func:`write_report` writes the
+one report of the run (master or single process).
 """
 
 from __future__ import annotations
@@ -14,16 +15,27 @@ from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner, WorkerRu
 
 import contextlib
 import itertools
+import logging
 import signal
 import time
 from typing import Any
 
 import gevent
 
+from mqusers import brokerwatch
+from mqusers.ending import DrainOutcome
+from mqusers.failover import failover_document
 from mqusers.faults import FaultSchedule, known_secrets
+from mqusers.health import overall
+from mqusers.htmlreport import write_html
 from mqusers.locust_stats import trim_per_second
 from mqusers.names import RECEIVE, split_event_name
+from mqusers.report import RunFacts, build_report, format_summary, gate_failures, report_document, write_csv, write_json
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
+from mqusers.webui import show_report
+
+logger = logging.getLogger(__name__)
+_summary_logger = logging.getLogger("locust.stats_logger")
 
 STOP_PRODUCING = "mqusers_stop_producing"
 PROGRESS = "mqusers_progress"
@@ -158,3 +170,55 @@ def on_quitting(environment: Environment, **_: Any) -> None:
 def offsets(ctx: RunContext) -> dict[str, int]:
     conductor = ctx.coordinator.conductor if ctx.coordinator is not None else None
     return conductor.offsets_by_tag() if conductor is not None else {}
+
+
+def write_report(environment: Environment, ctx: RunContext) -> None:
+    """The run's report: summary, the JSON / HTML / CSV files asked for, the web UI's tab, gates and exit code."""
+    settings, stopped = ctx.settings, time.time()
+    outcome = (ctx.drain.outcome if ctx.drain else None) or DrainOutcome(False, 0.0, "no drain")
+    verdict = ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=outcome.settled)
+    facts = RunFacts(
+        run_id=ctx.run_id,
+        started=ctx.started,
+        stopped=stopped,
+        ended_by=ctx.ended_by,
+        drain=outcome,
+        clocks=_clock_offsets(ctx),
+        generator=overall(ctx.generators),
+        failover=failover_document(ctx.outages.records, ctx.outages.overflow, ctx.series, time.time_ns()),
+        faults=ctx.faults.records if ctx.faults is not None else [],
+        broker=brokerwatch.document(ctx),
+    )
+    report = build_report(ctx.book, verdict, facts, settings, ctx.series)
+    if ctx.book.tallies or ctx.generators:
+        _summary_logger.info("\n%s\n", format_summary(report))
+    try:
+        document = report_document(report)
+        if settings.report_json:
+            write_json(settings.report_json, document)
+        if settings.report_html:
+            write_html(settings.report_html, [document], [f"run {ctx.run_id}"])
+        if settings.report_csv:
+            write_csv(settings.report_csv, report.rows)
+    except OSError as error:
+        logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
+        environment.process_exit_code = max(environment.process_exit_code or 0, 2)
+    show_report(environment, report)
+    failures = gate_failures(report)
+    for failure in failures:
+        logger.error("mqusers: gate failed: %s", failure)
+    if failures:
+        environment.process_exit_code = 3
+    elif ctx.ended_by == "interrupt":
+        environment.process_exit_code = max(environment.process_exit_code or 0, 1)
+
+
+def _clock_offsets(ctx: RunContext) -> dict[str, dict[str, float]]:
+    """Each worker's clock minus the master's, with the error bound of the minimum-RTT sample (ms)."""
+    conductor = ctx.coordinator.conductor if ctx.coordinator is not None else None
+    if conductor is None:
+        return {}
+    return {
+        worker: {"offset_ms": c.offset_ns / 1e6, "error_ms": c.error_ns / 1e6, "rtt_ms": c.rtt_ns / 1e6}
+        for worker, c in conductor.clocks.items()
+    }

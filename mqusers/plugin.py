@@ -23,30 +23,17 @@ import gevent
 from mqusers import brokerwatch, lifecycle, webui
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.client import MqError, StompClient
-from mqusers.ending import Drain, DrainOutcome
-from mqusers.failover import failover_document
-from mqusers.health import overall
-from mqusers.htmlreport import write_html
+from mqusers.ending import Drain
 from mqusers.measure.audit import Audit
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.options import Settings, add_arguments, read_settings
 from mqusers.optionspec import register
 from mqusers.parsing import OptionError
-from mqusers.report import (
-    RunFacts,
-    build_report,
-    format_summary,
-    gate_failures,
-    report_document,
-    write_csv,
-    write_json,
-)
 from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.sinks import influx
 from mqusers.sinks.settings import add_influx_arguments
 
 logger = logging.getLogger(__name__)
-_summary_logger = logging.getLogger("locust.stats_logger")
 FINAL_TALLIES = "mqusers_final_tallies"
 FINISH = "mqusers_finish"
 #: How long the master waits for workers' final tallies when Locust quits without stopping them.
@@ -279,56 +266,5 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         ctx.fold_ledgers()
         ctx.generators[ctx.health.node] = ctx.health.report()
     if not isinstance(runner, WorkerRunner) and not ctx.error:
-        _report(environment, ctx)
+        lifecycle.write_report(environment, ctx)
     ctx.shipping.complete()
-
-
-def _report(environment: Environment, ctx: RunContext) -> None:
-    settings, stopped = ctx.settings, time.time()
-    outcome = (ctx.drain.outcome if ctx.drain else None) or DrainOutcome(False, 0.0, "no drain")
-    verdict = ctx.audit.verdict(time.time_ns(), 0, lifecycle.offsets(ctx), settled=outcome.settled)
-    facts = RunFacts(
-        run_id=ctx.run_id,
-        started=ctx.started,
-        stopped=stopped,
-        ended_by=ctx.ended_by,
-        drain=outcome,
-        clocks=_clock_offsets(ctx),
-        generator=overall(ctx.generators),
-        failover=failover_document(ctx.outages.records, ctx.outages.overflow, ctx.series, time.time_ns()),
-        faults=ctx.faults.records if ctx.faults is not None else [],
-        broker=brokerwatch.document(ctx),
-    )
-    report = build_report(ctx.book, verdict, facts, settings, ctx.series)
-    if ctx.book.tallies or ctx.generators:
-        _summary_logger.info("\n%s\n", format_summary(report))
-    try:
-        document = report_document(report)
-        if settings.report_json:
-            write_json(settings.report_json, document)
-        if settings.report_html:
-            write_html(settings.report_html, [document], [f"run {ctx.run_id}"])
-        if settings.report_csv:
-            write_csv(settings.report_csv, report.rows)
-    except OSError as error:
-        logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
-        environment.process_exit_code = max(environment.process_exit_code or 0, 2)
-    webui.show_report(environment, report)
-    failures = gate_failures(report)
-    for failure in failures:
-        logger.error("mqusers: gate failed: %s", failure)
-    if failures:
-        environment.process_exit_code = 3
-    elif ctx.ended_by == "interrupt":
-        environment.process_exit_code = max(environment.process_exit_code or 0, 1)
-
-
-def _clock_offsets(ctx: RunContext) -> dict[str, dict[str, float]]:
-    """Each worker's clock minus the master's, with the error bound of the minimum-RTT sample (ms)."""
-    conductor = ctx.coordinator.conductor if ctx.coordinator is not None else None
-    if conductor is None:
-        return {}
-    return {
-        worker: {"offset_ms": c.offset_ns / 1e6, "error_ms": c.error_ns / 1e6, "rtt_ms": c.rtt_ns / 1e6}
-        for worker, c in conductor.clocks.items()
-    }

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mqusers.capacity import _masked, find_max
-from mqusers.findmax import Step, curve_rates, judge, search
+from mqusers.findmax import Step, curve_points, curve_rates, judge, search
 
 
 def report(
@@ -107,6 +107,23 @@ def test_a_failure_on_the_lag_alone_is_confirmed_before_it_counts() -> None:
     found = search(run_step, 4000.0, steps=10)
     assert [s.rate for s in found.steps][:3] == [4000.0, 4000.0, 8000.0]
     assert found.max_rate is not None and found.max_rate >= 9_500.0
+
+
+def test_a_curve_point_failed_on_the_lag_alone_is_run_again_and_the_rerun_stands() -> None:
+    stalls = iter([False, True, False, False])  # the 50 % point stalls once; its rerun holds
+
+    def run_step(percent: float, rate: float) -> Step:
+        if next(stalls):
+            return Step(rate, reason="schedule lag p99 9 ms > 5 ms", limit="broker", lag_only=True)
+        return model(10_000.0)(rate)
+
+    points = curve_points(run_step, 2000.0, [25, 50, 100])
+    assert [(p["percent"], p["offered"], p["sustained"]) for p in points] == [
+        (25, 500.0, True), (50, 1000.0, True), (100, 2000.0, True)
+    ]  # fmt: skip
+    assert [p["rerun_after"] for p in points] == [None, "schedule lag p99 9 ms > 5 ms", None]
+    broker_fails = curve_points(lambda percent, rate: model(1500.0)(rate), 2000.0, [100])
+    assert not broker_fails[0]["sustained"] and broker_fails[0]["rerun_after"] is None  # not lag: not rerun
 
 
 def test_a_failure_at_the_offered_rate_is_bisected_not_walked_down() -> None:
