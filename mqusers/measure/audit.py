@@ -124,6 +124,17 @@ class _Producer:
         return self.cp_seq[j] if j < len(self.cp_seq) else (self.bag.distinct.last or 0) + 1
 
 
+class _Stream:
+    """What one subscription received from one producer. A queue's receipts go to one bag per destination
+    and producer (``Audit._queues``): competing consumers share them; ``bag`` is a topic subscription's."""
+
+    __slots__ = ("bag", "redelivered", "reordered")
+
+    def __init__(self) -> None:
+        self.bag = IntervalBag()
+        self.reordered = self.redelivered = 0
+
+
 class _Sub:
     __slots__ = ("deliveries", "drops", "durable", "foreign", "kind", "other_run", "process", "sessions", "streams")
 
@@ -133,7 +144,7 @@ class _Sub:
         #: Deliveries this subscription took: a queue's share of its group's (whose seqs are kept per group).
         self.deliveries = 0
         self.sessions: dict[int, int | None] = {}
-        self.streams: dict[str, list[Any]] = {}  # producer -> [IntervalBag, reordered, redelivered]
+        self.streams: dict[str, _Stream] = {}  # by producer
 
 
 def _pick(a: str, b: str) -> str:
@@ -171,11 +182,13 @@ class Audit:
                 old = sub.sessions.get(joined, left)
                 sub.sessions[joined] = left if old is None else old if left is None else max(old, left)
             for s in entry["streams"]:
-                stream = sub.streams.setdefault(s["producer"], [IntervalBag(), 0, 0])
-                stream[1] += s["reordered"]
-                stream[2] += s["redelivered"]  # a queue group's receipts are one bag per destination and producer
+                stream = sub.streams.setdefault(s["producer"], _Stream())
+                stream.reordered += s["reordered"]
+                stream.redelivered += s[
+                    "redelivered"
+                ]  # a queue group's receipts are one bag per destination and producer
                 key = (destination, s["producer"])
-                bag = self._queues.setdefault(key, IntervalBag()) if kind == "queue" else stream[0]
+                bag = self._queues.setdefault(key, IntervalBag()) if kind == "queue" else stream.bag
                 bag.merge(IntervalBag.decode(s["seqs"]))
         for q in delta.get("queues", ()):
             group = self._queues.setdefault((q["destination"], q["producer"]), IntervalBag())
@@ -223,20 +236,20 @@ class Audit:
             fig["drops"] += sub.drops
             own = _sub_figures(key, sub)
             fig["by_subscription"].append(own)
-            for name, (bag, reordered, redelivered) in sub.streams.items():
+            for name, stream in sub.streams.items():
                 if name in producers:
-                    fig["reordered"] += reordered
-                    fig["redelivered"] += redelivered
-                    own["reordered"] += reordered
-                    own["redelivered"] += redelivered
+                    fig["reordered"] += stream.reordered
+                    fig["redelivered"] += stream.redelivered
+                    own["reordered"] += stream.reordered
+                    own["redelivered"] += stream.redelivered
                 else:
-                    fig["foreign"] += len(bag)
+                    fig["foreign"] += len(stream.bag)
             if sub.kind == "queue":
                 own["received"] = sub.deliveries
                 queues.add(destination)
                 continue
             for name, p in producers.items():
-                received = sub.streams[name][0] if name in sub.streams else IntervalBag()
+                received = sub.streams[name].bag if name in sub.streams else IntervalBag()
                 window, zone = _topic_window(sub, p, offsets, drain_ns, horizon)
                 _tally((fig, own), p, p.bag.distinct.intersection(window), received, zone, settled)
         for (destination, name), received in sorted(self._queues.items()):
@@ -255,7 +268,7 @@ class Audit:
 
 
 def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
-    streams = [StreamEntry(producer=n, seqs=x[0].encode(), reordered=x[1], redelivered=x[2])
+    streams = [StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered, redelivered=x.redelivered)
                for n, x in sorted(s.streams.items())]  # fmt: skip
     sessions = [Session(joined_ns=j, left_ns=left) for j, left in sorted(s.sessions.items())]
     return SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,

@@ -16,7 +16,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from hdrh.histogram import HdrHistogram
 
@@ -128,6 +128,21 @@ def _percentile_key(percentile: float) -> str:
     return "p" + f"{percentile:g}".replace(".", "")
 
 
+class EncodedTally(TypedDict):
+    """A :class:`Tally` as a worker ships it (msgpack-able)."""
+
+    count: int
+    failures: int
+    bytes: int
+    negative: int
+    histogram: str  # HdrHistogram's base64 encoding
+    first: float
+    last: float
+
+
+EncodedTallies = dict[str, EncodedTally]
+
+
 class Book:
     """Tallies keyed by event name: STOMP events' own, any other request's :func:`request_key`."""
 
@@ -175,18 +190,19 @@ class Book:
     def clear(self) -> None:
         self.tallies = {}
 
-    def drain(self) -> dict[str, list[Any]]:
+    def drain(self) -> EncodedTallies:
         """Everything since the last drain, encoded for a worker report; then start afresh."""
         tallies, self.tallies = self.tallies, {}
         return {
-            name: [t.count, t.failures, t.bytes, t.negative, t.histogram.encode().decode("ascii"), t.first, t.last]
+            name: EncodedTally(count=t.count, failures=t.failures, bytes=t.bytes, negative=t.negative,
+                               histogram=t.histogram.encode().decode("ascii"), first=t.first, last=t.last)
             for name, t in tallies.items()
-        }
+        }  # fmt: skip
 
-    def merge(self, drained: dict[str, list[Any]]) -> None:
-        for name, (count, failures, size, negative, encoded, first, last) in drained.items():
-            histogram = HdrHistogram.decode(encoded.encode("ascii"))
-            other = Tally(count, failures, size, negative, histogram, first, last)
+    def merge(self, drained: EncodedTallies) -> None:
+        for name, e in drained.items():
+            histogram = HdrHistogram.decode(e["histogram"].encode("ascii"))
+            other = Tally(e["count"], e["failures"], e["bytes"], e["negative"], histogram, e["first"], e["last"])
             tally = self.tallies.get(name)
             if tally is None:
                 self.tallies[name] = other

@@ -26,11 +26,12 @@ import gevent
 
 from mqusers.brokers.model import BrokerSample
 from mqusers.health import PROBE, IntervalLag
+from mqusers.measure.book import EncodedTallies
 from mqusers.measure.recorder import Recorder
 from mqusers.run import Shipping
 from mqusers.sinks import points, schema
 from mqusers.sinks.settings import InfluxSettings, http_sender
-from mqusers.sinks.windows import EncodedTallies, IntervalBook, IntervalMerger, RunTotals, drain
+from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain
 from mqusers.sinks.writer import LineWriter
 
 logger = logging.getLogger(__name__)
