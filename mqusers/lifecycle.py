@@ -49,6 +49,9 @@ PROGRESS_EVERY_S = 0.25
 TRIM_EVERY_TICKS = 50
 #: A single process folds its ledgers into the audit this often, so they never grow with messages.
 MERGE_EVERY_S = 1.0
+#: How long quitting waits for an end under way in another greenlet to write the report: the master
+#: waits up to 15 s for workers' final tallies, the broker's last reading up to ~3 s.
+REPORT_WAIT_S = 30.0
 
 
 def flush_every(environment: Environment, ctx: RunContext) -> None:
@@ -160,7 +163,11 @@ def on_quitting(environment: Environment, **_: Any) -> None:
             runner.stop()
             ctx.final_received.wait(FINAL_RECEIPT_WAIT_S)
         return
-    if ctx.interrupt_drain():
+    if ctx.interrupt_drain() or ctx.stopped:
+        # An end under way in another greenlet (mqusers' own end of a fixed count, with -t or SIGTERM
+        # landing during it): the process exits when quitting returns, so the report must be written first.
+        if not ctx.reported.wait(REPORT_WAIT_S):
+            logger.error("mqusers: the run's end did not finish within %g s of quitting: no report", REPORT_WAIT_S)
         return
     if runner.state in (STATE_RUNNING, STATE_SPAWNING):
         ctx.ended_by = "interrupt"
@@ -172,9 +179,9 @@ def offsets(ctx: RunContext) -> dict[str, int]:
     return conductor.offsets_by_tag() if conductor is not None else {}
 
 
-def write_report(environment: Environment, ctx: RunContext) -> None:
+def write_report(environment: Environment, ctx: RunContext, stopped: float) -> None:
     """The run's report: summary, the JSON / HTML / CSV files asked for, the web UI's tab, gates and exit code."""
-    settings, stopped = ctx.settings, time.time()
+    settings = ctx.settings
     outcome = (ctx.drain.outcome if ctx.drain else None) or DrainOutcome(False, 0.0, "no drain")
     verdict = ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=outcome.settled)
     facts = RunFacts(

@@ -129,6 +129,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.finals.clear()
     ctx.finals_arrived.clear()
     ctx.final_received.clear()
+    ctx.reported.clear()
     coordinator = coordinator_for(environment, ctx)
     if isinstance(environment.runner, WorkerRunner):
         coordinator.follower.reset()
@@ -244,6 +245,14 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
     if ctx.stopped:
         return  # a second stop (e.g. -t during mqusers' own end) reports nothing new
     ctx.stopped = True
+    try:
+        _end_test(environment, ctx)
+    finally:
+        ctx.reported.set()
+
+
+def _end_test(environment: Environment, ctx: RunContext) -> None:
+    stopped = time.time()  # the test's end: waiting for workers' final tallies and the broker's counters is not in it
     if ctx.flusher is not None:
         ctx.flusher.kill(block=False)
         ctx.flusher = None
@@ -266,5 +275,5 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         ctx.fold_ledgers()
         ctx.generators[ctx.health.node] = ctx.health.report()
     if not isinstance(runner, WorkerRunner) and not ctx.error:
-        lifecycle.write_report(environment, ctx)
+        lifecycle.write_report(environment, ctx, stopped)
     ctx.shipping.complete()

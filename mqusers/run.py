@@ -102,6 +102,8 @@ class RunContext:
     finals_arrived: Event = field(default_factory=Event)
     #: Worker: the master confirmed this test's final shipment.
     final_received: Event = field(default_factory=Event)
+    #: This test's end is over (master or local runner: its report written); quitting waits for it.
+    reported: Event = field(default_factory=Event)
     ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
 
     coordinator: Coordinator | None = None

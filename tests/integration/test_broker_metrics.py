@@ -84,3 +84,21 @@ def test_a_source_that_refuses_is_one_line_and_the_run_goes_on(
     assert document["source"] is None and says in document["note"]
     [line] = [n for n in run.report["notes"] if n.startswith("broker figures: none")]
     assert says in line and "not-the-password" not in run.output
+
+
+@pytest.mark.rabbitmq
+@pytest.mark.parametrize("processes", [[], ["--processes", "2"]], ids=["local", "master and workers"])
+def test_time_running_out_while_the_last_broker_reading_settles_still_writes_the_report(
+    processes: list[str], destination: Any, tmp_path: Path
+) -> None:
+    # 300 messages at 150/s end the run after ~2.5 s; its end then waits ~2.5 s for RabbitMQ's
+    # counters to settle, and -t 4 s lands in that wait, when Locust quits from another greenlet.
+    queue = destination("queue")
+    run = run_locust(
+        "queue_balance.py", started("rabbitmq").url, "--mq-consumers", "1", "--mq-destination", queue,
+        "--mq-total-messages", "300", "--mq-total-rate", "150", *processes, users=2, seconds=4, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0 and run.report, run.output[-3000:]
+    assert run.report["ended_by"] == "count" and "--run-time limit reached" in run.output
+    assert (run.row(queue)["sent"], run.row(queue)["received"]) == (300, 300)
+    assert run.report["stopped"] - run.report["started"] < 4.0  # the broker's settling is not the test's time

@@ -69,7 +69,7 @@ def run_distributed(
     output, _ = master.communicate(timeout=90)
     for worker in workers:
         worker.wait(timeout=30)
-    assert master.returncode == 0, output[-3000:]
+    assert master.returncode == 0 and report.exists(), output[-3000:]
     return json.loads(report.read_text())  # type: ignore[no-any-return]
 
 
