@@ -168,6 +168,7 @@ def on_quitting(environment: Environment, **_: Any) -> None:
         # landing during it): the process exits when quitting returns, so the report must be written first.
         if not ctx.reported.wait(REPORT_WAIT_S):
             logger.error("mqusers: the run's end did not finish within %g s of quitting: no report", REPORT_WAIT_S)
+            environment.process_exit_code = max(environment.process_exit_code or 0, 2)
         return
     if runner.state in (STATE_RUNNING, STATE_SPAWNING):
         ctx.ended_by = "interrupt"
