@@ -8,12 +8,12 @@ per disagreement the in-flight messages do not explain; the JSON and the HTML re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from mqusers.brokers.model import COUNTERS
 from mqusers.brokers.sampler import BrokerSampler
 
-#: Cumulative broker counters: reported as this test's difference.
-COUNTERS = ("enqueued", "dequeued", "dispatched", "expired")
 #: Figures of the moment: reported as last read.
 GAUGES = ("depth", "unacked", "consumers", "producers", "memory_percent", "publish_rate", "deliver_rate", "ack_rate")
 
@@ -29,13 +29,16 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
         errors = sampler.errors if sampler is not None else {}
         return {"source": None, "note": note or "; ".join(dict.fromkeys(errors.values())), "destinations": {}}
     destinations: dict[str, dict[str, Any]] = {}
+    restarted = len(sampler.instances) > 1  # every counter started again: no difference is this test's
     for name, last in sorted(sampler.last.items()):
         first = sampler.first.get(name, {})
         based = name in sampler.baseline
         base = first if based else {}
-        figures: dict[str, Any] = {k: last[k] - base.get(k, 0) for k in COUNTERS if k in last}  # type: ignore[literal-required]
-        figures.update({k: last[k] for k in GAUGES if k in last})  # type: ignore[literal-required]
-        destinations[name] = {**figures, "baseline": based, "comparable": based and not warmup}
+        reset = restarted or name in sampler.counters_reset
+        read: Mapping[str, Any] = last  # by name: the tables below are the model's field names
+        figures: dict[str, Any] = {k: None if reset else read[k] - base.get(k, 0) for k in COUNTERS if k in read}
+        figures.update({k: read[k] for k in GAUGES if k in read})
+        destinations[name] = {**figures, "baseline": based, "comparable": based and not warmup and not reset}
     jvm: dict[str, Any] | None = None
     if sampler.jvm_last is not None:
         first_jvm, last_jvm = sampler.jvm_first or {}, sampler.jvm_last
@@ -52,6 +55,7 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
         "jvm": jvm,
         "series": sampler.kept,
         "alarms_seen": sorted(sampler.alarms),
+        "restarted": restarted,
         "note": note,
     }
 
@@ -118,4 +122,7 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str
     if broker.get("failures"):
         errors = "; ".join(dict.fromkeys(broker["errors"].values()))
         lines.append(f"broker figures: {broker['failures']} of the readings failed ({errors})")
+    if broker.get("restarted"):
+        lines.append("broker figures: the broker restarted during the test and its counters started again:"
+                     " they are not compared with mqusers' counts")  # fmt: skip
     return lines + cross_check(broker, rows)

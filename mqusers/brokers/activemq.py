@@ -117,6 +117,8 @@ def broker_figures(stats: Mapping[str, MapValue]) -> BrokerFigures:
     not the JVM's heap (see :mod:`mqusers.brokers.jvm`).
     """
     figures = {**_numbers(stats, _BROKER_PERCENTS, float), **_numbers(stats, (("memory_bytes", "memoryUsage"),), int)}
+    if isinstance(stats.get("brokerId"), str):
+        figures["instance"] = stats["brokerId"]  # ID:<host>-<port>-<start ms>-...: new at every start
     return cast(BrokerFigures, figures)
 
 

@@ -33,6 +33,10 @@ class DestinationFigures(TypedDict, total=False):
     ack_rate: float
 
 
+#: The cumulative ones of :class:`DestinationFigures`: a test's figure is the difference of two readings.
+COUNTERS = ("enqueued", "dequeued", "dispatched", "expired")
+
+
 class BrokerFigures(TypedDict, total=False):
     """The broker as a whole."""
 
@@ -45,6 +49,9 @@ class BrokerFigures(TypedDict, total=False):
     fd_total: int
     #: Resource alarms that block publishers (RabbitMQ: "memory", "disk"); empty when none.
     alarms: list[str]
+    #: Which broker process answered (ActiveMQ's brokerId, RabbitMQ's nodes and their OS pids): it
+    #: changes when the broker restarts, and with it every counter starts again.
+    instance: str
 
 
 class JvmFigures(TypedDict, total=False):

@@ -110,6 +110,8 @@ def broker_figures(overview: dict[str, Any], nodes: list[dict[str, Any]]) -> Bro
             busiest = max(with_fds, key=lambda node: int(node.get("fd_used") or 0) / int(node["fd_total"]))
             figures["fd_used"] = int(busiest.get("fd_used") or 0)
             figures["fd_total"] = int(busiest["fd_total"])
+    if running:
+        figures["instance"] = ",".join(sorted(f"{node.get('name')}/{node.get('os_pid')}" for node in running))
     if any(node.get("mem_alarm") for node in nodes):
         figures["alarms"].append("memory")
     if any(node.get("disk_free_alarm") for node in nodes):

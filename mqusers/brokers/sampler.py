@@ -13,12 +13,20 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import gevent
 
-from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError, Source
+from mqusers.brokers.model import (
+    COUNTERS,
+    BrokerFigures,
+    BrokerSample,
+    DestinationFigures,
+    JvmFigures,
+    MetricsError,
+    Source,
+)
 
 logger = logging.getLogger(__name__)
 #: Readings kept for the report's charts, as :func:`chart_point`\ s; beyond it every other one is
@@ -64,6 +72,11 @@ class BrokerSampler:
         self.alarms: set[str] = set()
         #: Destinations first read before the load started: their counter differences are this test's.
         self.baseline: set[str] = set()
+        #: Broker processes that answered, in order (more than one: it restarted during the test).
+        self.instances: list[str] = []
+        #: Destinations whose cumulative counters went down between readings (a restart, or the
+        #: destination deleted and made again): their differences are not this test's.
+        self.counters_reset: set[str] = set()
         self.samples = self.failures = 0
         #: The source's last broker-wide reading failed.
         self.failing = False
@@ -153,8 +166,15 @@ class BrokerSampler:
         if sample["broker"]:
             self.broker = sample["broker"]
             self.alarms.update(sample["broker"].get("alarms", []))
+            instance = sample["broker"].get("instance")
+            if instance and instance not in self.instances:
+                self.instances.append(instance)
         for name, figures in sample["destinations"].items():
             self.first.setdefault(name, figures)
+            now: Mapping[str, Any] = figures
+            before: Mapping[str, Any] = self.last.get(name, {})
+            if any(now.get(k, 0) < before.get(k, 0) for k in COUNTERS):
+                self.counters_reset.add(name)
             self.last[name] = figures
         if sample["jvm"] is not None:
             self.jvm_first = self.jvm_first or sample["jvm"]

@@ -54,7 +54,8 @@ PERCENTILE_FIELDS: dict[str, float] = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p
 AUDIT_FIELDS: dict[str, FieldType] = {"lost": "int", "duplicated": "int", "in_flight": "int"}
 
 #: The broker as a whole (:class:`mqusers.brokers.model.BrokerFigures`), under the model's names; its
-#: ``alarms`` list becomes a count and the names, sorted and comma-separated ("" when there are none).
+#: ``alarms`` list becomes a count and the names, sorted and comma-separated ("" when there are none);
+#: its ``instance`` (which process answered) is for the report's restart check, not a figure to chart.
 BROKER_FIELDS: dict[str, FieldType] = {
     "memory_percent": "float",
     "store_percent": "float",

@@ -124,3 +124,40 @@ def test_the_html_report_shades_the_outages_and_marks_the_faults(restarted: Rest
     assert marks["Receive latency by percentile"] == 0  # not a time axis
     assert sorted(row[0] for row in failover) == sorted(d["destination"] for d in report["failover"]["destinations"])
     assert faults[0].startswith("kill -KILL") and "services.start" in faults[1]
+
+
+@pytest.mark.rabbitmq
+def test_a_rabbitmq_restart_mid_run_loses_nothing_acknowledged_and_its_reset_counters_are_not_compared(
+    tmp_path: Path,
+) -> None:
+    # The same scenario on RabbitMQ, in one process: its durable queues and persistent messages
+    # survive the kill; its management counters start again with the new node, which the report says.
+    services.start("rabbitmq")
+    port, tag = services.ports("rabbitmq")["stomp"], uuid.uuid4().hex[:8]
+    try:
+        run = run_locust(
+            str(LOCUSTFILE), f"stomp://127.0.0.1:{port}",
+            "--mq-fault", f"6s:kill -KILL {services.pid('rabbitmq')}",
+            "--mq-fault", f"8s:{sys.executable} -c \"{RESTART % 'rabbitmq'}\"",
+            "--mq-drain", "5", users=4, seconds=26, env={"MQ_TEST_TAG": tag}, tmp_path=tmp_path,
+        )  # fmt: skip
+    finally:
+        services.start("rabbitmq")  # the other tests' broker, whatever happened
+    report = run.report
+    assert report, run.output
+    ready_ns = int(report["faults"][1]["output"].strip().splitlines()[-1])
+    outages = report["failover"]["listed"]
+    assert len(outages) == 4, outages  # each of the four clients lost its broker once
+    for outage in outages:
+        assert outage["reconnected_ns"] - ready_ns <= RECONNECT_AFTER_READY_S * 1e9, outage
+    for figures in report["destinations"]:
+        assert figures["lost"] == 0 and figures["received"] >= figures["sent"] - figures["unconfirmed"] > 0, figures
+    assert report["broker"]["restarted"] is True
+    assert not [note for note in report["notes"] if "unexplained" in note], report["notes"]
+    assert "the broker restarted during the test" in run.output
+    assert (
+        broker_stats.rabbitmq_queue_stats(services.ports("rabbitmq")["management"], f"mqusers.failover.{tag}")[
+            "messages"
+        ]
+        == 0
+    )  # nothing of the queue was left behind

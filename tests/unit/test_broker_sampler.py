@@ -174,3 +174,46 @@ def test_agreeing_readings_too_close_together_do_not_count_as_settled() -> None:
     reads = source.reads
     made.stop()  # the first reading agrees with one taken a moment ago: read again after settle_s
     assert source.reads == reads + 2
+
+
+class Restarting(Scripted):
+    """A broker that restarts after the second reading: another instance, every counter from zero."""
+
+    def broker(self) -> BrokerFigures:
+        figures = super().broker()
+        return {**figures, "instance": "ID:b-1" if self.reads <= 2 else "ID:b-2"}
+
+    def destination(self, destination: str) -> DestinationFigures:
+        n = self.reads
+        counted = 100 + 10 * n if n <= 2 else 10 * (n - 2)
+        return {"enqueued": counted, "dequeued": counted, "depth": 0}
+
+
+def test_a_broker_restart_is_said_once_and_its_counters_are_not_compared() -> None:
+    made = BrokerSampler(Restarting(), None, lambda: ["/queue/a"], interval=60, timeout=1)
+    for _ in range(4):
+        made.sample()
+    assert made.instances == ["ID:b-1", "ID:b-2"]
+    document = broker_document(made)
+    figures = document["destinations"]["/queue/a"]
+    assert document["restarted"] and figures["comparable"] is False
+    assert (figures["enqueued"], figures["dequeued"], figures["depth"]) == (None, None, 0)
+    rows = [{"destination": "/queue/a", "sent": 140, "received": 140}]
+    assert cross_check(document, rows) == []
+    assert broker_table(document, rows)[1][:5] == ["/queue/a", "-", "140", "-", "140"]
+    assert [n for n in broker_notes(document, rows) if "restarted" in n] == [
+        "broker figures: the broker restarted during the test and its counters started again: "
+        "they are not compared with mqusers' counts"
+    ]
+
+
+def test_counters_that_go_down_without_a_known_instance_are_not_compared() -> None:
+    source = Restarting()
+    source.broker = Scripted.broker.__get__(source)  # type: ignore[method-assign]  # a source that names no instance
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
+    for _ in range(4):
+        made.sample()
+    document = broker_document(made)
+    assert not document["restarted"] and made.counters_reset == {"/queue/a"}
+    assert document["destinations"]["/queue/a"]["comparable"] is False
+    assert document["destinations"]["/queue/a"]["enqueued"] is None

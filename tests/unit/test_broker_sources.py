@@ -52,7 +52,8 @@ def test_the_plugins_destination_map_becomes_destination_figures() -> None:
 
 def test_the_plugins_broker_map_becomes_broker_figures_without_a_connection_count() -> None:
     figures = activemq.broker_figures(activemq.parse_map_json(sample("activemq-broker.json")))
-    assert set(figures) == {"memory_percent", "store_percent", "temp_percent", "memory_bytes"}
+    assert set(figures) == {"memory_percent", "store_percent", "temp_percent", "memory_bytes", "instance"}
+    assert figures["instance"] == "ID:vm-36495-1796320201639-0:1"  # the brokerId: new at every start
     assert all(0.0 <= figures[key] <= 100.0 for key in ("memory_percent", "store_percent", "temp_percent"))  # type: ignore[literal-required]
 
 
@@ -283,6 +284,7 @@ def test_overview_and_nodes_become_broker_figures() -> None:
     assert figures["memory_percent"] == pytest.approx(100.0 * nodes[0]["mem_used"] / nodes[0]["mem_limit"])
     assert (figures["fd_used"], figures["fd_total"]) == (nodes[0]["fd_used"], nodes[0]["fd_total"])
     assert figures["alarms"] == []
+    assert figures["instance"] == f"{nodes[0]['name']}/{nodes[0]['os_pid']}"  # a restart has another pid
     alarmed = [{**nodes[0], "mem_alarm": True, "disk_free_alarm": True}]
     assert rabbitmq.broker_figures(overview, alarmed)["alarms"] == ["memory", "disk"]
 
