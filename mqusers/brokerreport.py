@@ -38,7 +38,9 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
         read: Mapping[str, Any] = last  # by name: the tables below are the model's field names
         figures: dict[str, Any] = {k: None if reset else read[k] - base.get(k, 0) for k in COUNTERS if k in read}
         figures.update({k: read[k] for k in GAUGES if k in read})
-        destinations[name] = {**figures, "baseline": based, "comparable": based and not warmup and not reset}
+        # A source that did not answer its last reading left figures older than the run's end: shown, not compared.
+        comparable = based and not warmup and not reset and not sampler.failing
+        destinations[name] = {**figures, "baseline": based, "comparable": comparable}
     jvm: dict[str, Any] | None = None
     if sampler.jvm_last is not None:
         first_jvm, last_jvm = sampler.jvm_first or {}, sampler.jvm_last

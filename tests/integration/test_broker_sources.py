@@ -152,8 +152,9 @@ def test_activemq_topic_figures_equal_the_brokers_counters(
 @pytest.mark.activemq
 def test_activemq_broker_figures_are_plausible(activemq: ActiveMQStatistics) -> None:
     figures = activemq.broker()
-    assert set(figures) == {"memory_percent", "store_percent", "temp_percent", "memory_bytes"}
+    assert set(figures) == {"memory_percent", "store_percent", "temp_percent", "memory_bytes", "instance"}
     assert 0 <= figures["memory_percent"] <= 100 and 0 <= figures["store_percent"] <= 100
+    assert figures["instance"].startswith("ID:") and activemq.broker()["instance"] == figures["instance"]
     assert 0 <= figures["temp_percent"] <= 100 and figures["memory_bytes"] >= 0
 
 
@@ -280,6 +281,8 @@ def test_rabbitmq_broker_figures_are_plausible(
     assert 0 < figures["memory_percent"] < 100 and figures["memory_bytes"] > 0
     assert 0 < figures["fd_used"] <= figures["fd_total"]
     assert figures["alarms"] == []
+    pid = str(services.pid("rabbitmq"))  # the service script's own record of the node's process
+    assert figures["instance"].startswith("rabbit@") and figures["instance"].endswith(f"/{pid}")
 
 
 @pytest.mark.rabbitmq

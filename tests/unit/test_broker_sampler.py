@@ -217,3 +217,16 @@ def test_counters_that_go_down_without_a_known_instance_are_not_compared() -> No
     assert not document["restarted"] and made.counters_reset == {"/queue/a"}
     assert document["destinations"]["/queue/a"]["comparable"] is False
     assert document["destinations"]["/queue/a"]["enqueued"] is None
+
+
+def test_figures_older_than_the_end_are_shown_but_not_compared() -> None:
+    source = Scripted()
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
+    made.sample()
+    made.baseline = {"/queue/a"}
+    made.sample()
+    source.fail = True  # the broker stopped answering before the end (killed, partitioned)
+    made.sample()
+    figures = broker_document(made)["destinations"]["/queue/a"]
+    assert figures["enqueued"] == 10 and figures["comparable"] is False
+    assert cross_check(broker_document(made), [{"destination": "/queue/a", "sent": 999, "received": 999}]) == []
