@@ -173,7 +173,7 @@ class BrokerSampler:
             self.first.setdefault(name, figures)
             now: Mapping[str, Any] = figures
             before: Mapping[str, Any] = self.last.get(name, {})
-            if any(now.get(k, 0) < before.get(k, 0) for k in COUNTERS):
+            if any(k in now and k in before and now[k] < before[k] for k in COUNTERS):
                 self.counters_reset.add(name)
             self.last[name] = figures
         if sample["jvm"] is not None:

@@ -230,3 +230,12 @@ def test_figures_older_than_the_end_are_shown_but_not_compared() -> None:
     figures = broker_document(made)["destinations"]["/queue/a"]
     assert figures["enqueued"] == 10 and figures["comparable"] is False
     assert cross_check(broker_document(made), [{"destination": "/queue/a", "sent": 999, "received": 999}]) == []
+
+
+def test_a_destination_the_broker_stops_reporting_is_not_a_counter_reset() -> None:
+    source = Scripted()
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
+    made.sample()
+    source.destination = lambda destination: {}  # type: ignore[method-assign]  # e.g. an auto-deleted queue
+    made.sample()
+    assert made.counters_reset == set()
