@@ -24,7 +24,7 @@ def mqusers(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
 
 
-def test_find_max_holds_at_90_percent_and_not_at_150(tmp_path: Path) -> None:
+def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) -> None:
     broker = started("activemq")
     locustfile = str(LOCUSTFILES / "put_get.py")
     queue = f"/queue/mqusers.findmax.{uuid.uuid4().hex[:6]}"
@@ -52,9 +52,10 @@ def test_find_max_holds_at_90_percent_and_not_at_150(tmp_path: Path) -> None:
     plan = StepPlan(locustfile, broker.url, users=4, consumers=2, warmup=2, window=4, max_lag_ms=LAG_MS,
                     workdir=tmp_path / "check", destination=queue + ".check")  # fmt: skip
     plan.workdir.mkdir()
-    # Not at 150 %: on two cores shared with the test runner, what the broker sustains moves by up to
-    # ~30 % from one run to the next (a 14,000 msg/s check passed after a search that bracketed 10,834).
-    below, above = plan.run(0.9 * max_rate, 1), plan.run(1.5 * max_rate, 2)
+    # Wide margins: on two cores shared with the test runner, what the broker sustains moves a lot from
+    # one run to the next (checks after searches that bracketed 10,834 and 13,454 msg/s held 14,000 and
+    # 20,000). So this catches a search that is off by a factor, not by 10 %; the steps are checked above.
+    below, above = plan.run(0.5 * max_rate, 1), plan.run(2.5 * max_rate, 2)
     assert below.sustained, below
     assert not above.sustained, above  # the broker's limit, or on a small machine the generator's
 
