@@ -60,11 +60,11 @@ class Session:
         self.server = ""
         self._transport: Transport = transport or StompTransport()
         self._connection: Connection | None = None
-        self._listener = Listener(self._take_frame, self._on_connected, self._on_disconnected, self._read_done)
         #: What runs once the frames of the current socket read are handled (e.g. their ACKs).
         self._after_read: list[Callable[[], None]] = []
         self._connected = Event()
-        self._refusal: str | None = None
+        #: Set by the broker's answer to CONNECT: None for CONNECTED, else why not (ERROR, closed).
+        self._handshake: AsyncResult | None = None
         self._handlers: dict[bytes, MessageHandler] = {}
         self._waiters: dict[bytes, AsyncResult] = {}
         self._ids = itertools.count(1)
@@ -123,15 +123,19 @@ class Session:
         # ActiveMQ and Artemis key durable subscriptions on client-id; RabbitMQ ignores it.
         headers = {"client-id": config.client_id} if config.client_id else {}
         self._connected.clear()
-        self._refusal = None
+        handshake = self._handshake = AsyncResult()
         self.closing = False
         self._last_subscribe = None
+        listener = Listener(
+            self._take_frame, self._on_connected, lambda: self._on_disconnected(handshake), self._read_done
+        )
         try:
-            self._connection = self._transport.open(config, headers, self._listener)
+            self._connection = self._transport.open(config, headers, listener)
         except Unreachable as error:
             raise MqError(f"cannot reach the broker at {config.address} ({error})") from None
-        if not self._connected.wait(config.timeout) or self._refusal is not None:
-            reason = self._refusal or f"no CONNECTED frame within {config.timeout:g}s"
+        handshake.wait(config.timeout)
+        if not handshake.ready() or handshake.value is not None:
+            reason = handshake.value or f"no CONNECTED frame within {config.timeout:g}s"
             self._close_quietly()
             raise MqError(f"broker at {config.address} refused the connection: {reason}")
         self.generation += 1
@@ -248,8 +252,7 @@ class Session:
             message = f"{message}: {detail}" if message else detail
         error = BrokerError(f"broker ERROR: {message}")
         if not self._connected.is_set():
-            self._refusal = message or "ERROR frame"
-            self._connected.set()
+            self._answer_connect(message or "ERROR frame")
             return
         waiter = self._waiters.get(headers.get(b"receipt-id", b""))
         if waiter is not None:
@@ -267,11 +270,22 @@ class Session:
         self.server = headers.get("server", "")
         self.dialect = dialect_for(self.config.dialect, self.server)
         self._connected.set()
+        self._answer_connect(None)
 
-    def _on_disconnected(self) -> None:
+    def _answer_connect(self, refusal: str | None) -> None:
+        handshake = self._handshake
+        if handshake is not None and not handshake.ready():
+            handshake.set(refusal)
+
+    def _on_disconnected(self, handshake: AsyncResult) -> None:
+        if handshake is not self._handshake:
+            return  # an earlier connection's reader, ending after the next connection opened
         if not self.closing and self._connected.is_set():
             self.dropped, self.lost_ns = True, time.time_ns()
         self._connected.clear()
+        # Closed before CONNECTED (a dying broker's backlog, one not serving yet): no need to wait
+        # out --mq-timeout for an answer that cannot come.
+        self._answer_connect("the connection closed before CONNECTED")
         for waiter in list(self._waiters.values()):
             if not waiter.ready():
                 waiter.set_exception(ConnectionLost("connection lost"))

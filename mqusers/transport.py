@@ -222,6 +222,9 @@ class StompTransport:
             connection.connect(config.user, config.password, wait=False, headers=dict(headers))
         except stomp_exception.ConnectFailedException:
             raise Unreachable(_why_unreachable(config)) from None
+        except OSError as error:  # CONNECT not written: reset by a broker dying or not yet serving
+            connection.transport.close()
+            raise Unreachable(error.strerror or type(error).__name__) from None
         # After CONNECT the client only sends frames and closes: both are the transport's.
         transport: LeanTransport = connection.transport
         return transport

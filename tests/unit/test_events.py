@@ -299,6 +299,30 @@ def test_a_failed_connect_raises_and_fires_one_line(transport: MemoryTransport, 
     assert error.name == f"connect {ADDRESS}" and reason in str(error.error)
 
 
+def test_a_connection_closed_before_connected_fails_at_once_not_at_the_timeout() -> None:
+    # A broker killed or still starting can accept the TCP connection and close it unanswered.
+    env = environment()
+    transport = MemoryTransport(connected=None)
+    config = ClientConfig(parse_broker_url(ADDRESS), timeout=30)
+    client = StompClient(config, env.events.request.fire, transport=transport)
+    gevent.spawn_later(0.01, lambda: transport.connection.drop())
+    start = time.monotonic()
+    with pytest.raises(MqError, match="refused the connection: the connection closed before CONNECTED"):
+        client.connect()
+    assert time.monotonic() - start < 1
+    assert not client.connected and not client.dropped and client.generation == 0
+
+
+def test_an_earlier_connections_late_end_leaves_the_current_one_alone() -> None:
+    env = environment()
+    client, first = connected(env)
+    client.abort()
+    client.connect()
+    first.listener.on_disconnected()  # its reader greenlet ending only now
+    assert client.connected and not client.dropped
+    assert client.generation == 2
+
+
 def test_connect_sends_the_client_id_and_reads_the_dialect_from_the_server() -> None:
     transport = MemoryTransport(b"CONNECTED\nversion:1.2\nserver:RabbitMQ/3.13.7\n\n\x00")
     config = ClientConfig(parse_broker_url(ADDRESS), client_id="durable-1", dialect="auto")
