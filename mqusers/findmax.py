@@ -19,6 +19,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 #: A step is sustained at >= this fraction of the offered rate.
@@ -145,11 +146,9 @@ def search(
         if clock() >= deadline:
             found.ended = "time budget spent"
             break
-        step = run_step(rate)
-        found.steps.append(step)
-        if step.lag_only and len(found.steps) < steps:
-            step = run_step(rate)  # lag alone: one stall of a shared machine; it counts when it recurs
-            found.steps.append(step)
+        runs = confirmed(partial(run_step, rate), may_rerun=len(found.steps) + 1 < steps)
+        found.steps.extend(runs)
+        step = runs[-1]
         tried.add(rate)
         if step.sustained:
             low = max(low, rate)
@@ -181,6 +180,13 @@ def search(
     return found
 
 
+def confirmed(run: Callable[[], Step], may_rerun: bool = True) -> list[Step]:
+    """The runs of one step, the last one standing: a step failed on the schedule lag alone is run
+    once more (one stall of a shared machine; it counts when it recurs)."""
+    first = run()
+    return [first, run()] if first.lag_only and may_rerun else [first]
+
+
 def _next_rate(low: float, high: float, hint: float, tried: set[float]) -> float:
     """Just under, then just over, what the broker managed when it fell behind; else the log middle."""
     for candidate in (hint * 0.99, hint * 1.03):
@@ -199,15 +205,13 @@ def curve_points(
 ) -> list[dict[str, Any]]:
     """Latency against load: ``run_step(percent, rate)`` at each percent of ``max_rate``.
 
-    As in :func:`search`, a point failed on the schedule lag alone is run once more and the second
-    run stands (its row keeps the first's reason in ``rerun_after``): one stall of a shared machine
-    should not stand for the broker's latency.
+    As in :func:`search`, a point failed on the schedule lag alone is run once more (:func:`confirmed`)
+    and its row keeps the first run's reason in ``rerun_after``: one stall of a shared machine should
+    not stand for the broker's latency.
     """
     points = []
     for percent, rate in curve_rates(max_rate, percents):
-        step = run_step(percent, rate)
-        first_reason = step.reason if step.lag_only else None
-        if step.lag_only:
-            step = run_step(percent, rate)
-        points.append({"percent": percent, "offered": rate, **step.row(), "rerun_after": first_reason})
+        *rerun, step = confirmed(partial(run_step, percent, rate))
+        points.append({"percent": percent, "offered": rate, **step.row(),
+                       "rerun_after": rerun[0].reason if rerun else None})  # fmt: skip
     return points
