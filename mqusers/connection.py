@@ -44,8 +44,9 @@ class Listener:
     on_connected: Callable[[Mapping[str, str]], None]
     #: The connection ended, whoever ended it (the broker, the network or :meth:`Connection.close`).
     on_disconnected: Callable[[], None]
-    #: The frames of one read from the socket have all gone to ``on_frame``.
-    on_read_done: Callable[[], None]
+    #: The frames of one read from the socket have all gone to ``on_frame``; returns the seconds the
+    #: reader may wait before its next read (0: at once).
+    on_read_done: Callable[[], float]
 
 
 class Unreachable(Exception):

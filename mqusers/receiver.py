@@ -21,6 +21,9 @@ from mqusers.wire import CORRELATION, CRC, DUE_NS, PRODUCER, RUN, SENT_NS, SEQ, 
 Observer = Callable[[Headers, bytes], None]
 #: ActiveMQ and RabbitMQ flag a redelivery with this header.
 _REDELIVERED = b"redelivered"
+#: A delivery this late (µs) is part of a backlog: its connection's reader may pause between reads
+#: (mqusers.session.BEHIND_PAUSE_S), an error under 1 % of such a latency.
+RECEIVE_BEHIND_US = 100_000
 
 _NO_STAMP = MqError("message of this run without its mqusers headers (mq-sent-ns, mq-size, mq-crc32)")
 _CORRUPT = MqError("body does not match its mq-size / mq-crc32 headers")
@@ -65,6 +68,8 @@ class Receiver:
         self._client = client
         self._fire = client.fire
         self._acks = ack != "auto"
+        #: Auto ack: the broker sends on without waiting for us, so a backlog may be read in bulk.
+        self._pausable = not self._acks
         self._ack_every = max(1, ack_every) if ack == "client" else 1
         self._individual = ack == "client-individual"
         #: ``client`` mode: the newest ack id not yet acknowledged.
@@ -106,7 +111,10 @@ class Receiver:
                     self._due.record((received_ns - int(due)) // 1000, size, received_ns)
                 if self.audit is not None and own:  # the audit is of this run's messages only
                     self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(_REDELIVERED) == b"true")
-                self._receive.record((received_ns - sent_ns) // 1000, size, received_ns)
+                latency_us = (received_ns - sent_ns) // 1000
+                if latency_us >= RECEIVE_BEHIND_US and self._pausable:
+                    self._client.behind = True
+                self._receive.record(latency_us, size, received_ns)
         self.received += 1
         if self._acks:
             self._acknowledge(headers.get(b"ack"), self.received % self._ack_every == 0)

@@ -24,6 +24,12 @@ from mqusers.names import CONNECT, ERROR, REQUEST_TYPE, SUBSCRIBE, UNSUBSCRIBED,
 from mqusers.transport import StompTransport
 from mqusers.wire import Headers, disconnect_frame, unescape
 
+#: How long the reader waits between reads while deliveries arrive already late (a backlog, auto ack:
+#: the broker waits for nothing from us). A wake-up costs more CPU than a message; at a backlog's pace
+#: one read per millisecond takes many messages at once. A receive time is then at most ~1-2 ms late
+#: (the timer's resolution), under 1 % of a latency of RECEIVE_BEHIND_US (mqusers.receiver).
+BEHIND_PAUSE_S = 0.001
+
 #: ``handler(headers, body, received_ns)`` for each MESSAGE of a subscription.
 MessageHandler = Callable[[Headers, bytes, int], None]
 
@@ -62,6 +68,8 @@ class Session:
         self._connection: Connection | None = None
         #: What runs once the frames of the current socket read are handled (e.g. their ACKs).
         self._after_read: list[Callable[[], None]] = []
+        #: Set by a receiver when a delivery of the current read was already late (see BEHIND_PAUSE_S).
+        self.behind = False
         self._connected = Event()
         #: Set by the broker's answer to CONNECT: None for CONNECTED, else why not (ERROR, closed).
         self._handshake: AsyncResult | None = None
@@ -86,10 +94,16 @@ class Session:
         """Run ``callback`` once the frames of the socket read being handled are done."""
         self._after_read.append(callback)
 
-    def _read_done(self) -> None:
-        callbacks, self._after_read = self._after_read, []
-        for callback in callbacks:
-            callback()
+    def _read_done(self) -> float:
+        if self._after_read:
+            callbacks, self._after_read = self._after_read, []
+            for callback in callbacks:
+                callback()
+        if self.behind:
+            self.behind = False
+            if not self._waiters:  # a receipt or a reply is timed: read it at once
+                return BEHIND_PAUSE_S
+        return 0.0
 
     def operation(self, name: str) -> Record:
         """Where the per-message path records a success of ``name``."""

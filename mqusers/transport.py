@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import gevent
 import stomp
 from stomp import exception as stomp_exception
 from stomp.protocol import Protocol12
@@ -53,7 +54,7 @@ def _text(value: bytes) -> str:
 
 
 class LeanTransport(Transport):  # type: ignore[misc]
-    def __init__(self, *args: Any, on_frame: FrameTaker, on_read_done: Callable[[], None], **kwargs: Any):
+    def __init__(self, *args: Any, on_frame: FrameTaker, on_read_done: Callable[[], float], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.on_frame = on_frame
         self.on_read_done = on_read_done
@@ -131,7 +132,9 @@ class LeanTransport(Transport):  # type: ignore[misc]
             self.listeners["protocol-listener"].on_heartbeat()  # any bytes from the broker prove it alive
         # One clock read per read, not per frame: what was read together arrived together.
         self._parser.feed(data, time.time_ns())
-        self.on_read_done()
+        pause = self.on_read_done()
+        if pause:
+            gevent.sleep(pause)
 
     def _dispatch(self, command: bytes, headers: Headers, body: bytes, received_ns: int) -> None:
         if self.on_frame(command, headers, body, received_ns):
@@ -148,7 +151,7 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
         hosts: list[tuple[str, int]],
         *,
         on_frame: FrameTaker,
-        on_read_done: Callable[[], None],
+        on_read_done: Callable[[], float],
         heartbeats: tuple[int, int],
         vhost: str,
         connect_timeout: float,

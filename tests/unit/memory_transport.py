@@ -66,10 +66,11 @@ class MemoryConnection:
 
     # -- the broker's side ---------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> None:
-        """Bytes from the broker: one or more frames, handled as the reader greenlet would."""
+    def feed(self, data: bytes) -> float:
+        """Bytes from the broker: one or more frames, handled as the reader greenlet would; returns
+        the pause the client asks of its reader before the next read."""
         self._parser.feed(data, time.time_ns())
-        self.listener.on_read_done()
+        return self.listener.on_read_done()
 
     def drop(self) -> None:
         """The network or the broker ends the connection."""

@@ -52,13 +52,14 @@ def message(body: bytes, sent_ns: int, *, crc: int | None = None, ack: bytes | N
     return headers, body, time.time_ns()
 
 
-def deliver(connection: MemoryConnection, *deliveries: tuple[dict, bytes]) -> None:
-    """MESSAGE frames with these headers and bodies, all in one socket read."""
+def deliver(connection: MemoryConnection, *deliveries: tuple[dict, bytes]) -> float:
+    """MESSAGE frames with these headers and bodies, all in one socket read; returns the pause the
+    client then asks of its reader."""
     frames = []
     for headers, body in deliveries:
         lines = b"".join(b"%s:%s\n" % item for item in {**headers, b"content-length": b"%d" % len(body)}.items())
         frames.append(b"MESSAGE\n%s\n%s\x00" % (lines, body))
-    connection.feed(b"".join(frames))
+    return connection.feed(b"".join(frames))
 
 
 def errors(env: Environment) -> list[str]:
