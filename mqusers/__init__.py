@@ -14,8 +14,9 @@ from mqusers.dialects import Dialect, dialect_for
 from mqusers.measure.book import Book, Tally
 from mqusers.options import Settings, read_settings
 from mqusers.parsing import BrokerAddress, OptionError, parse_broker_url, parse_size
+from mqusers.producers import StompProducerUser, StompRequesterUser
 from mqusers.receiver import Receiver, Replier
-from mqusers.users import StompProducerUser, StompRequesterUser, StompUser
+from mqusers.users import StompUser
 
 __version__ = "0.1.0"
 

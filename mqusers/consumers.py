@@ -1,6 +1,6 @@
 """Abstract consumer Users: subscribe, measure and acknowledge every delivery, answer requests.
 
-Configured like the producers in :mod:`mqusers.users`, by class attributes that ``--mq-*`` options
+Configured like the producers in :mod:`mqusers.producers`, by class attributes that ``--mq-*`` options
 override; a :class:`mqusers.receiver.Receiver` does the per-message work in the reader greenlet.
 """
 
