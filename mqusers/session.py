@@ -26,8 +26,8 @@ from mqusers.wire import Headers, disconnect_frame, unescape
 
 #: How long the reader waits between reads while deliveries arrive already late (a backlog, auto ack:
 #: the broker waits for nothing from us). A wake-up costs more CPU than a message; at a backlog's pace
-#: one read per millisecond takes many messages at once. A receive time is then at most ~1-2 ms late
-#: (the timer's resolution), under 1 % of a latency of RECEIVE_BEHIND_US (mqusers.receiver).
+#: one read per millisecond takes many messages at once. A receive time is then at most ~1.2 ms late
+#: (the timer's resolution), under 1.2 % of a latency of RECEIVE_BEHIND_US (mqusers.receiver).
 BEHIND_PAUSE_S = 0.001
 
 #: ``handler(headers, body, received_ns)`` for each MESSAGE of a subscription.
