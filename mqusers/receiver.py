@@ -22,7 +22,7 @@ Observer = Callable[[Headers, bytes], None]
 #: ActiveMQ and RabbitMQ flag a redelivery with this header.
 _REDELIVERED = b"redelivered"
 #: A delivery this late (µs) is part of a backlog: its connection's reader may pause between reads
-#: (mqusers.session.BEHIND_PAUSE_S), an error under 1 % of such a latency.
+#: (mqusers.session.BEHIND_PAUSE_S), an error under 1.2 % of such a latency.
 RECEIVE_BEHIND_US = 100_000
 
 _NO_STAMP = MqError("message of this run without its mqusers headers (mq-sent-ns, mq-size, mq-crc32)")
