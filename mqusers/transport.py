@@ -206,7 +206,7 @@ def _why_unreachable(config: ClientConfig) -> str:
         return f"TLS: {error.verify_message}; --mq-ca-file names the CA to trust"
     except OSError as error:
         return error.strerror or str(error) or type(error).__name__
-    return "it answered a retry; check its STOMP connector"
+    return "a second try just after was accepted: the broker was starting, or its connector refuses some"
 
 
 class StompTransport:
