@@ -68,8 +68,6 @@ class Receiver:
         self._client = client
         self._fire = client.fire
         self._acks = ack != "auto"
-        #: Auto ack: the broker sends on without waiting for us, so a backlog may be read in bulk.
-        self._pausable = not self._acks
         self._ack_every = max(1, ack_every) if ack == "client" else 1
         self._individual = ack == "client-individual"
         #: ``client`` mode: the newest ack id not yet acknowledged.
@@ -112,7 +110,8 @@ class Receiver:
                 if self.audit is not None and own:  # the audit is of this run's messages only
                     self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(_REDELIVERED) == b"true")
                 latency_us = (received_ns - sent_ns) // 1000
-                if latency_us >= RECEIVE_BEHIND_US and self._pausable:
+                # Auto ack only: the broker sends on without waiting for our ACKs, so a pause throttles nothing.
+                if latency_us >= RECEIVE_BEHIND_US and not self._acks:
                     self._client.behind = True
                 self._receive.record(latency_us, size, received_ns)
         self.received += 1

@@ -11,6 +11,7 @@ import time
 
 import gevent
 import pytest
+from gevent.event import Event
 
 from mqusers import Receiver
 from mqusers.connection import ClientConfig, Listener
@@ -97,11 +98,11 @@ def read_from_writer(
             return pause_s
 
         config = ClientConfig(parse_broker_url(f"stomp://127.0.0.1:{port}"), timeout=5)
-        connected = gevent.event.Event()
-        listener = Listener(on_frame, lambda headers: connected.set(), lambda: None, on_read_done)
+        answered = Event()
+        listener = Listener(on_frame, lambda headers: answered.set(), lambda: None, on_read_done)
         connection = StompTransport().open(config, {}, listener)
         with gevent.Timeout(20):
-            connected.wait()
+            answered.wait()
             while len(delays) < frames:
                 gevent.sleep(0.01)
         connection.close()
