@@ -83,8 +83,13 @@ class BrokerSampler:
         self.errors: dict[str, str] = {}
         self._stride = 1
         self._greenlet: Any = None
-        #: When the last reading that answered was taken (monotonic s).
-        self._read_at = 0.0
+        #: When the last reading that answered was taken, and the last the broker itself answered (monotonic s).
+        self._read_at = self._broker_read_at = 0.0
+
+    @property
+    def stale_s(self) -> float | None:
+        """How old the figures are when the last reading failed (None: it answered, or none ever did)."""
+        return time.monotonic() - self._broker_read_at if self.failing and self._broker_read_at else None
 
     def start(self, baseline_s: float) -> None:
         """The first reading now, before any message (the counters' baseline), then every interval.
@@ -147,6 +152,7 @@ class BrokerSampler:
             broker = self._guard("broker", source.broker)
             self.failing = broker is None
             if broker is not None:
+                self._broker_read_at = time.monotonic()
                 for name in dict.fromkeys(self._destinations()):
                     figures = self._guard(name, functools.partial(source.destination, name))
                     if figures is not None:

@@ -239,3 +239,22 @@ def test_a_destination_the_broker_stops_reporting_is_not_a_counter_reset() -> No
     source.destination = lambda destination: {}  # type: ignore[method-assign]  # e.g. an auto-deleted queue
     made.sample()
     assert made.counters_reset == set()
+
+
+def test_figures_left_by_a_broker_that_stopped_answering_are_dated_and_not_compared() -> None:
+    source = Scripted()
+    made, _ = sampler(source)
+    made.start(1.0)
+    gevent.sleep(0.05)
+    source.fail = True
+    made.stop()  # the last reading fails: the figures are the previous answer's
+    document = broker_document(made)
+    assert document["stale_s"] is not None and 0 <= document["stale_s"] < 5
+    assert document["destinations"]["/queue/a"]["comparable"] is False
+    rows = [{"destination": "/queue/a", "sent": 10**6, "received": 10**6}]  # far from the stale counts
+    notes = broker_notes(document, rows)
+    assert any("did not answer at the end" in line and "not compared" in line for line in notes)
+    assert not any("unexplained" in line for line in notes)
+    source.fail = False
+    made.sample()
+    assert broker_document(made)["stale_s"] is None  # answered again: current figures
