@@ -54,6 +54,8 @@ class BlockedReport(TypedDict):
     episodes: int
     longest_s: float
     blocked_now: int
+    #: When a producer was last seen blocked (epoch s): its sends were still under way until then.
+    until_s: float
 
 
 class HealthReport(TypedDict):
@@ -83,9 +85,11 @@ class Blocked:
     episodes: int = 0
     longest_s: float = 0.0
     now: int = 0  # producers blocked at the last sample
+    until_s: float = 0.0
 
     def as_dict(self) -> BlockedReport:
-        return {"episodes": self.episodes, "longest_s": round(self.longest_s, 3), "blocked_now": self.now}
+        return {"episodes": self.episodes, "longest_s": round(self.longest_s, 3), "blocked_now": self.now,
+                "until_s": self.until_s}  # fmt: skip
 
 
 LagWatcher = Callable[[float], None]
@@ -222,6 +226,7 @@ class Health:
             entry = self.blocked.setdefault(destination, Blocked())
             entry.now += 1
             entry.longest_s = max(entry.longest_s, stalled)
+            entry.until_s = time.time()
             if not watch.counted:
                 watch.counted = True
                 entry.episodes += 1
@@ -267,11 +272,12 @@ def overall(reports: dict[str, HealthReport]) -> Generator:
 
 
 def blocked_by_destination(reports: dict[str, HealthReport]) -> dict[str, dict[str, float]]:
-    """Blocked-send episodes summed over processes, per destination."""
+    """Blocked-send episodes summed over processes, per destination; the last time one was seen."""
     out: dict[str, dict[str, float]] = {}
     for report in reports.values():
         for destination, b in report["blocked"].items():
-            mine = out.setdefault(destination, {"episodes": 0, "longest_s": 0.0})
+            mine = out.setdefault(destination, {"episodes": 0, "longest_s": 0.0, "until_s": 0.0})
             mine["episodes"] += b["episodes"]
             mine["longest_s"] = max(mine["longest_s"], b["longest_s"])
+            mine["until_s"] = max(mine["until_s"], b["until_s"])
     return out

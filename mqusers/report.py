@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -73,10 +74,13 @@ class Row:
                 **self.audit, "by_subscription": self.by_subscription}  # fmt: skip
 
 
-def rows_of(book: Book, verdict: dict[str, dict[str, Any]] | None = None) -> list[Row]:
-    """Each destination's totals beside the audit's verdict on it."""
+def rows_of(
+    book: Book, verdict: dict[str, dict[str, Any]] | None = None, sending_until: Mapping[str, float] | None = None
+) -> list[Row]:
+    """Each destination's totals beside the audit's verdict on it (``sending_until``: see
+    :func:`~mqusers.measure.totals.destination_rows`)."""
     rows = []
-    for totals in destination_rows(book.tallies):
+    for totals in destination_rows(book.tallies, sending_until):
         audit = (verdict or {}).get(totals.destination, {})
         figures = {key: audit.get(key, 0) for key in AUDIT_KEYS}
         rows.append(Row(totals, totals.receive.latency_ms(), figures, audit.get("by_subscription", [])))
@@ -176,7 +180,8 @@ def build_report(
     settings: Settings,
     series: Series | None = None,
 ) -> RunReport:
-    rows = rows_of(book, verdict)
+    blocked = blocked_by_destination(facts.generator["processes"])
+    rows = rows_of(book, verdict, {destination: b["until_s"] for destination, b in blocked.items()})
     errors = sum(t.failures for t in book.tallies.values())
     histograms = {name: t.histogram.encode().decode("ascii") for name, t in sorted(book.tallies.items())}
     return RunReport(

@@ -156,9 +156,15 @@ class Session:
         self.dropped = False
         self.connected_at = time.monotonic()
 
-    def disconnect(self) -> None:
-        """DISCONNECT politely within ``timeout`` (a stalled broker never answers), then close the socket."""
+    def disconnect(self) -> bool:
+        """DISCONNECT politely within ``timeout`` (a stalled broker never answers), then close the socket.
+
+        True when the broker's RECEIPT came: it had read every frame written before it (STOMP's
+        graceful shutdown). False when it did not, or there was no connection: what was written
+        on it since the last confirmation may never have reached the broker.
+        """
         self.closing = True
+        confirmed = False
         if self.connected:
             receipt = b"mq-bye-%d" % next(self._ids)
             waiter = self._waiters[receipt] = AsyncResult()
@@ -166,8 +172,10 @@ class Session:
             with gevent.Timeout(self.config.timeout, False), contextlib.suppress(MqError):
                 self.send_raw(disconnect_frame(receipt))
                 waiter.wait(self.config.timeout)
+            confirmed = waiter.ready() and waiter.successful()
             self._waiters.pop(receipt, None)
         self._close_quietly()
+        return confirmed
 
     def abort(self) -> None:
         """Close at once, without DISCONNECT (e.g. after a refused SUBSCRIBE)."""

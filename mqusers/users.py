@@ -65,7 +65,13 @@ class StompUser(User):
         self.ensure_connected()
 
     def on_stop(self) -> None:
-        self.client.disconnect()
+        client = self.client
+        confirmed = client.disconnect()
+        if client.generation != self._lost_generation:  # the last connection's end, not yet handled
+            self._lost_generation = client.generation
+            # No DISCONNECT receipt (a broker that stopped reading: flow control, a freeze): what
+            # was written may still sit in socket buffers the close throws away.
+            self.on_connection_lost(client.dropped or not confirmed)
 
     def ensure_connected(self) -> bool:
         """Connect if needed, at most once per back-off period; the connect event records each try.
@@ -118,7 +124,8 @@ class StompUser(User):
         """Subscribe or prepare frames once connected (again)."""
 
     def on_connection_lost(self, dropped: bool) -> None:
-        """The connection ended (``dropped``: not by this User); called once, before reconnecting."""
+        """A connection ended: called once for each, before reconnecting or at stop. ``dropped``: not
+        by this User, or at stop without the broker's receipt for DISCONNECT."""
 
     def setting(self, name: str) -> Any:
         """The run's ``--mq-<name>`` value when given, else this class's attribute."""

@@ -35,7 +35,9 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   group, so a redelivery to another consumer after an un-ACKed delivery counts, and as
   ``redelivered`` too if flagged; topic: Σ per subscription). A producer's resend is not one.
 - ``unconfirmed``: expected, not received, and in the producer's *unconfirmed* set (written, but no
-  RECEIPT came, or sent without receipts on a connection that then dropped): outcome unknown.
+  RECEIPT came, or sent without receipts on a connection that then dropped or closed without the
+  broker's DISCONNECT receipt): outcome unknown. Where no subscription of the run reads the
+  destination (a put-only fill), nothing is expected: the sends in that set.
 - ``in_flight``: expected, not received, not unconfirmed, and possibly sent after
   ``before(horizon)``, or, for a subscription that left at L, after ``before(L - drain_ns)``:
   uncertain counts as in flight.
@@ -260,6 +262,10 @@ class Audit:
                 zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, _END)])
                 received = self._queues.get((destination, name), IntervalBag())
                 _tally((out[destination],), p, p.bag.distinct, received, zone, settled)
+        for destination, producers in known.items():
+            if not out[destination]["subscriptions"]:  # a put-only fill: no delivery expected, sends still unsure
+                out[destination]["unconfirmed"] = sum(len(p.bag.distinct.intersection(p.unconfirmed))
+                                                      for p in producers.values())  # fmt: skip
         for fig in out.values():
             if fig["drops"]:
                 # At-least-once: what a dropped connection had not acknowledged comes again.

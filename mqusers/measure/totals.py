@@ -51,15 +51,23 @@ class DestinationRow:
         return self.received_bytes * 8 / max(self.span_s, MIN_SPAN_S) / 1e6
 
 
-def destination_rows(tallies: Mapping[str, Tally]) -> list[DestinationRow]:
-    """One row per destination with sends or receives, sorted by destination."""
+def destination_rows(
+    tallies: Mapping[str, Tally], sending_until: Mapping[str, float] | None = None
+) -> list[DestinationRow]:
+    """One row per destination with sends or receives, sorted by destination.
+
+    ``sending_until``: per destination, when a producer was last seen blocked in a send (epoch s):
+    the span runs at least that far, so sends written into socket buffers just before a broker
+    stopped reading do not show as a burst rate over a few milliseconds.
+    """
     rows = []
     for destination, operations in sorted(by_destination(tallies).items()):
         if SEND not in operations and RECEIVE not in operations:
             continue
         send, receive, subscribe = (operations.get(op, Tally()) for op in (SEND, RECEIVE, SUBSCRIBE))
         active = [t for t in (send, receive) if t.count]
-        span = max(t.last for t in active) - min(t.first for t in active) if active else 0.0
+        end = max([*(t.last for t in active), (sending_until or {}).get(destination, 0.0)])
+        span = end - min(t.first for t in active) if active else 0.0
         rows.append(
             DestinationRow(
                 destination=destination,

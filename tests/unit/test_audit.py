@@ -411,3 +411,17 @@ def test_a_burst_recorded_as_a_run_drains_like_its_messages_one_by_one() -> None
     # A checkpoint is (a seq, its send time): a run marks its last seq, sent at the same moment as its first.
     assert theirs["checkpoints"] == [[1, S], [129, S + 300 * MS], [139, S + 400 * MS]]
     assert mine["checkpoints"] == [[64, S], [138, S + 300 * MS], [139, S + 400 * MS]]
+
+
+def test_a_put_only_fill_reports_its_unsure_sends_as_unconfirmed() -> None:
+    """No subscription reads the queue: nothing is expected, and the sends of a connection that
+    ended unconfirmed (here 61-100 of 100) are the destination's unconfirmed figure."""
+    sent = SentLedger("w1")
+    producer = sent.producer(Q, "p")
+    for seq in range(1, 101):
+        producer.record(seq, S + seq * MS)
+    producer.unconfirmed.add_range(61, 100)
+    producer.unconfirmed.add_range(150, 160)  # numbers never sent are not sends
+    fig = verdict(sent)[Q]
+    assert (fig["sent"], fig["subscriptions"], fig["expected"], fig["unconfirmed"]) == (100, 0, 0, 40)
+    assert fig["lost"] == fig["unreceived"] == fig["in_flight"] == 0

@@ -75,3 +75,16 @@ def test_the_percentile_plot_gives_hdrhs_own_values_and_ends_at_the_maximum() ->
         assert ms == histogram.get_value_at_percentile(100 * (1 - 1 / x)) / 1000.0
     assert [x for x, _ in points] == sorted(x for x, _ in points)
     assert percentile_plot(new_histogram()) == []
+
+
+def test_a_blocked_producers_sends_are_spread_until_it_was_last_seen_blocked() -> None:
+    book = Book()
+    for _ in range(1000):  # written into socket buffers within a few ms, then the broker stopped reading
+        fire(book, "send /queue/a", 0.0)
+    tally = book.tallies["send /queue/a"]
+    [burst] = destination_rows(book.tallies)
+    assert burst.span_s < 1.0
+    [row] = destination_rows(book.tallies, {"/queue/a": tally.first + 4.0, "/queue/other": tally.first + 99})
+    assert row.span_s == 4.0 and row.send_rate_msgs == 250.0
+    [row] = destination_rows(book.tallies, {"/queue/a": tally.first - 1})  # seen blocked before the last send
+    assert row.span_s == burst.span_s

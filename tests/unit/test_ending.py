@@ -1,5 +1,7 @@
 """The drain's three ways to end, the shared schedule's end, and the generator's judgement: no broker."""
 
+import time
+
 import gevent
 
 from mqusers.coordination import Conductor
@@ -81,9 +83,11 @@ def test_a_send_that_does_not_move_is_one_blocked_episode() -> None:
     assert list(health.blocked) == ["/queue/b"]
     assert health.blocked["/queue/b"].episodes == 1 and health.blocked["/queue/b"].longest_s == BLOCKED_S * 3
     assert [e["name"] for e in fired] == ["blocked /queue/b"] and "flow control" in str(fired[0]["exception"])
+    until = health.blocked["/queue/b"].until_s
+    assert abs(until - time.time()) < 5  # when it was last seen blocked, on the wall clock
     stuck.progress = (False, 1)
     health._sample_blocked(BLOCKED_S * 4)
-    assert health.blocked["/queue/b"].now == 0
+    assert health.blocked["/queue/b"].now == 0 and health.blocked["/queue/b"].until_s == until
 
 
 def test_a_drain_with_no_consumer_left_ends_unsettled() -> None:

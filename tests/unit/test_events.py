@@ -252,16 +252,17 @@ def test_disconnect_waits_for_the_receipt_of_its_disconnect() -> None:
     client, connection = connected(environment(), ClientConfig(parse_broker_url(ADDRESS), timeout=5.0))
     gevent.spawn(connection.answer_receipt)
     started = time.monotonic()
-    client.disconnect()
+    assert client.disconnect() is True  # the broker confirmed it read everything written before
     assert time.monotonic() - started < 1.0
     assert connection.sent == [b"DISCONNECT\nreceipt:mq-bye-1\n\n\x00"] and connection.closed
     assert not client.connected and not client.dropped
+    assert client.disconnect() is False  # nothing left to confirm
 
 
 def test_disconnect_from_a_broker_that_never_answers_returns_within_the_timeout() -> None:
     client, connection = connected(environment())
     started = time.monotonic()
-    client.disconnect()
+    assert client.disconnect() is False  # what was written may never have been read
     assert 0.05 <= time.monotonic() - started < 0.5  # it waited for the RECEIPT, up to the timeout
     assert connection.sent[0].startswith(b"DISCONNECT\n") and connection.closed
     assert not client.connected and not client.dropped
@@ -275,7 +276,7 @@ def test_a_blocked_send_shows_in_send_progress_and_disconnect_still_returns() ->
     gevent.sleep(0.01)
     assert client.send_progress() == (True, 1)
     started = time.monotonic()
-    client.disconnect()  # its DISCONNECT blocks too, until the timeout
+    assert client.disconnect() is False  # its DISCONNECT blocks too, until the timeout
     assert time.monotonic() - started < 0.5
     assert producer.get(timeout=1) is Sent.FAILED  # the connection closed under the blocked send
     assert client.send_progress() == (False, 0) and connection.closed
