@@ -129,6 +129,8 @@ def test_a_skewed_workers_clock_is_estimated_and_corrected(broker: Broker, desti
     assert abs(offsets[1]["offset_ms"] - 250) <= offsets[1]["error_ms"] + 1
     [row] = [r for r in document["destinations"] if r["destination"] == topic]
     assert (row["sent"], row["received"]) == (400, 800)
-    # Uncorrected, messages between the workers would read 250 ms late or 250 ms negative.
-    assert row["negative_latencies"] == 0
+    # Uncorrected, every message between the workers would read 250 ms late or 250 ms negative.
+    # Corrected, only a delivery faster than the estimate's own error (up to ~1 ms with faketime,
+    # above) can still read negative: a few, never many.
+    assert row["negative_latencies"] <= row["received"] // 50, (row["negative_latencies"], offsets)
     assert row["latency_ms"]["max"] < 100

@@ -163,7 +163,8 @@ def test_producer_flow_control_is_reported_as_blocked_and_the_run_ends(destinati
     row = run.row(queue)
     assert row["sent"] > enqueued and row["unconfirmed"] >= row["sent"] - enqueued, (row, enqueued)
     assert "unexplained" not in run.output
-    assert row["span_s"] >= 3  # blocked all along: not a burst rate over the milliseconds the buffers took
+    # Blocked all along (seen once a second): not a burst rate over the milliseconds the buffers took.
+    assert row["span_s"] >= 2, row
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
