@@ -56,13 +56,11 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
 
 from __future__ import annotations
 
-from array import array
-from bisect import bisect_left, bisect_right
-from itertools import accumulate, pairwise
 from typing import Any
 
 from mqusers.measure.intervals import IntervalBag, IntervalSet
 from mqusers.measure.ledgers import Delta, QueueEntry, Session, StreamEntry, SubscriptionEntry
+from mqusers.measure.sendrecord import SendRecord
 
 FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
@@ -72,58 +70,6 @@ SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_
                "redelivered", "unexpected")  # fmt: skip
 Figures = dict[str, Any]
 _END = (1 << 63) - 1
-
-
-class _Producer:
-    __slots__ = ("_bounds", "bag", "cp_ns", "cp_seq", "last_ns", "monotone", "process", "unconfirmed")
-
-    def __init__(self) -> None:
-        self.process, self.bag, self.last_ns, self.monotone = "", IntervalBag(), -1, True
-        self.unconfirmed = IntervalSet()
-        self.cp_seq, self.cp_ns = array("q"), array("q")
-        self._bounds: tuple[Any, Any] | None = None
-
-    def add_checkpoints(self, pairs: list[list[int]]) -> None:
-        seqs, times = self.cp_seq, self.cp_ns
-        if not pairs:
-            return
-        if all(a[0] < b[0] for a, b in pairwise(pairs)) and (not seqs or pairs[0][0] > seqs[-1]):
-            joined = [*times[-1:], *(t for _, t in pairs)]
-            self.monotone = self.monotone and all(a <= b for a, b in pairwise(joined))
-            seqs.extend(s for s, _ in pairs)
-            times.extend(t for _, t in pairs)
-        else:
-            merged = dict(zip(seqs, times, strict=True))
-            for s, t in pairs:
-                merged[s] = min(t, merged.get(s, t))
-            order = sorted(merged)
-            self.cp_seq, self.cp_ns = array("q", order), array("q", (merged[s] for s in order))
-            self.monotone = all(merged[a] <= merged[b] for a, b in pairwise(order))
-        self._bounds = None
-
-    def _prefix_suffix(self) -> tuple[Any, Any]:
-        if self._bounds is None:
-            t = self.cp_ns
-            self._bounds = (t, t) if self.monotone else (
-                list(accumulate(t, max)), list(accumulate(reversed(t), min))[::-1])  # fmt: skip
-        return self._bounds
-
-    @property
-    def first_ns(self) -> int:
-        return self.cp_ns[0] if self.cp_ns else -1
-
-    def before(self, t: int) -> int:
-        """The highest seq up to which every seq was certainly sent before ``t`` (-1: none)."""
-        top = self.bag.distinct.last
-        if top is None or self.last_ns < t:
-            return -1 if top is None else top
-        i = bisect_left(self._prefix_suffix()[0], t)
-        return self.cp_seq[i - 1] if i else -1
-
-    def after(self, t: int) -> int:
-        """The lowest seq from which every seq was certainly sent after ``t``."""
-        j = bisect_right(self._prefix_suffix()[1], t)
-        return self.cp_seq[j] if j < len(self.cp_seq) else (self.bag.distinct.last or 0) + 1
 
 
 class _Stream:
@@ -157,14 +103,14 @@ class Audit:
     """Master side: merges drained deltas from any workers, in any order; see the module docs."""
 
     def __init__(self) -> None:
-        self._producers: dict[tuple[str, str], _Producer] = {}
+        self._producers: dict[tuple[str, str], SendRecord] = {}
         self._subs: dict[tuple[str, str], _Sub] = {}
         self._queues: dict[tuple[str, str], IntervalBag] = {}  # what a destination's queue group received
 
     def merge(self, delta: Delta) -> None:
         """Add a :meth:`SentLedger.drain`, :meth:`ReceiveLedger.drain` or :meth:`snapshot` (or all)."""
         for e in delta.get("producers", ()):
-            p = self._producers.setdefault((e["destination"], e["producer"]), _Producer())
+            p = self._producers.setdefault((e["destination"], e["producer"]), SendRecord())
             p.process = _pick(p.process, e["process"])
             p.bag.merge(IntervalBag.decode(e["seqs"]))
             p.last_ns = max(p.last_ns, e["last_ns"])
@@ -219,7 +165,7 @@ class Audit:
         offsets = clock_offsets or {}
         horizon = now_ns - drain_ns
         out: dict[str, Figures] = {}
-        known: dict[str, dict[str, _Producer]] = {}
+        known: dict[str, dict[str, SendRecord]] = {}
         for (destination, name), p in sorted(self._producers.items()):
             fig, sent = _figures(out, destination), p.bag.distinct
             fig["producers"] += 1
@@ -297,7 +243,7 @@ def _sub_figures(key: str, sub: _Sub) -> Figures:
 
 
 def _topic_window(
-    sub: _Sub, p: _Producer, offsets: dict[str, int], drain_ns: int, horizon: int
+    sub: _Sub, p: SendRecord, offsets: dict[str, int], drain_ns: int, horizon: int
 ) -> tuple[IntervalSet, IntervalSet]:
     """Seqs of ``p`` that ``sub`` expects, and the seqs that may still be in flight to it."""
     shift = offsets.get(p.process, 0) - offsets.get(sub.process, 0)  # subscriber clock -> producer clock
@@ -316,7 +262,7 @@ def _topic_window(
 
 
 def _tally(
-    into: tuple[Figures, ...], p: _Producer, expected: IntervalSet, bag: IntervalBag, zone: IntervalSet, settled: bool
+    into: tuple[Figures, ...], p: SendRecord, expected: IntervalSet, bag: IntervalBag, zone: IntervalSet, settled: bool
 ) -> None:
     """Add one producer's expected-versus-received figures to each of ``into`` (computed once)."""
     received = bag.distinct
