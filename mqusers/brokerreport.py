@@ -58,6 +58,7 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
         "series": sampler.kept,
         "alarms_seen": sorted(sampler.alarms),
         "restarted": restarted,
+        "warmup": warmup,
         "stale_s": None if (stale := sampler.stale_s) is None else round(stale, 1),
         "note": note,
     }
@@ -128,6 +129,9 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str
     if broker.get("stale_s") is not None and broker.get("destinations"):
         lines.append(f"broker figures: the broker did not answer at the end; its figures above are its last answer,"
                      f" {broker['stale_s']:.0f} s before the report, not compared with mqusers' counts")  # fmt: skip
+    if broker.get("warmup") and broker.get("destinations"):
+        lines.append("broker figures: the broker's counts include the warm-up the rows above leave out:"
+                     " not compared with mqusers' counts")  # fmt: skip
     if broker.get("restarted"):
         lines.append("broker figures: the broker restarted during the test and its counters started again:"
                      " they are not compared with mqusers' counts")  # fmt: skip

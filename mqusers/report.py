@@ -198,8 +198,11 @@ def fan_out(rows: list[Row]) -> dict[str, int]:
 def format_summary(report: RunReport) -> str:
     facts = report.facts
     duration = facts.stopped - facts.started
+    warmup = (
+        f"; the {report.settings.warmup:g} s warm-up left out, Locust's table has it" if report.settings.warmup else ""
+    )
     lines = [f"mqusers summary: run {facts.run_id}, {duration:.1f} s (latency in ms, send to receive; rates over "
-             "each destination's first send to last receive)"]  # fmt: skip
+             f"each destination's first send to last receive{warmup})"]  # fmt: skip
     for worker, clock in sorted(facts.clocks.items()):
         lines.append(f"clock of {worker}: {clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master")
     table = [["destination", "sent", "received", "span s", "sent/s", "recv/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]]

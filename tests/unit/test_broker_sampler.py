@@ -75,7 +75,10 @@ def test_counters_are_this_tests_differences_and_gauges_their_last_reading() -> 
                                                      "baseline": True, "comparable": True}  # fmt: skip
     # Unknown at the first reading: its baseline is nothing, so all it counted is this test's.
     assert document["destinations"]["/queue/new"]["enqueued"] == 100 + 10 * last
-    assert broker_document(made, warmup=True)["destinations"]["/queue/a"]["comparable"] is False
+    warmed = broker_document(made, warmup=True)
+    assert warmed["destinations"]["/queue/a"]["comparable"] is False
+    assert any("include the warm-up" in line for line in broker_notes(warmed, []))
+    assert not any("warm-up" in line for line in broker_notes(document, []))
     assert document["jvm"]["gc_count_run"] == made.samples - 1 and document["jvm"]["heap_used_mb_max"] > 100
     assert document["source"] == "activemq" and document["failures"] == 0 and document["series"]
 

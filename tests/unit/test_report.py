@@ -104,6 +104,9 @@ def test_summary_table_and_notes() -> None:
     assert "7 unreceived (still queued at the broker or lost" in text
     assert "2 foreign and 3 other runs' messages" in text
     assert "ended by time" in text and "drain: no delivery for 5 s" in text
+    assert "warm-up" not in text
+    warmed = format_summary(build_report(book, verdict, facts(), Settings(warmup=5.0)))
+    assert "the 5 s warm-up left out, Locust's table has it" in warmed.splitlines()[0]
 
 
 def test_the_json_carries_each_operations_histogram_and_the_series() -> None:
