@@ -67,11 +67,17 @@ class StompUser(User):
     def on_stop(self) -> None:
         client = self.client
         confirmed = client.disconnect()
-        if client.generation != self._lost_generation:  # the last connection's end, not yet handled
-            self._lost_generation = client.generation
+        if self._take_connection_end():
             # No DISCONNECT receipt (a broker that stopped reading: flow control, a freeze): what
             # was written may still sit in socket buffers the close throws away.
             self.on_connection_lost(client.dropped or not confirmed)
+
+    def _take_connection_end(self) -> bool:
+        """True the first time the last connection's end is looked at, False after: once per connection."""
+        if self.client.generation == self._lost_generation:
+            return False
+        self._lost_generation = self.client.generation
+        return True
 
     def ensure_connected(self) -> bool:
         """Connect if needed, at most once per back-off period; the connect event records each try.
@@ -83,8 +89,7 @@ class StompUser(User):
         if client.connected:
             return True
         now = time.monotonic()
-        if client.generation != self._lost_generation:
-            self._lost_generation = client.generation
+        if self._take_connection_end():
             if now - client.connected_at >= _STABLE_S:
                 self._retry_s, self._retry_at = _RETRY_MIN_S, 0.0
             else:

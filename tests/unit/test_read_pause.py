@@ -84,12 +84,15 @@ def read_from_writer(
         delays: list[float] = []
         stamps: list[int] = []
         reads = 0
+        answered, everything = Event(), Event()
 
         def on_frame(command: bytes, headers: Headers, body: bytes, received_ns: int) -> bool:
             if command != b"MESSAGE":
                 return False
             delays.append((received_ns - int(headers[b"written-ns"])) / 1e6)
             stamps.append(received_ns)
+            if len(delays) == frames:
+                everything.set()
             return True
 
         def on_read_done() -> float:
@@ -98,13 +101,11 @@ def read_from_writer(
             return pause_s
 
         config = ClientConfig(parse_broker_url(f"stomp://127.0.0.1:{port}"), timeout=5)
-        answered = Event()
         listener = Listener(on_frame, lambda headers: answered.set(), lambda: None, on_read_done)
         connection = StompTransport().open(config, {}, listener)
         with gevent.Timeout(20):
             answered.wait()
-            while len(delays) < frames:
-                gevent.sleep(0.01)
+            everything.wait()
         connection.close()
         return reads, delays, (stamps[-1] - stamps[0]) / 1e9
     finally:
