@@ -82,6 +82,15 @@ class ClockEstimate:
     error_ns: int
     rtt_ns: int
 
+    @property
+    def applied_ns(self) -> int:
+        """The offset consumers correct with: 0 when it is within its own error bound.
+
+        Workers on one host share a clock; their estimates are ping noise (never beyond RTT/2), and
+        correcting with noise would make sub-millisecond deliveries read negative.
+        """
+        return self.offset_ns if abs(self.offset_ns) > self.error_ns else 0
+
 
 @dataclass
 class Conductor:
@@ -138,8 +147,8 @@ class Conductor:
         self.tags[worker] = tag
 
     def offsets_by_tag(self) -> dict[str, int]:
-        """Settled workers' offsets by process tag (a half-pinged worker's estimate may be far off)."""
-        return {self.tags[w]: e.offset_ns for w, e in self.clocks.items() if w in self.tags and w in self.settled}
+        """Settled workers' applied offsets by process tag (a half-pinged worker's estimate may be far off)."""
+        return {self.tags[w]: e.applied_ns for w, e in self.clocks.items() if w in self.tags and w in self.settled}
 
 
 class Follower:

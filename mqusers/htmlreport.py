@@ -105,8 +105,9 @@ def _run_section(index: int, title: str, document: dict[str, Any]) -> str:
                      ([r["destination"], r["send_rate_msgs"], r["receive_rate_msgs"], r["receive_rate_mbit"],
                        *(r["latency_ms"].get(k) for k in LATENCY)] for r in rows), "latency")  # fmt: skip
     clocks = document.get("clock_offsets", {})
-    clock_table = _table(["process", "offset ms", "± ms", "rtt ms"], ([w, c["offset_ms"], c["error_ms"],
-                         c.get("rtt_ms")] for w, c in sorted(clocks.items())), "clocks")  # fmt: skip
+    clock_table = _table(["process", "offset ms", "± ms", "rtt ms", "corrected by ms"],
+                         ([w, c["offset_ms"], c["error_ms"], c.get("rtt_ms"), c.get("applied_ms")]
+                          for w, c in sorted(clocks.items())), "clocks")  # fmt: skip
     generator = document.get("generator", {"verdict": "-", "processes": {}})
     processes = _table(["process", "verdict", "CPU % max", "loop lag ms max", "lag p99 ms", "saturated s", "seconds"],
                        ([n, p["verdict"], p["cpu_percent_max"], p["loop_lag_ms_max"], p["loop_lag_ms_p99"],

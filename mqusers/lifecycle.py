@@ -222,11 +222,17 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
 
 
 def _clock_offsets(ctx: RunContext) -> dict[str, dict[str, float]]:
-    """Each worker's clock minus the master's, with the error bound of the minimum-RTT sample (ms)."""
+    """Each worker's clock minus the master's, with the error bound of the minimum-RTT sample and
+    the offset consumers corrected with (0 when within the error), in ms."""
     conductor = ctx.coordinator.conductor if ctx.coordinator is not None else None
     if conductor is None:
         return {}
     return {
-        worker: {"offset_ms": c.offset_ns / 1e6, "error_ms": c.error_ns / 1e6, "rtt_ms": c.rtt_ns / 1e6}
+        worker: {
+            "offset_ms": c.offset_ns / 1e6,
+            "error_ms": c.error_ns / 1e6,
+            "rtt_ms": c.rtt_ns / 1e6,
+            "applied_ms": c.applied_ns / 1e6,
+        }
         for worker, c in conductor.clocks.items()
     }

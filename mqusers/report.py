@@ -204,7 +204,9 @@ def format_summary(report: RunReport) -> str:
     lines = [f"mqusers summary: run {facts.run_id}, {duration:.1f} s (latency in ms, send to receive; rates over "
              f"each destination's first send to last receive{warmup})"]  # fmt: skip
     for worker, clock in sorted(facts.clocks.items()):
-        lines.append(f"clock of {worker}: {clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master")
+        estimate = f"{clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master"
+        unapplied = "" if clock["applied_ms"] else " (within its error: not corrected)"
+        lines.append(f"clock of {worker}: {estimate}{unapplied}")
     table = [["destination", "sent", "received", "span s", "sent/s", "recv/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]]
     audit = [["destination", "lost", "unreceived", "unconfirmed", "dup", "dup-reconnect", "reord", "redeliv",
               "foreign", "other-run"]]  # fmt: skip

@@ -10,8 +10,8 @@ increasing order): ``before(T)``, the highest seq up to which all were certainly
 the last checkpoint before T (every seq if P's last send was before T); ``after(T)``, the lowest
 seq from which all were certainly sent after T, is the first checkpoint after T. Seqs in between
 (at most 100 ms of sends) are *uncertain*. Times from other processes are converted with
-``clock_offsets``: process → its clock minus the master's, in ns (as the coordination measures
-them; missing means 0).
+``clock_offsets``: process → its clock minus the master's, in ns (as the coordination applies
+them: 0 within their error; missing means 0).
 
 Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_ns``)
 

@@ -94,6 +94,9 @@ def test_shared_schedule_and_start_barrier_across_workers(broker: Broker, destin
     operations = {op["name"]: op for op in document["operations"]}
     assert operations[f"schedule-lag {topic}"]["count"] == 333
     assert operations[f"receive-due {topic}"]["count"] == 666
+    # Both workers share this host's clock: their offsets are noise, not corrected with, so no
+    # delivery can read negative (CI once saw 1 when the noise was applied).
+    assert [clock["applied_ms"] for clock in document["clock_offsets"].values()] == [0, 0]
     assert row["negative_latencies"] == 0
 
 
@@ -127,6 +130,8 @@ def test_a_skewed_workers_clock_is_estimated_and_corrected(broker: Broker, desti
     # The skewed worker is estimated within its error bound (plus faketime's own granularity).
     assert abs(offsets[0]["offset_ms"]) <= offsets[0]["error_ms"] + 1
     assert abs(offsets[1]["offset_ms"] - 250) <= offsets[1]["error_ms"] + 1
+    # The unskewed worker's estimate is ping noise: not corrected with; the skewed one is.
+    assert (offsets[0]["applied_ms"], offsets[1]["applied_ms"]) == (0, offsets[1]["offset_ms"])
     [row] = [r for r in document["destinations"] if r["destination"] == topic]
     assert (row["sent"], row["received"]) == (400, 800)
     # Uncorrected, every message between the workers would read 250 ms late or 250 ms negative.

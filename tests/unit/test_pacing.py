@@ -76,3 +76,13 @@ def test_clock_offset_and_error_bound_from_the_fastest_ping() -> None:
     assert conductor.offsets_by_tag() == {}  # not used before every ping of that worker came back
     conductor.settled.add("w")
     assert conductor.offsets_by_tag() == {"p1": 5_000_000}
+
+
+def test_an_offset_within_its_error_bound_is_not_corrected_with() -> None:
+    conductor = Conductor(target_consumers=0, rate=0, total=0, block_size=1)
+    # One host, one clock: a 0.3 ms one-way asymmetry in a 0.4 ms round trip reads as +0.1 ms.
+    conductor.record_pong("same", t1=0, t2=300_000, t3=300_000, t4=400_000, tag="p1")
+    conductor.record_pong("skewed", t1=0, t2=250_200_000, t3=250_200_000, t4=400_000, tag="p2")
+    conductor.settled.update({"same", "skewed"})
+    assert conductor.clocks["same"].offset_ns == 100_000 and conductor.clocks["same"].error_ns == 200_001
+    assert conductor.offsets_by_tag() == {"p1": 0, "p2": 250_000_000}

@@ -109,6 +109,18 @@ def test_summary_table_and_notes() -> None:
     assert "the 5 s warm-up left out, Locust's table has it" in warmed.splitlines()[0]
 
 
+def test_the_summary_says_which_clock_offsets_were_corrected_with() -> None:
+    clocks = {
+        "w1": {"offset_ms": 0.1, "error_ms": 0.2, "rtt_ms": 0.4, "applied_ms": 0.0},
+        "w2": {"offset_ms": 250.0, "error_ms": 0.2, "rtt_ms": 0.4, "applied_ms": 250.0},
+    }
+    run = facts()
+    run.clocks = clocks
+    lines = format_summary(build_report(book_of([1.0], sent=1), {}, run, Settings())).splitlines()
+    assert "clock of w1: +0.100 ms ± 0.200 ms against the master (within its error: not corrected)" in lines
+    assert "clock of w2: +250.000 ms ± 0.200 ms against the master" in lines
+
+
 def test_the_json_carries_each_operations_histogram_and_the_series() -> None:
     book = book_of([1.0] * 90 + [7.5] * 10, sent=100)
     series = Series()
