@@ -190,6 +190,12 @@ def _management_get(port: int, path: str, auth: tuple[str, str]) -> Any:
     return response.json()
 
 
+def rabbitmq_node(port: int, auth: tuple[str, str] = GUEST) -> dict[str, Any]:
+    """The (single) node's figures from the management API on ``port``: memory, limits, alarms."""
+    [node] = _management_get(port, "nodes", auth)
+    return node  # type: ignore[no-any-return]
+
+
 def rabbitmq_queue_names(port: int, auth: tuple[str, str] = GUEST) -> list[str]:
     """Every queue's name, from the management API on ``port``."""
     return [queue["name"] for queue in _management_get(port, "queues", auth)]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import services
+from services.rabbitmq import rabbitmqctl
 from tests.integration import broker_stats
 from tests.integration.conftest import Broker, broker_params, run_locust, started
 
@@ -102,3 +103,36 @@ def test_time_running_out_while_the_last_broker_reading_settles_still_writes_the
     assert run.report["ended_by"] == "count" and "--run-time limit reached" in run.output
     assert (run.row(queue)["sent"], run.row(queue)["received"]) == (300, 300)
     assert run.report["stopped"] - run.report["started"] < 4.0  # the broker's settling is not the test's time
+
+
+@pytest.mark.rabbitmq
+def test_a_memory_alarm_is_reported_and_its_blocked_publishers_still_end_the_run(
+    destination: Any, tmp_path: Path
+) -> None:
+    broker = started("rabbitmq")
+    queue = destination("queue")
+    node = services.SERVICES["rabbitmq"].ctx()
+    limit = broker_stats.rabbitmq_node(broker.management_port)["mem_limit"]
+    # A watermark far below what the node uses: RabbitMQ raises its memory alarm and blocks publishers.
+    assert rabbitmqctl(node, "set_vm_memory_high_watermark", "absolute", "10MB")[0] == 0
+    try:
+        assert broker_stats.wait_for(lambda: broker_stats.rabbitmq_node(broker.management_port)["mem_alarm"])
+        run = run_locust(
+            "put_only.py", broker.url, "--mq-destination", queue, "--mq-timeout", "2",
+            "--mq-broker-metrics-interval", "0.5", users=2, seconds=4, tmp_path=tmp_path,
+        )  # fmt: skip
+    finally:
+        rabbitmqctl(node, "set_vm_memory_high_watermark", "absolute", str(limit))
+        assert broker_stats.wait_for(lambda: not broker_stats.rabbitmq_node(broker.management_port)["mem_alarm"])
+    assert run.report, run.output[-3000:]
+    assert run.report["broker"]["alarms_seen"] == ["memory"], run.report["broker"]
+    assert "the broker raised resource alarms during the run: memory" in run.output
+    # Blocked sends are failures, never a hang: the run ends within -t plus the DISCONNECT bound.
+    assert run.code == 1 and run.operation(f"blocked {queue}")["errors"] >= 1
+    assert run.report["stopped"] - run.report["started"] < 4 + 2 + 5, run.report["notes"]
+    row = run.row(queue)
+    # Nothing confirmed, nothing read: every send's outcome is unknown, none called lost.
+    assert row["sent"] > 0 and (row["unconfirmed"], row["lost"]) == (row["sent"], 0), row
+    truth = broker_stats.rabbitmq_queue_stats(broker.management_port, queue.split("/")[2])
+    assert truth["messages"] < row["sent"]  # the broker took only the first few before the block
+    assert not [n for n in run.report["notes"] if "unexplained" in n], run.report["notes"]
