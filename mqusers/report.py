@@ -123,8 +123,11 @@ def shortfall(book: Book, settings: Settings) -> str | None:
     )
 
 
-def notes(rows: list[Row], book: Book, facts: RunFacts, settings: Settings) -> list[str]:
-    """The plain sentences under the tables: how the run ended and what limits its figures."""
+def notes(
+    rows: list[Row], book: Book, facts: RunFacts, settings: Settings, blocked: Mapping[str, Mapping[str, float]]
+) -> list[str]:
+    """The plain sentences under the tables: how the run ended and what limits its figures
+    (``blocked``: :func:`~mqusers.health.blocked_by_destination` of the run's processes)."""
     lines = [
         f"{_ENDINGS.get(facts.ended_by, facts.ended_by)}; drain: {facts.drain.reason} ({facts.drain.seconds:.1f} s)"
     ]
@@ -132,10 +135,10 @@ def notes(rows: list[Row], book: Book, facts: RunFacts, settings: Settings) -> l
         if report["verdict"] == "saturated":
             sentence = saturation_sentence(node, report["cpu_percent_max"], report["loop_lag_ms_max"])
             lines.append(f"{sentence} ({report['saturated_s']} of {report['seconds']} s saturated)")
-    for destination, blocked in sorted(blocked_by_destination(facts.generator["processes"]).items()):
+    for destination, episodes in sorted(blocked.items()):
         lines.append(
-            f"producers to {destination} were blocked by the broker {blocked['episodes']:g} time(s), the longest "
-            f"{blocked['longest_s']:.1f} s: producer flow control, a full store or a stalled broker"
+            f"producers to {destination} were blocked by the broker {episodes['episodes']:g} time(s), the longest "
+            f"{episodes['longest_s']:.1f} s: producer flow control, a full store or a stalled broker"
         )
     if (line := shortfall(book, settings)) is not None:
         lines.append(line)
@@ -185,7 +188,7 @@ def build_report(
     errors = sum(t.failures for t in book.tallies.values())
     histograms = {name: t.histogram.encode().decode("ascii") for name, t in sorted(book.tallies.items())}
     return RunReport(
-        facts, settings, rows, operation_rows(book), notes(rows, book, facts, settings), errors,
+        facts, settings, rows, operation_rows(book), notes(rows, book, facts, settings, blocked), errors,
         (series or Series()).document(fan_out(rows)), histograms,
     )  # fmt: skip
 
