@@ -65,6 +65,9 @@ class StompClient(Session):
     """One STOMP connection. ``fire`` is ``environment.events.request.fire``; ``transport`` opens the
     connection (default: :class:`mqusers.transport.StompTransport`)."""
 
+    #: Set when a publish is interrupted mid-write: how many of its messages went out whole.
+    _cut_whole: int | None = None
+
     # -- sending -----------------------------------------------------------------------------
 
     def publisher(self, destination: str, frames: SendFrames) -> Publisher:
@@ -87,7 +90,7 @@ class StompClient(Session):
             data = frames.frame_with(seq, time.time_ns(), extra)
         else:
             data = frames.frame(seq, time.time_ns())
-        if not self._write(publisher.send, start, frames.body_size, data, 1):
+        if not self._write(publisher.send, start, frames.body_size, data):
             if sync:
                 self._waiters.pop(receipt, None)
             return Sent.FAILED
@@ -103,13 +106,35 @@ class StompClient(Session):
         """Send messages ``first`` .. ``first + count - 1`` in one write (unpaced, no receipts).
 
         One socket write and one clock read for the lot: every message carries the same send
-        time, the moment they were handed to the socket together. Returns ``count``, or 0 when the
-        write failed (a failure is recorded per message).
+        time, the moment they were handed to the socket together. Returns how many went out whole:
+        ``count``, or after a failed write those the kernel took before it (each of the rest is a
+        failure). The broker may still read those few: what became of them is unknown.
         """
         frames = publisher.frames
         start = time.perf_counter()
-        data = frames.frames(first, count, time.time_ns())
-        return count if self._write(publisher.send, start, frames.body_size, data, count) else 0
+        sent_ns = time.time_ns()
+        data = frames.frames(first, count, sent_ns)
+        whole = count
+        try:
+            self.send_raw(data)
+        except MqError as error:
+            whole = frames.whole(first, sent_ns, self.write_cut)
+            for _ in range(count - whole):
+                self._fire(publisher.send.name, start, frames.body_size, error)
+        except BaseException:
+            whole = self._cut_whole = frames.whole(first, sent_ns, self.write_cut)
+            raise
+        finally:
+            if whole:
+                elapsed_us = int((time.perf_counter() - start) * 1e6)
+                publisher.send.record_many(elapsed_us, frames.body_size, time.time_ns(), whole)
+        return whole
+
+    def interrupted_whole(self, count: int) -> int:
+        """After a publish of ``count`` messages was interrupted (its User stopped mid-send): how many
+        went out whole. All of them when it was waiting for an answer, else those before the cut."""
+        whole, self._cut_whole = self._cut_whole, None
+        return count if whole is None else whole
 
     def request(self, publisher: Publisher, seq: int, reply_to: str) -> Sent:
         """Send a request with ``reply-to`` and wait for the reply carrying its correlation id.
@@ -120,20 +145,23 @@ class StompClient(Session):
         waiter = self._waiters[correlation] = AsyncResult()
         start = time.perf_counter()
         data = publisher.frames.frame_with(seq, time.time_ns(), request_lines(reply_to.encode(), correlation))
-        if not self._write(publisher.send, start, publisher.frames.body_size, data, 1):
+        if not self._write(publisher.send, start, publisher.frames.body_size, data):
             self._waiters.pop(correlation, None)
             return Sent.FAILED
         error = self._await(waiter, correlation, publisher.request, start, publisher.frames.body_size, "reply")
         return Sent.CONFIRMED if error is None else Sent.UNCONFIRMED
 
-    def _write(self, operation: Record, start: float, size: int, data: bytes, messages: int) -> bool:
+    def _write(self, operation: Record, start: float, size: int, data: bytes) -> bool:
+        """Write one message's frame; a failure is recorded under ``operation``."""
         try:
             self.send_raw(data)
         except MqError as error:
-            for _ in range(messages):
-                self._fire(operation.name, start, size, error)
+            self._fire(operation.name, start, size, error)
             return False
-        operation.record_many(int((time.perf_counter() - start) * 1e6), size, time.time_ns(), messages)
+        except BaseException:
+            self._cut_whole = 0  # interrupted before the frame's last byte left: it never will
+            raise
+        operation.record(int((time.perf_counter() - start) * 1e6), size, time.time_ns())
         return True
 
     # -- subscriptions -----------------------------------------------------------------------

@@ -62,8 +62,14 @@ class Connection(Protocol):
     @property
     def sends(self) -> int: ...
 
+    @property
+    def accepted(self) -> int:
+        """Bytes of a write that failed or was interrupted that the kernel took before: they may still
+        reach the broker."""
+
     def send(self, data: bytes) -> None:
-        """Write one encoded frame; raise :class:`OSError` when the connection is gone."""
+        """Write encoded frames; raise :class:`OSError` when the connection is gone, or when an earlier
+        write ended mid-frame."""
 
     def close(self) -> None:
         """Close at once, without DISCONNECT; ``on_disconnected`` follows."""

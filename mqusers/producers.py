@@ -13,6 +13,7 @@ import time
 from typing import Any, ClassVar
 
 import gevent
+from gevent import GreenletExit
 
 from mqusers.client import MqError, Publisher, Sent
 from mqusers.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
@@ -124,10 +125,19 @@ class StompProducerUser(StompUser):
             if not count:
                 return
         first, self.seq = self.seq + 1, self.seq + count
-        if count == 1:
-            self.emit(first)
-        else:
-            self.emit_many(first, count)
+        try:
+            if count == 1:
+                self.emit(first)
+            else:
+                self.emit_many(first, count)
+        except (GreenletExit, gevent.Timeout):
+            # Stopped mid-send (the run's end found the broker not reading): what went out whole may
+            # still reach the broker, so it counts as sent, its outcome unknown.
+            whole = self.client.interrupted_whole(count)
+            if whole:
+                self._sent.record_run(first, whole, time.time_ns())
+                self._sent.unconfirmed.add_range(first, first + whole - 1)
+            raise
         if self.availability.pending:
             self.availability.back(self.ok_ns)  # the first good send after a reconnect ends the outage
 
@@ -177,9 +187,13 @@ class StompProducerUser(StompUser):
 
     def emit_many(self, first: int, count: int) -> None:
         """Send messages ``first`` .. ``first + count - 1`` in one write (unpaced, no receipts)."""
-        if self.client.publish_many(self.publisher, first, count):
+        whole = self.client.publish_many(self.publisher, first, count)
+        if whole == count:
             self.ok_ns = time.time_ns()
             self._sent.record_run(first, count, self.ok_ns)
+        elif whole:  # the write failed after these: the broker may still read them
+            self._sent.record_run(first, whole, time.time_ns())
+            self._sent.unconfirmed.add_range(first, first + whole - 1)
 
 
 class StompRequesterUser(StompProducerUser):

@@ -66,6 +66,7 @@ class Session:
         self.server = ""
         self._transport: Transport = transport or StompTransport()
         self._connection: Connection | None = None
+        self.write_cut = 0
         #: What runs once the frames of the current socket read are handled (e.g. their ACKs).
         self._after_read: list[Callable[[], None]] = []
         #: Set by a receiver when a delivery of the current read was already late (see BEHIND_PAUSE_S).
@@ -189,14 +190,21 @@ class Session:
             connection.close()
 
     def send_raw(self, data: bytes) -> None:
-        """Write a pre-encoded frame (ACKs, replies); raise :class:`MqError` when not connected."""
+        """Write pre-encoded frames; raise :class:`MqError` when not connected or the write fails.
+
+        After a write that failed or was interrupted, ``write_cut`` is how many of its bytes left.
+        """
         connection = self._connection
         if connection is None:
+            self.write_cut = 0
             raise MqError("not connected")
         try:
             connection.send(data)
-        except OSError as error:
-            raise MqError(f"connection lost: {error or type(error).__name__}") from None
+        except BaseException as error:
+            self.write_cut = connection.accepted
+            if isinstance(error, OSError):
+                raise MqError(f"connection lost: {error or type(error).__name__}") from None
+            raise
 
     # -- answers -----------------------------------------------------------------------------
 

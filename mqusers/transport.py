@@ -66,11 +66,16 @@ class LeanTransport(Transport):  # type: ignore[misc]
         #: Read by the health monitor: a send in progress whose count does not move is blocked.
         self.in_send = False
         self.sends = 0
+        #: Bytes of the current (or the last failed) write the kernel took.
+        self.accepted = 0
+        #: A write ended mid-frame: nothing more may be written on this connection.
+        self.torn = False
         #: Heart-beats from the broker were asked for: every read must tell stomp.py's monitor.
         self.beats_in = False
 
     def attempt_connection(self) -> None:
         super().attempt_connection()
+        self.torn = False
         sock = self.socket
         if not self.blocking:  # type: ignore[has-type]
             # stomp.py drives TLS sockets non-blocking through selectors and a pipe-backed queue, which
@@ -100,13 +105,20 @@ class LeanTransport(Transport):  # type: ignore[misc]
         with self._send_lock:
             self.in_send = True
             self.sends += 1
+            self.accepted = 0
             try:
-                if isinstance(sock, ssl.SSLSocket):
-                    sock.sendall(encoded_frame)  # TLS records: leave partial writes to the TLS layer
-                else:
-                    sent = sock.send(encoded_frame)
-                    if sent < len(encoded_frame):
-                        sock.sendall(memoryview(encoded_frame)[sent:])
+                if self.torn:
+                    raise OSError("an interrupted write left a frame half-written")
+                self.accepted = sock.send(encoded_frame)
+                if self.accepted < len(encoded_frame):
+                    rest = memoryview(encoded_frame)
+                    while self.accepted < len(rest):  # counted here: a failure must say how much went
+                        self.accepted += sock.send(rest[self.accepted :])
+            except BaseException:
+                # What the kernel took still reaches the broker (closing sends it before the FIN); a
+                # frame cut short must not be followed by another, which the broker would read as its rest.
+                self.torn = self.torn or 0 < self.accepted < len(encoded_frame)
+                raise
             finally:
                 self.in_send = False
 

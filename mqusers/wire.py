@@ -121,6 +121,15 @@ class SendFrames:
         seqs = between.decode("latin-1").join(map(str, range(first, first + count))).encode("latin-1")
         return b"%smq-seq:%s\nmq-sent-ns:%d\n%s" % (self._head, seqs, sent_ns, self._tail)
 
+    def whole(self, first: int, sent_ns: int, nbytes: int) -> int:
+        """How many frames of ``frames(first, ..., sent_ns)`` lie wholly in its first ``nbytes`` bytes."""
+        fixed = len(self._head) + len(b"mq-seq:\nmq-sent-ns:%d\n" % sent_ns) + len(self._tail)
+        seq = first
+        while nbytes >= fixed + len(str(seq)):
+            nbytes -= fixed + len(str(seq))
+            seq += 1
+        return seq - first
+
     def frame_with(self, seq: int, sent_ns: int, extra: bytes) -> bytes:
         """``extra`` is pre-encoded header lines, e.g. ``b"receipt:r7\\n"``."""
         return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), extra, self._tail))

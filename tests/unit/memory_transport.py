@@ -38,9 +38,11 @@ class MemoryConnection:
         self.sent: list[bytes] = []
         self.in_send = False
         self.sends = 0
+        self.accepted = 0
         self.closed = False
         self._unsent: Queue[bytes] = Queue()
         self._stalled = False
+        self._accept = 0
         self._ended = Event()
         self._parser = FrameParser(self._dispatch)
 
@@ -51,8 +53,10 @@ class MemoryConnection:
             raise ConnectionResetError("connection closed")
         self.in_send = True
         self.sends += 1
+        self.accepted = 0
         try:
             if self._stalled:  # a broker that stopped reading: the send blocks until the connection ends
+                self.accepted, self._accept = min(self._accept, len(data)), 0
                 self._ended.wait()
                 raise ConnectionResetError("connection closed")
             self.sent.append(data)
@@ -76,9 +80,11 @@ class MemoryConnection:
         """The network or the broker ends the connection."""
         self._end()
 
-    def stall(self) -> None:
-        """Stop reading: every later send blocks (producer flow control, a frozen broker)."""
+    def stall(self, accept: int = 0) -> None:
+        """Stop reading: every later send blocks (producer flow control, a frozen broker), the next
+        one after the kernel took its first ``accept`` bytes."""
         self._stalled = True
+        self._accept = accept
 
     def next_frame(self, timeout: float = 2.0) -> Frame:
         """The next frame the client sent, waiting for it."""

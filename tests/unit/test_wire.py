@@ -1,3 +1,4 @@
+import itertools
 import zlib
 
 import pytest
@@ -89,6 +90,16 @@ def test_many_frames_in_one_buffer_equal_the_frames_one_by_one() -> None:
     frames = SendFrames("/queue/a", make_body(100) + bytes(range(256)), "r", "p", {"persistent": "true"})
     assert frames.frames(5, 3, 99) == b"".join(frames.frame(seq, 99) for seq in (5, 6, 7))
     assert frames.frames(9, 1, 42) == frames.frame(9, 42)
+
+
+def test_whole_frames_in_a_cut_buffer_are_counted_exactly() -> None:
+    # Sequence numbers crossing a digit boundary make the frames unequal in length.
+    frames = SendFrames("/queue/a", make_body(20) + b"\x00", "r", "p", {})
+    data = frames.frames(95, 10, 123)
+    ends = list(itertools.accumulate(len(frames.frame(seq, 123)) for seq in range(95, 105)))
+    assert ends[-1] == len(data)
+    for cut in range(len(data) + 1):
+        assert frames.whole(95, 123, cut) == sum(end <= cut for end in ends), cut
 
 
 def test_content_length_without_nul_is_an_error() -> None:
