@@ -31,7 +31,7 @@ def test_an_interrupted_write_says_what_left_and_refuses_to_write_after_it() -> 
     config = ClientConfig(parse_broker_url(f"stomp://127.0.0.1:{server.getsockname()[1]}"), timeout=5)
     connection = StompTransport().open(config, {}, listener)
     assert answered.wait(5)
-    data = bytes(range(256)) * (64 * 1024)  # 16 MB: more than the two kernels' buffers hold
+    data = bytes(range(256)) * (256 * 1024)  # 64 MB: more than both sockets can buffer (tcp_rmem max 32 MB)
     writer = gevent.spawn(connection.send, data)
     with gevent.Timeout(5):
         while not (connection.in_send and connection.accepted):  # the kernel took what fits; the rest waits
