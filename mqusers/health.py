@@ -214,11 +214,15 @@ class Health:
             in_send, sends = sender.send_progress()
             key = id(sender)
             watch = self._watch.get(key)
-            if not in_send or watch is None or watch.sends != sends:
-                if in_send:
+            if not in_send:
+                continue
+            if watch is None or watch.sends != sends:
+                if watch is not None and watch.counted and sends == watch.sends + 1:
+                    watch.sends = sends  # one write more, blocked again (its DISCONNECT, a trickle): the same episode
+                else:
                     self._watch[key] = _Watch(sends, now)
                     live.add(key)
-                continue
+                    continue
             live.add(key)
             stalled = now - watch.since
             if stalled < BLOCKED_S:

@@ -90,6 +90,24 @@ def test_a_send_that_does_not_move_is_one_blocked_episode() -> None:
     assert health.blocked["/queue/b"].now == 0 and health.blocked["/queue/b"].until_s == until
 
 
+def test_a_blocked_producers_disconnect_blocking_too_is_the_same_episode() -> None:
+    stuck = Sender()
+    health = Health("local", producers=lambda: [("/queue/b", stuck)])
+    for t, progress in (
+        (0.0, (True, 7)),
+        (BLOCKED_S * 2, (True, 7)),
+        (BLOCKED_S * 3, (True, 8)),
+        (BLOCKED_S * 4, (True, 8)),
+    ):
+        stuck.progress = progress  # send 8: its DISCONNECT, written after send 7 was given up
+        health._sample_blocked(t)
+    assert health.blocked["/queue/b"].episodes == 1 and health.blocked["/queue/b"].longest_s == BLOCKED_S * 4
+    for t, progress in ((BLOCKED_S * 5, (True, 60)), (BLOCKED_S * 7, (True, 60))):  # released, then blocked anew
+        stuck.progress = progress
+        health._sample_blocked(t)
+    assert health.blocked["/queue/b"].episodes == 2
+
+
 def test_a_drain_with_no_consumer_left_ends_unsettled() -> None:
     ticks = iter(range(10**6))
     outcome = Drain(lambda: next(ticks), lambda: False, deserted=lambda: True).run(idle_s=5, limit_s=None)
