@@ -4,7 +4,7 @@ import time
 
 import gevent
 
-from mqusers.coordination import Conductor
+from mqusers.conductor import Conductor
 from mqusers.ending import Drain
 from mqusers.health import BLOCKED_S, CPU_SATURATED, LAG_SATURATED_MS, SATURATED_SECONDS, Health
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mqusers.coordination import Conductor
+from mqusers.conductor import Conductor
 from mqusers.pacing import RESYNC_S, FixedRate, NoBlock, SharedSchedule
 
 
