@@ -30,7 +30,8 @@ from mqusers.health import overall
 from mqusers.htmlreport import write_html
 from mqusers.locust_stats import trim_per_second
 from mqusers.names import RECEIVE, split_event_name
-from mqusers.report import RunFacts, build_report, format_summary, gate_failures, report_document, write_csv, write_json
+from mqusers.report import RunFacts, build_report, gate_failures
+from mqusers.reportformats import format_summary, report_document, write_csv, write_json
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
 from mqusers.webui import show_report
 

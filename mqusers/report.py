@@ -1,28 +1,25 @@
 """The end-of-run report: one row per destination, the timed operations, and how the run ended.
 
-:func:`build_report` computes it once; the console summary, the JSON and CSV files and the gates
-only read it.
+:func:`build_report` computes it once; the gates here and the console summary, JSON and CSV files
+(:mod:`mqusers.reportformats`) only read it.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from mqusers.brokerreport import broker_notes, broker_table
+from mqusers.brokerreport import broker_notes
 from mqusers.ending import DrainOutcome
-from mqusers.failover import FaultRecord, failover_notes, failover_table
+from mqusers.failover import FaultRecord, failover_notes
 from mqusers.health import Generator, blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
 from mqusers.measure.totals import DestinationRow, destination_rows
 from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
-from mqusers.options import SECRET_FIELDS, Settings
+from mqusers.options import Settings
 
-_LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
 AUDIT_KEYS = ("lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered", "redelivered",
               "in_flight", "resent", "foreign", "other_run")  # fmt: skip
 #: The target rate counts as reached within this fraction.
@@ -95,11 +92,6 @@ def operation_rows(book: Book) -> list[dict[str, Any]]:
             continue
         rows.append({"name": name, "count": tally.count, "errors": tally.failures, "latency_ms": tally.latency_ms()})
     return rows
-
-
-def _ms(figures: dict[str, float], key: str) -> str:
-    value = figures.get(key)
-    return "-" if value is None else f"{value:.3f}"
 
 
 def shortfall(book: Book, settings: Settings) -> str | None:
@@ -196,105 +188,6 @@ def build_report(
 def fan_out(rows: list[Row]) -> dict[str, int]:
     """Copies of each message a destination delivers: one per topic subscription, one for a queue."""
     return {row.destination: max(1, sum(s["kind"] == "topic" for s in row.by_subscription)) for row in rows}
-
-
-def format_summary(report: RunReport) -> str:
-    facts = report.facts
-    duration = facts.stopped - facts.started
-    warmup = (
-        f"; the {report.settings.warmup:g} s warm-up left out, Locust's table has it" if report.settings.warmup else ""
-    )
-    lines = [f"mqusers summary: run {facts.run_id}, {duration:.1f} s (latency in ms, send to receive; rates over "
-             f"each destination's first send to last receive{warmup})"]  # fmt: skip
-    for worker, clock in sorted(facts.clocks.items()):
-        estimate = f"{clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master"
-        unapplied = "" if clock["applied_ms"] else " (within its error: not corrected)"
-        lines.append(f"clock of {worker}: {estimate}{unapplied}")
-    table = [["destination", "sent", "received", "span s", "sent/s", "recv/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]]
-    audit = [["destination", "lost", "unreceived", "unconfirmed", "dup", "dup-reconnect", "reord", "redeliv",
-              "foreign", "other-run"]]  # fmt: skip
-    for row in report.rows:
-        t, figures = row.totals, row.latency_ms
-        table.append(
-            [t.destination, str(t.sent), str(t.received), f"{t.span_s:.1f}", f"{t.send_rate_msgs:.1f}",
-             f"{t.receive_rate_msgs:.1f}", f"{t.receive_rate_mbit:.2f}",
-             *(_ms(figures, key) for key in _LATENCY_COLUMNS), str(t.errors)]
-        )  # fmt: skip
-        audit.append([t.destination, *(str(row.audit[k]) for k in ("lost", "unreceived", "unconfirmed", "duplicated",
-                      "after_reconnect", "reordered", "redelivered", "foreign", "other_run"))])  # fmt: skip
-    if report.rows:
-        lines += [_render(table), _render(audit)]
-    if report.operations:
-        op_table = [["operation", "count", *_LATENCY_COLUMNS, "errors"]]
-        for op in report.operations:
-            figures = op["latency_ms"]
-            op_table.append(
-                [op["name"], str(op["count"]), *(_ms(figures, k) for k in _LATENCY_COLUMNS), str(op["errors"])]
-            )
-        lines.append(_render(op_table))
-    if failover := failover_table(facts.failover):
-        lines.append(_render(failover))
-    if broker := broker_table(facts.broker, [row.document() for row in report.rows]):
-        lines.append(_render(broker))
-    lines += report.notes
-    return "\n".join(lines)
-
-
-def _render(table: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    rendered = []
-    for row in table:
-        cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True))]
-        rendered.append("  ".join(cells))
-    return "\n".join(rendered)
-
-
-def report_document(report: RunReport) -> dict[str, Any]:
-    """The summary as JSON-ready data: rows per destination and operation, plus run metadata."""
-    facts, settings = report.facts, report.settings
-    options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
-    options["broker"] = str(settings.broker) if settings.broker else None
-    options["faults"] = [f"{record['at_s']:g}s:{record['command']}" for record in facts.faults]  # secrets masked
-    return {
-        "kind": "run",
-        "run_id": facts.run_id,
-        "started": facts.started,
-        "stopped": facts.stopped,
-        "ended_by": facts.ended_by,
-        "drain": asdict(facts.drain),
-        "options": options,
-        "clock_offsets": facts.clocks,
-        "generator": facts.generator,
-        "failover": facts.failover,
-        "faults": facts.faults,
-        "broker": facts.broker,
-        "destinations": [row.document() for row in report.rows],
-        "operations": report.operations,
-        "notes": report.notes,
-        "series": report.series,
-        "histograms": report.histograms,
-    }
-
-
-def write_json(path: str, document: dict[str, Any]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-
-
-CSV_COLUMNS = ("destination", "sent", "received", "errors", "span_s", "send_rate_msgs", "send_rate_mbit",
-               "receive_rate_msgs", "receive_rate_mbit", *AUDIT_KEYS)  # fmt: skip
-
-
-def write_csv(path: str, rows: list[Row]) -> None:
-    """One line per destination: the counts, rates, audit and every latency figure (ms) flattened."""
-    latency_keys = sorted({key for row in rows for key in row.latency_ms})
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([*CSV_COLUMNS, *(f"latency_{key}_ms" for key in latency_keys)])
-        for row in rows:
-            document = row.document()
-            writer.writerow([*(document[c] for c in CSV_COLUMNS), *(row.latency_ms.get(k, "") for k in latency_keys)])
 
 
 def gate_failures(report: RunReport) -> list[str]:

@@ -15,7 +15,8 @@ from mqusers.matrix import Cell, matrix_document
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
 from mqusers.options import Settings
-from mqusers.report import RunFacts, build_report, report_document
+from mqusers.report import RunFacts, build_report
+from mqusers.reportformats import report_document
 
 DESTINATION = "/queue/</script><b>x"  # a name that would end the data's script element if not escaped
 

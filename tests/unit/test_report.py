@@ -6,17 +6,8 @@ from mqusers.ending import DrainOutcome
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
 from mqusers.options import Settings
-from mqusers.report import (
-    CSV_COLUMNS,
-    RunFacts,
-    build_report,
-    format_summary,
-    gate_failures,
-    report_document,
-    rows_of,
-    shortfall,
-    write_csv,
-)
+from mqusers.report import RunFacts, build_report, gate_failures, rows_of, shortfall
+from mqusers.reportformats import CSV_COLUMNS, format_summary, report_document, write_csv
 
 
 def book_of(received_ms: list[float], sent: int, errors: int = 0, span: tuple[float, float] = (100.0, 110.0)) -> Book:
