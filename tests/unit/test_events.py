@@ -282,18 +282,19 @@ def test_a_blocked_send_shows_in_send_progress_and_disconnect_still_returns() ->
     assert client.send_progress() == (False, 0) and connection.closed
 
 
-def cut_after(client: StompClient, whole: int) -> int:
-    """Bytes of a burst from message 1 up to ``whole`` whole frames and half of the next."""
-    one = len(publisher(client).frames.frame(1, time.time_ns()))  # messages 1-9: one length
-    return whole * one + one // 2
+def blocked_burst(whole: int) -> tuple[Environment, StompClient, MemoryConnection, gevent.Greenlet]:
+    """A burst of 8 blocked after the kernel took ``whole`` of its frames and half of the next."""
+    env = environment()
+    client, connection = connected(env)
+    one = len(publisher(client).frames.frame(1, time.time_ns()))  # messages 1-8: one length
+    connection.stall(accept=whole * one + one // 2)
+    burst = gevent.spawn(client.publish_many, publisher(client), 1, 8)
+    gevent.sleep(0.01)
+    return env, client, connection, burst
 
 
 def test_a_burst_cut_by_a_dropped_connection_counts_the_frames_that_went_out_whole() -> None:
-    env = environment()
-    client, connection = connected(env)
-    connection.stall(accept=cut_after(client, 3))
-    burst = gevent.spawn(client.publish_many, publisher(client), 1, 8)
-    gevent.sleep(0.01)
+    env, _, connection, burst = blocked_burst(3)
     connection.drop()
     assert burst.get(timeout=1) == 3  # the broker may still read those three
     sends = env.stats.entries[("send /queue/a", "STOMP")]
@@ -301,11 +302,7 @@ def test_a_burst_cut_by_a_dropped_connection_counts_the_frames_that_went_out_who
 
 
 def test_a_burst_interrupted_mid_write_says_what_went_out_whole() -> None:
-    env = environment()
-    client, connection = connected(env)
-    connection.stall(accept=cut_after(client, 2))
-    burst = gevent.spawn(client.publish_many, publisher(client), 1, 8)
-    gevent.sleep(0.01)
+    env, client, _, burst = blocked_burst(2)
     burst.kill()  # the run's end stops the User in its blocked send
     assert client.interrupted_whole(8) == 2
     assert client.interrupted_whole(1) == 1  # read once: a later interruption waited for an answer
