@@ -117,13 +117,13 @@ class StompClient(Session):
         whole = count
         try:
             self.send_raw(data)
-        except MqError as error:
+        except BaseException as error:
             whole = frames.whole(first, sent_ns, self.write_cut)
+            if not isinstance(error, MqError):
+                self._cut_whole = whole
+                raise
             for _ in range(count - whole):
                 self._fire(publisher.send.name, start, frames.body_size, error)
-        except BaseException:
-            whole = self._cut_whole = frames.whole(first, sent_ns, self.write_cut)
-            raise
         finally:
             if whole:
                 elapsed_us = int((time.perf_counter() - start) * 1e6)

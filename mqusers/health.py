@@ -216,13 +216,12 @@ class Health:
             watch = self._watch.get(key)
             if not in_send:
                 continue
-            if watch is None or watch.sends != sends:
-                if watch is not None and watch.counted and sends == watch.sends + 1:
-                    watch.sends = sends  # one write more, blocked again (its DISCONNECT, a trickle): the same episode
-                else:
-                    self._watch[key] = _Watch(sends, now)
-                    live.add(key)
-                    continue
+            if watch is not None and watch.counted and sends == watch.sends + 1:
+                watch.sends = sends  # one write more, blocked again (its DISCONNECT, a trickle): the same episode
+            elif watch is None or watch.sends != sends:
+                self._watch[key] = _Watch(sends, now)
+                live.add(key)
+                continue
             live.add(key)
             stalled = now - watch.since
             if stalled < BLOCKED_S:

@@ -133,10 +133,7 @@ class StompProducerUser(StompUser):
         except (GreenletExit, gevent.Timeout):
             # Stopped mid-send (the run's end found the broker not reading): what went out whole may
             # still reach the broker, so it counts as sent, its outcome unknown.
-            whole = self.client.interrupted_whole(count)
-            if whole:
-                self._sent.record_run(first, whole, time.time_ns())
-                self._sent.unconfirmed.add_range(first, first + whole - 1)
+            self._sent_unsure(first, self.client.interrupted_whole(count))
             raise
         if self.availability.pending:
             self.availability.back(self.ok_ns)  # the first good send after a reconnect ends the outage
@@ -191,9 +188,14 @@ class StompProducerUser(StompUser):
         if whole == count:
             self.ok_ns = time.time_ns()
             self._sent.record_run(first, count, self.ok_ns)
-        elif whole:  # the write failed after these: the broker may still read them
-            self._sent.record_run(first, whole, time.time_ns())
-            self._sent.unconfirmed.add_range(first, first + whole - 1)
+        else:  # the write failed after these: the broker may still read them
+            self._sent_unsure(first, whole)
+
+    def _sent_unsure(self, first: int, count: int) -> None:
+        """Messages ``first`` .. ``first + count - 1`` left whole on a write that then failed or was cut."""
+        if count:
+            self._sent.record_run(first, count, time.time_ns())
+            self._sent.unconfirmed.add_range(first, first + count - 1)
 
 
 class StompRequesterUser(StompProducerUser):
