@@ -2,9 +2,9 @@
 
 Each *step* is one ``locust`` run on the run-wide shared schedule (``--mq-total-rate R``) with a
 warm-up left out of the figures (``--mq-warmup``) and a fixed measured window; :func:`judge` reads
-its JSON report. A rate is *sustained* when, over the window: the destinations' send rate is at
-least 99 % of R (a rate is over first send to last receive, so a backlog still draining after
-the window pulls it down), nothing is lost, unreceived or failed, the schedule lag p99 is within
+its JSON report. A rate is *sustained* when, over the window: the destinations' throughput is at
+least 99 % of R (sent over first send to last receive, so a backlog still draining after the
+window pulls it down), nothing is lost, unreceived or failed, the schedule lag p99 is within
 bounds, and the generator's verdict is ``ok``. When the generator, not the broker, is what fails,
 the search stops and says so instead of reporting the generator's limit as the broker's.
 
@@ -67,14 +67,14 @@ def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str 
     generator = document.get("generator", {}).get("verdict", "ok")
     lags = [op["latency_ms"].get("p99", 0.0) for op in document.get("operations", [])
             if op["name"].startswith("schedule-lag ") and op.get("latency_ms")]  # fmt: skip
-    achieved = sum(row["send_rate_msgs"] for row in rows)
+    achieved = sum(row["throughput_msgs"] for row in rows)  # to the last receive: a backlog pulls it down
     lost = sum(row["lost"] + row["unreceived"] for row in rows)
     errors = sum(row["errors"] for row in rows)
     latency = _worst_latency(rows)
     evidence = {
         "rate": rate, "achieved": achieved, "lost": lost, "errors": errors, "verdict": generator,
         "lag_p99_ms": max(lags, default=math.nan), "drain_s": document.get("drain", {}).get("seconds", 0.0),
-        "mb_per_s": sum(row["send_rate_mbit"] for row in rows) / 8, "report": report, **latency,
+        "mb_per_s": sum(row["throughput_mbit"] for row in rows) / 8, "report": report, **latency,
     }  # fmt: skip
     reasons = []
     if not rows:

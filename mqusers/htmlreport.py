@@ -101,9 +101,11 @@ def _run_section(index: int, title: str, document: dict[str, Any]) -> str:
     rows = document.get("destinations", [])
     audit = _table(["destination", *AUDIT_COLUMNS], ([r["destination"], *(r.get(k, 0) for k in AUDIT_COLUMNS)]
                    for r in rows), "audit")  # fmt: skip
-    latency = _table(["destination", "sent/s", "recv/s", "Mbit/s", *(f"{k} ms" for k in LATENCY.values())],
-                     ([r["destination"], r["send_rate_msgs"], r["receive_rate_msgs"], r["receive_rate_mbit"],
-                       *(r["latency_ms"].get(k) for k in LATENCY)] for r in rows), "latency")  # fmt: skip
+    latency = _table(["destination", "sent/s", "sent Mbit/s", "recv/s", "recv Mbit/s",
+                      *(f"{k} ms" for k in LATENCY.values())],
+                     ([r["destination"], r["send_rate_msgs"], r["send_rate_mbit"], r["receive_rate_msgs"],
+                       r["receive_rate_mbit"], *(r["latency_ms"].get(k) for k in LATENCY)] for r in rows),
+                     "latency")  # fmt: skip
     clocks = document.get("clock_offsets", {})
     clock_table = _table(["process", "offset ms", "± ms", "rtt ms", "corrected by ms"],
                          ([w, c["offset_ms"], c["error_ms"], c.get("rtt_ms"), c.get("applied_ms")]

@@ -1,7 +1,8 @@
 """When a producer sends: its own fixed rate, or its turn on the run-wide shared schedule.
 
-Pure arithmetic over an injected clock (no sockets, no sleeping), so it is unit-tested as such;
-the producer User sleeps for what these return, the way Locust's ``wait_time`` works.
+Pure arithmetic over an injected clock (no sockets; sleeping only through an injected ``sleep``),
+so it is unit-tested as such; the producer User sleeps for what these return, the way Locust's
+``wait_time`` works.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 RESYNC_S = 1.0
 
 Clock = Callable[[], float]
+Sleep = Callable[[float], object]
 #: Draws the next block of global message indexes: (start, count), count 0 when all are handed
 #: out; None when the conductor did not answer in time. The argument says "first draw".
 Draw = Callable[[bool], "tuple[int, int] | None"]
@@ -81,3 +83,22 @@ class SharedSchedule:
         index = self._index
         self._index += 1
         return Slot(index, self._t0 + index * self._interval if self._interval else None)
+
+
+def until_due(due: float, clock: Clock, sleep: Sleep) -> float:
+    """Sleep until ``clock()`` reaches ``due``, never less; returns how late (s) it is then.
+
+    gevent's timers count from the loop's cached time, so a wake-up can come before the time asked
+    for: a message sent then would leave before its due time, and its latency from the schedule
+    would come out below its latency from the send. Sleep again until it is due.
+    """
+    while (early := due - clock()) > 0:
+        sleep(early)
+    return clock() - due
+
+
+def due_epoch_ns(due: float, clock_now: float, epoch_now_ns: int) -> int:
+    """``due`` (on the ``clock`` read as ``clock_now``, at or after it) in epoch ns, from an epoch
+    reading ``epoch_now_ns`` taken just after: never later than that reading, so a send stamped after
+    it is never stamped before its due time."""
+    return epoch_now_ns - int((clock_now - due) * 1e9)

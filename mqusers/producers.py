@@ -17,13 +17,11 @@ from gevent import GreenletExit
 
 from mqusers.client import MqError, Publisher, Sent
 from mqusers.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
-from mqusers.pacing import FixedRate, NoBlock, SharedSchedule
+from mqusers.pacing import FixedRate, NoBlock, SharedSchedule, due_epoch_ns, until_due
 from mqusers.run import coordinator_for
 from mqusers.users import StompUser
 from mqusers.wire import SendFrames, due_line, make_body
 
-#: The event loop's timer resolution: libev's epoll backend sleeps at least 1 ms.
-_TICK_S = 0.001
 #: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
 _BURST_MAX, _BURST_BYTES = 64, 64 * 1024
 logger = logging.getLogger(__name__)
@@ -159,16 +157,13 @@ class StompProducerUser(StompUser):
             return 0
         if slot is not None and slot.due is not None:
             # Unpaced, nothing is "due": only a schedule gives a coordinated-omission-corrected latency.
-            self._due_header = due_line(time.time_ns() + int((slot.due - time.perf_counter()) * 1e9))
-            delay = slot.due - time.perf_counter()
-            if delay > _TICK_S:
-                # gevent's loop cannot sleep less than its tick (epoll waits whole ms): wake within a
-                # tick before the due time and send then, rather than up to a tick late.
-                gevent.sleep(delay - _TICK_S)
+            # Never sent before its due time (up to a loop tick late instead), and the due time in
+            # epoch ns from the clocks read after the wait: the send stamp, read later, is never below it.
+            late = until_due(slot.due, time.perf_counter, gevent.sleep)
             if not self.mq.producing:
                 return 0  # the run ended while this producer waited: a send now would follow the stop
-            late = time.perf_counter() - slot.due
-            self._lag.record(int(late * 1e6) if late > 0 else 0, 0, time.time_ns())
+            self._due_header = due_line(due_epoch_ns(slot.due, time.perf_counter(), time.time_ns()))
+            self._lag.record(int(late * 1e6), 0, time.time_ns())
         return taken
 
     def emit(self, seq: int) -> None:

@@ -48,8 +48,8 @@ class RunFacts:
 
 @dataclass(frozen=True)
 class Row:
-    """A destination's line: its totals (rates over its measured span, which the warm-up is not in
-    either), its send-to-receive latency (ms) and the audit's figures."""
+    """A destination's line: its totals (sends over their span, receives over theirs, the warm-up in
+    neither), its send-to-receive latency (ms) and the audit's figures."""
 
     totals: DestinationRow
     latency_ms: dict[str, float]
@@ -65,8 +65,10 @@ class Row:
         """The row as the JSON report's ``destinations`` and the CSV have it."""
         t = self.totals
         return {"destination": t.destination, "sent": t.sent, "received": t.received, "span_s": t.span_s,
-                "send_rate_msgs": t.send_rate_msgs, "send_rate_mbit": t.send_rate_mbit,
-                "receive_rate_msgs": t.receive_rate_msgs, "receive_rate_mbit": t.receive_rate_mbit,
+                "send_span_s": t.send_span_s, "send_rate_msgs": t.send_rate_msgs, "send_rate_mbit": t.send_rate_mbit,
+                "receive_span_s": t.receive_span_s, "receive_rate_msgs": t.receive_rate_msgs,
+                "receive_rate_mbit": t.receive_rate_mbit, "throughput_msgs": t.throughput_msgs,
+                "throughput_mbit": t.throughput_mbit,
                 "latency_ms": self.latency_ms, "negative_latencies": t.receive.negative, "errors": t.errors,
                 **self.audit, "by_subscription": self.by_subscription}  # fmt: skip
 

@@ -29,20 +29,21 @@ def format_summary(report: RunReport) -> str:
     warmup = (
         f"; the {report.settings.warmup:g} s warm-up left out, Locust's table has it" if report.settings.warmup else ""
     )
-    lines = [f"mqusers summary: run {facts.run_id}, {duration:.1f} s (latency in ms, send to receive; rates over "
-             f"each destination's first send to last receive{warmup})"]  # fmt: skip
+    lines = [f"mqusers summary: run {facts.run_id}, {duration:.1f} s (latency in ms, send to receive; sends over "
+             f"their first to last send, receives over their first to last receive{warmup})"]  # fmt: skip
     for worker, clock in sorted(facts.clocks.items()):
         estimate = f"{clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master"
         unapplied = "" if clock["applied_ms"] else " (within its error: not corrected)"
         lines.append(f"clock of {worker}: {estimate}{unapplied}")
-    table = [["destination", "sent", "received", "span s", "sent/s", "recv/s", "Mbit/s", *_LATENCY_COLUMNS, "errors"]]
+    table = [["destination", "sent", "send s", "sent/s", "sent Mbit/s", "received", "recv s", "recv/s", "recv Mbit/s",
+              *_LATENCY_COLUMNS, "errors"]]  # fmt: skip
     audit = [["destination", "lost", "unreceived", "unconfirmed", "dup", "dup-reconnect", "reord", "redeliv",
               "foreign", "other-run"]]  # fmt: skip
     for row in report.rows:
         t, figures = row.totals, row.latency_ms
         table.append(
-            [t.destination, str(t.sent), str(t.received), f"{t.span_s:.1f}", f"{t.send_rate_msgs:.1f}",
-             f"{t.receive_rate_msgs:.1f}", f"{t.receive_rate_mbit:.2f}",
+            [t.destination, str(t.sent), f"{t.send_span_s:.3f}", f"{t.send_rate_msgs:.1f}", f"{t.send_rate_mbit:.2f}",
+             str(t.received), f"{t.receive_span_s:.3f}", f"{t.receive_rate_msgs:.1f}", f"{t.receive_rate_mbit:.2f}",
              *(_ms(figures, key) for key in _LATENCY_COLUMNS), str(t.errors)]
         )  # fmt: skip
         audit.append([t.destination, *(str(row.audit[k]) for k in ("lost", "unreceived", "unconfirmed", "duplicated",
@@ -107,8 +108,9 @@ def write_json(path: str, document: dict[str, Any]) -> None:
         handle.write("\n")
 
 
-CSV_COLUMNS = ("destination", "sent", "received", "errors", "span_s", "send_rate_msgs", "send_rate_mbit",
-               "receive_rate_msgs", "receive_rate_mbit", *AUDIT_KEYS)  # fmt: skip
+CSV_COLUMNS = ("destination", "sent", "received", "errors", "span_s", "send_span_s", "send_rate_msgs",
+               "send_rate_mbit", "receive_span_s", "receive_rate_msgs", "receive_rate_mbit", "throughput_msgs",
+               "throughput_mbit", *AUDIT_KEYS)  # fmt: skip
 
 
 def write_csv(path: str, rows: list[Row]) -> None:

@@ -95,7 +95,7 @@ def live_rows(ctx: RunContext, generator: Generator, lag_s: float, now: float | 
 
 
 def final_rows(report: RunReport) -> list[dict[str, Any]]:
-    """The report's rows: rates over each destination's first send to last receive, as the JSON has them."""
+    """The report's rows: sends over their own span, receives over theirs, as the JSON has them."""
     rows = []
     for line in report.rows:
         totals = line.totals
@@ -125,7 +125,7 @@ def final_facts(report: RunReport, html_link: str | None, json_path: str | None)
     facts = report.facts
     duration = facts.stopped - facts.started
     rows = [
-        ("figures", f"final, the report's: {duration:.1f} s; rates over first send to last receive"),
+        ("figures", f"final, the report's: {duration:.1f} s; sends over their span, receives over theirs"),
         ("run id", facts.run_id),
         ("generator", generator_text(facts.generator)),
         *(("note", note) for note in report.notes),

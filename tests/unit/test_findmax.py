@@ -15,7 +15,8 @@ def report(
     sent_rate: float, *, lost: int = 0, unreceived: int = 0, errors: int = 0, lag_p99: float = 0.2,
     verdict: str = "ok", p99: float = 1.5, cpu: float = 95.0,
 ) -> dict[str, Any]:  # fmt: skip
-    row = {"destination": "/queue/a", "sent": 1000, "send_rate_msgs": sent_rate, "send_rate_mbit": sent_rate * 8 / 1e6,
+    row = {"destination": "/queue/a", "sent": 1000, "throughput_msgs": sent_rate,
+           "throughput_mbit": sent_rate * 8 / 1e6,
            "lost": lost, "unreceived": unreceived, "errors": errors,
            "latency_ms": {"p50": 0.4, "p99": p99, "p999": 3.0, "max": 9.0}}  # fmt: skip
     lag = {"name": "schedule-lag /queue/a", "count": 1000, "errors": 0, "latency_ms": {"p99": lag_p99}}

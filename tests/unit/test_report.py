@@ -1,4 +1,5 @@
 import csv
+import re
 
 from hdrh.histogram import HdrHistogram
 
@@ -38,17 +39,37 @@ def facts(verdict: str = "ok") -> RunFacts:
     return RunFacts("run1", 0.0, 60.0, "time", DrainOutcome(True, 1.0, "no delivery for 5 s"), generator=generator)
 
 
-def test_rates_are_over_the_first_send_to_the_last_receive_not_the_whole_run() -> None:
+def test_each_rate_is_over_the_span_its_own_messages_took() -> None:
+    # Sends from 100 to 101 s, receives from 100 to 110 s (a backlog drained after the sends).
     [row] = rows_of(book_of([1.0] * 99 + [50.0], sent=100, span=(100.0, 110.0)))
     t = row.totals
-    assert t.span_s == 10.0  # the run lasted 60 s; start-up, idling and the drain are not in the rate
+    assert (t.send_span_s, t.receive_span_s, t.span_s) == (1.0, 10.0, 10.0)  # the run lasted 60 s
     assert (t.sent, t.received, t.errors) == (100, 100, 0)
-    assert t.receive_rate_msgs == 10.0 and t.send_rate_msgs == 10.0
-    assert t.receive_rate_mbit == t.send_rate_mbit == 100 * 100 * 8 / 10 / 1e6
+    assert t.send_rate_msgs == 100.0 and t.receive_rate_msgs == 10.0 and t.throughput_msgs == 10.0
+    assert t.send_rate_mbit == 100 * 100 * 8 / 1 / 1e6 and t.receive_rate_mbit == 100 * 100 * 8 / 10 / 1e6
     assert row.latency_ms["p50"] == 1.0 and abs(row.latency_ms["max"] - 50.0) < 0.05
     document = row.document()  # the JSON report's and the CSV's row
     assert set(document) == {*CSV_COLUMNS, "latency_ms", "negative_latencies", "by_subscription"}
-    assert (document["span_s"], document["receive_rate_msgs"], document["lost"]) == (10.0, 10.0, 0)
+    assert (document["send_span_s"], document["send_rate_msgs"], document["receive_rate_msgs"]) == (1.0, 100.0, 10.0)
+    assert document["lost"] == 0
+
+
+def test_a_put_only_row_has_send_rates_in_both_units_and_no_receive_rate() -> None:
+    book = book_of([], sent=500)  # sends from 100 to 101 s, nothing received
+    [row] = rows_of(book)
+    t = row.totals
+    assert (t.send_span_s, t.send_rate_msgs, t.send_rate_mbit) == (1.0, 500.0, 500 * 100 * 8 / 1e6)
+    assert (t.receive_span_s, t.receive_rate_msgs, t.receive_rate_mbit) == (0.0, 0.0, 0.0)
+    summary = format_summary(build_report(book, None, facts(), Settings()))
+    header, line = summary.splitlines()[1:3]
+    cells = dict(zip(_columns(header), line.split(), strict=True))
+    assert (cells["send s"], cells["sent/s"], cells["sent Mbit/s"]) == ("1.000", "500.0", "0.40"), summary
+    assert (cells["recv s"], cells["recv/s"], cells["recv Mbit/s"]) == ("0.000", "0.0", "0.00"), summary
+
+
+def _columns(header: str) -> list[str]:
+    """A console table's column names (two spaces or more apart; a name may hold one space)."""
+    return [name for name in re.split(r"\s{2,}", header.strip()) if name]
 
 
 def test_gates_name_the_destination_the_figure_and_the_option() -> None:
