@@ -3,7 +3,9 @@
 A step runs the command a user would type, as a child process (bounded in time), with the
 search's rate on the shared schedule and its own JSON report, which :func:`mqusers.findmax.judge`
 reads. ``--processes N`` (or ``--master --expect-workers N`` with workers started elsewhere) gives
-the generator several cores; everything after ``--`` goes to ``locust`` unchanged.
+the generator several cores, and find-max gives it more (up to this machine's cores) when a failed
+step's generator was not clearly idle; everything after ``--`` goes to ``locust`` unchanged. Bad
+options are refused in one line with exit 2 before any step runs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -20,13 +23,16 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from mqusers import findmaxanswer
 from mqusers.findmax import Search, Step, curve_points, judge, search
+from mqusers.latencybound import DEFAULT, LatencyBound, parse
 
 #: A step may overrun its -t by the drain (at most --mq-drain-max, default 30 s) and start-up.
 STEP_SLACK_S = 90.0
-COLUMNS = ("rate", "achieved", "ok", "p50", "p99", "p99.9", "max", "lag p99", "drain s", "verdict")
+COLUMNS = ("offered/s", "achieved/s", "keeps up", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "lag p99 ms", "drain s",
+           "processes", "latency", "generator")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,7 @@ class StepPlan:
     destination: str = ""
     extra: tuple[str, ...] = ()
 
-    def command(self, rate: float, report: Path, index: int) -> list[str]:
+    def command(self, rate: float, report: Path, index: int, processes: int = 0) -> list[str]:
         locust = shutil.which("locust", path=str(Path(sys.executable).parent)) or "locust"
         command = [locust, "-f", self.locustfile, "--headless", "--host", self.host, "-u", str(self.users),
                    "-r", str(self.users), "-t", f"{self.warmup + self.window:g}s", "--only-summary",
@@ -56,17 +62,22 @@ class StepPlan:
             command += ["--mq-consumers", str(self.consumers)]
         if self.destination:
             command += ["--mq-destination", f"{self.destination}.{index}"]  # a fresh one per step
-        if self.processes:
-            command += ["--processes", str(self.processes)]
+        if max(processes, self.processes) > 1 and not self.expect_workers:
+            command += ["--processes", str(max(processes, self.processes))]
         if self.expect_workers:
             command += ["--master", "--expect-workers", str(self.expect_workers), "--expect-workers-max-wait", "60"]
         return [*command, *self.extra]
 
-    def run(self, rate: float, index: int) -> Step:
+    @property
+    def size(self) -> int:
+        """The generator's processes to start with: the workers, --processes, or one."""
+        return self.expect_workers or max(1, self.processes)
+
+    def run(self, rate: float, index: int, processes: int = 0) -> Step:
         report = self.workdir / f"step-{index:02d}.json"
-        document = run_locust(self.command(rate, report, index), report, self.warmup + self.window + STEP_SLACK_S,
-                              at=f" at {rate:,.0f} msg/s")  # fmt: skip
-        return judge(document, rate, self.max_lag_ms, str(report))
+        document = run_locust(self.command(rate, report, index, processes), report,
+                              self.warmup + self.window + STEP_SLACK_S, at=f" at {rate:,.0f} msg/s")  # fmt: skip
+        return judge(document, rate, self.max_lag_ms, str(report), max(processes, self.size))
 
 
 def run_locust(command: list[str], report: Path, limit: float, at: str = "") -> dict[str, Any]:
@@ -93,17 +104,33 @@ class StepFailed(Exception):
 
 def step_line(step: Step) -> str:
     def ms(value: float) -> str:
-        return "-" if math.isnan(value) else f"{value:.3f}"
+        return "-" if math.isnan(value) else f"{value:,.3f}"
 
-    cells = (f"{step.rate:,.0f}", f"{step.achieved:,.0f}", "yes" if step.sustained else "no", ms(step.p50_ms),
-             ms(step.p99_ms), ms(step.p999_ms), ms(step.max_ms), ms(step.lag_p99_ms), f"{step.drain_s:.1f}",
-             step.verdict)  # fmt: skip
+    keeps_up = ("flaky" if step.flaky else "yes") if step.sustained else "no"
+    latency = {True: "ok", False: "over", None: "-"}[step.latency_ok]
+    cells = (f"{step.rate:,.0f}", f"{step.achieved:,.0f}", keeps_up, ms(step.p50_ms), ms(step.p99_ms),
+             ms(step.p999_ms), ms(step.max_ms), ms(step.lag_p99_ms), f"{step.drain_s:.1f}", str(step.processes),
+             latency, step.verdict)  # fmt: skip
+    rerun = f"held on a rerun after: {step.rerun_after}" if step.rerun_after else ""
+    why = "; ".join(filter(None, (step.reason, step.latency_reason if step.latency_ok is False else "", rerun)))
     line = "  ".join(f"{cell:>10}" for cell in cells)
-    return f"{line}  {step.reason}" if step.reason else line
+    return f"{line}  {why}" if why else line
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options: one line and exit 2, before any step runs."""
+
+    def error(self, message: str) -> NoReturn:
+        refuse(f"{self.prog}: {message}")
+
+
+def refuse(line: str) -> NoReturn:
+    print(line if line.startswith("mqusers") else f"mqusers: {line}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = _Parser(prog=prog, description=description)
     parser.add_argument("-f", "--locustfile", required=True, help="the scenario (producers and consumers)")
     parser.add_argument("--host", required=True, help="the broker, stomp://HOST:PORT")
     parser.add_argument("-u", "--users", type=int, default=4, help="Locust users per step (default 4)")
@@ -113,7 +140,12 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--window", type=float, default=10.0, help="measured seconds per step (default 10)")
     parser.add_argument("--max-lag-ms", type=float, default=5.0,
                         help="schedule lag p99 allowed in a sustained step (default 5)")  # fmt: skip
-    parser.add_argument("--processes", type=int, default=0, help="locust --processes N: N generator cores")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="locust --processes N: generator cores to start with (find-max adds more if needed)",
+    )
     parser.add_argument("--master", action="store_true", help="run each step as a Locust master (workers elsewhere)")
     parser.add_argument("--expect-workers", type=int, default=0, help="with --master: workers each step waits for")
     parser.add_argument("--json", default="", help="write the result here")
@@ -124,11 +156,13 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def _plan(options: argparse.Namespace) -> StepPlan:
     if options.users < 2 or options.warmup < 0 or options.window <= 0 or options.max_lag_ms <= 0:
-        raise SystemExit("mqusers: -u must be at least 2, --window positive, --warmup and --max-lag-ms >= 0")
+        refuse("-u must be at least 2, --window and --max-lag-ms positive, --warmup >= 0")
+    if options.processes < 0:
+        refuse("--processes must be >= 0")
     if options.master != (options.expect_workers > 0):
-        raise SystemExit("mqusers: --master and --expect-workers N (N >= 1) go together")
+        refuse("--master and --expect-workers N (N >= 1) go together")
     if not Path(options.locustfile).is_file():
-        raise SystemExit(f"mqusers: no locustfile {options.locustfile}")
+        refuse(f"no locustfile {options.locustfile}")
     workdir = Path(options.workdir or tempfile.mkdtemp(prefix="mqusers-capacity-"))
     workdir.mkdir(parents=True, exist_ok=True)
     destination = f"{options.destination}.{uuid.uuid4().hex[:6]}" if options.destination else ""
@@ -142,47 +176,47 @@ def _write(path: str, document: dict[str, Any]) -> None:
         Path(path).write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
-def _run_search(plan: StepPlan, options: argparse.Namespace) -> Search:
+def _run_search(plan: StepPlan, options: argparse.Namespace, bound: LatencyBound | None) -> Search:
     print("  ".join(f"{c:>10}" for c in COLUMNS), flush=True)
     index = iter(range(1, 1000))
-
-    def run_step(rate: float) -> Step:
-        step = plan.run(rate, next(index))
-        print(step_line(step), flush=True)
-        return step
-
-    return search(run_step, options.start, ceiling=options.ceiling, steps=options.steps, budget_s=options.budget)
+    # Workers run elsewhere and cannot be added from here; local processes up to this machine's cores.
+    most = plan.size if plan.expect_workers else max(plan.size, os.cpu_count() or 1)
+    return search(lambda rate, processes: plan.run(rate, next(index), processes), options.start,
+                  ceiling=options.ceiling, steps=options.steps, budget_s=options.budget, processes=plan.size,
+                  max_processes=most, bound=bound, on_step=lambda step: print(step_line(step), flush=True))  # fmt: skip
 
 
 def find_max(argv: Sequence[str]) -> int:
-    parser = _parser("mqusers find-max", "The highest total rate the broker sustains, by a search over paced runs.")
+    parser = _parser("mqusers find-max", "The highest total rate the broker keeps up with, and within a latency "
+                     "bound, by a search over paced runs.")  # fmt: skip
     parser.add_argument("--start", type=float, default=1000.0, help="first rate, msg/s (default 1000)")
-    parser.add_argument("--ceiling", type=float, default=math.inf, help="never offer more than this, msg/s")
-    parser.add_argument("--steps", type=int, default=10, help="at most this many runs (default 10)")
+    parser.add_argument("--max-rate", "--ceiling", dest="ceiling", type=float, default=math.inf,
+                        help="never offer more than this, msg/s (default: no ceiling)")  # fmt: skip
+    parser.add_argument("--steps", type=int, default=14, help="at most this many runs (default 14)")
     parser.add_argument("--budget", type=float, default=1800.0, help="stop starting steps after this many s")
+    parser.add_argument("--slo", default=DEFAULT,
+                        help="the latency bound: p50|p99|p99.9|max<=VALUE with us, ms or s (p99<=10ms), or x for"
+                             f" times the first kept-up step's (default {DEFAULT}); 'none' for no bound")  # fmt: skip
     options = parser.parse_args(argv)
+    if options.start <= 0 or options.ceiling <= 0 or options.steps < 1 or options.budget <= 0:
+        refuse("--start, --max-rate, --steps and --budget must be positive")
+    try:
+        bound = None if options.slo == "none" else parse(options.slo)
+    except ValueError as error:
+        refuse(str(error))
     plan = _plan(options)
     started = time.time()
     try:
-        found = _run_search(plan, options)
+        found = _run_search(plan, options, bound)
     except StepFailed as error:
         print(f"mqusers: {error}", file=sys.stderr)
         return 2
-    best = max((s for s in found.steps if s.sustained), key=lambda s: s.rate, default=None)
-    print(f"\nsearch ended: {found.ended}")
-    starved = [f"{s.rate:,.0f}" for s in found.steps if s.limit == "machine"]
-    if starved:
-        print(f"note: at {', '.join(starved)} msg/s the generator lagged with CPU to spare: other processes on the"
-              " machine (the broker, if it shares it) took the CPU; those steps tell the machine's limit")  # fmt: skip
-    if best is None:
-        print("maximum sustainable throughput: none found")
-    else:
-        qualifier = " (at least: the generator was the limit above it)" if found.limit == "generator" else ""
-        print(f"maximum sustainable throughput: {best.rate:,.0f} msg/s, {best.mb_per_s:,.2f} MB/s{qualifier}")
-    _write(options.json, {"kind": "find-max", "max_rate": found.max_rate, "ended": found.ended, "limit": found.limit,
-                          "mb_per_s": best.mb_per_s if best else None, "started": started, "stopped": time.time(),
-                          "plan": _plan_document(plan), "steps": [s.row() for s in found.steps]})  # fmt: skip
-    return 0 if best is not None else 1
+    criterion = findmaxanswer.criterion(plan.window, plan.warmup, plan.max_lag_ms, bound, found)
+    print("\n" + "\n".join(findmaxanswer.lines(found, bound, criterion)))
+    _write(options.json, {"kind": "find-max", **findmaxanswer.document(found, bound, criterion), "started": started,
+                          "stopped": time.time(), "plan": _plan_document(plan),
+                          "steps": [s.row() for s in found.steps]})  # fmt: skip
+    return 0 if found.max_rate is not None else 1
 
 
 def curve(argv: Sequence[str]) -> int:
@@ -193,20 +227,21 @@ def curve(argv: Sequence[str]) -> int:
     try:
         percents = [float(p) for p in options.percents.split(",")]
     except ValueError:
-        raise SystemExit(f"mqusers: --percents {options.percents!r} is not a list of numbers") from None
+        refuse(f"--percents {options.percents!r} is not a list of numbers")
     if options.max_rate <= 0 or not percents or min(percents) <= 0:
-        raise SystemExit("mqusers: --max-rate and every percent must be positive")
+        refuse("--max-rate and every percent must be positive")
     plan = _plan(options)
     print("   percent  " + "  ".join(f"{c:>10}" for c in COLUMNS), flush=True)
     index = iter(range(1, 1000))
 
     def run_step(percent: float, rate: float) -> Step:
-        step = plan.run(rate, next(index))
+        return plan.run(rate, next(index))
+
+    def shown(percent: float, step: Step) -> None:
         print(f"{percent:>9g}%  {step_line(step)}", flush=True)
-        return step
 
     try:
-        points = curve_points(run_step, options.max_rate, percents)
+        points = curve_points(run_step, options.max_rate, percents, shown)
     except StepFailed as error:
         print(f"mqusers: {error}", file=sys.stderr)
         return 2

@@ -1,16 +1,19 @@
-"""The maximum sustainable throughput, and latency against load: searches over paced Locust runs.
+"""The highest rate a broker keeps up with, and latency against load: searches over paced Locust runs.
 
 Each *step* is one ``locust`` run on the run-wide shared schedule (``--mq-total-rate R``) with a
 warm-up left out of the figures (``--mq-warmup``) and a fixed measured window; :func:`judge` reads
-its JSON report. A rate is *sustained* when, over the window: the destinations' throughput is at
-least 99 % of R (sent over first send to last receive, so a backlog still draining after the
-window pulls it down), nothing is lost, unreceived or failed, the schedule lag p99 is within
-bounds, and the generator's verdict is ``ok``. When the generator, not the broker, is what fails,
-the search stops and says so instead of reporting the generator's limit as the broker's.
+its JSON report. A step *keeps up* when, over the window: the destinations' throughput is at least
+99 % of R (sent over first send to last receive, so a backlog still draining after the window
+pulls it down), nothing is lost, unreceived or failed, the schedule lag p99 is within bounds, and
+the generator's verdict is ``ok``. It is *sustainable* when it also meets the latency bound
+(:mod:`mqusers.latencybound`).
 
-:func:`search` is pure (a step is a function), so its strategy is unit-tested on a model broker:
-doubling from a start rate until a step fails, then bisection down to a 5 % bracket, at most
-``steps`` runs and within a time budget.
+:func:`search` is pure (a step is a function of the rate and the generator's size), so its strategy
+is unit-tested on a model broker: doubling from a start rate until a step fails, then bisection
+down to a 5 % bracket, then the same between the highest step within the latency bound and the
+lowest above it. A failed step whose generator was not clearly idle is run again with more
+generator processes before the broker is blamed; when the generator or the machine stays the
+limit, the search stops and says so rather than report that limit as the broker's.
 """
 
 from __future__ import annotations
@@ -18,18 +21,25 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any
 
-#: A step is sustained at >= this fraction of the offered rate.
+from mqusers.latencybound import LatencyBound
+
+#: A step keeps up at >= this fraction of the offered rate.
 RATE_FRACTION = 0.99
 #: A saturated process using this much of a core is its own limit (health.py judges at 90 %).
 CPU_BOUND_PERCENT = 90.0
+#: A process this busy at its busiest second is near its limit (gevent runs on one core): a step
+#: that failed so is run again with more generator processes before the broker is blamed.
+BUSY_PERCENT = 70.0
 #: A failed step's achieved rate says what the broker managed only when clearly below the offer.
 CAPPED_FRACTION = 0.97
 #: The search stops bisecting once the bracket is this narrow (upper / lower).
 BRACKET = 1.05
+#: What limited a failed step, worst first (the generator's verdict names it, :func:`generator_kind`).
+KINDS = ("generator", "machine", "broker", "ok")
 
 
 @dataclass(frozen=True)
@@ -38,8 +48,9 @@ class Step:
 
     rate: float
     achieved: float = 0.0
+    #: Kept up: delivered at the offered rate on schedule (the latency bound is apart: ``latency_ok``).
     sustained: bool = False
-    #: Why not sustained (empty when sustained).
+    #: Why it did not keep up (empty when it did).
     reason: str = ""
     #: ``broker``, ``generator`` (its own CPU) or ``machine`` (starved by other processes): what failed.
     limit: str = ""
@@ -56,25 +67,46 @@ class Step:
     verdict: str = ""
     mb_per_s: float = 0.0
     report: str = ""
+    #: Generator processes the step ran with, and the busiest one's CPU (% of a core) and loop lag p99.
+    processes: int = 1
+    cpu_percent_max: float = math.nan
+    loop_lag_ms_p99: float = math.nan
+    #: Failed with the generator not clearly idle: more processes are tried before the broker is blamed.
+    generator_suspect: bool = False
+    #: Failed once, then held on a rerun at the same generator size: not a plain "yes".
+    flaky: bool = False
+    #: The reason of the failed run this one re-ran.
+    rerun_after: str = ""
+    #: Within the latency bound (None: not judged, no latency measured).
+    latency_ok: bool | None = None
+    latency_reason: str = ""
 
     def row(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
 
+    @property
+    def sustainable(self) -> bool:
+        """Kept up and within the latency bound (or none could be judged)."""
+        return self.sustained and self.latency_ok is not False
 
-def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str = "") -> Step:
+
+def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str = "", processes: int = 1) -> Step:
     """A step's verdict from its ``--mq-report-json`` document, offered ``rate`` msg/s in total."""
     rows = [row for row in document.get("destinations", []) if row.get("sent")]
-    generator = document.get("generator", {}).get("verdict", "ok")
+    generator = document.get("generator") or {}
+    kind, cpu, loop_lag = generator_kind(generator)
     lags = [op["latency_ms"].get("p99", 0.0) for op in document.get("operations", [])
             if op["name"].startswith("schedule-lag ") and op.get("latency_ms")]  # fmt: skip
     achieved = sum(row["throughput_msgs"] for row in rows)  # to the last receive: a backlog pulls it down
     lost = sum(row["lost"] + row["unreceived"] for row in rows)
     errors = sum(row["errors"] for row in rows)
-    latency = _worst_latency(rows)
     evidence = {
-        "rate": rate, "achieved": achieved, "lost": lost, "errors": errors, "verdict": generator,
-        "lag_p99_ms": max(lags, default=math.nan), "drain_s": document.get("drain", {}).get("seconds", 0.0),
-        "mb_per_s": sum(row["throughput_mbit"] for row in rows) / 8, "report": report, **latency,
+        "rate": rate, "achieved": achieved, "lost": lost, "errors": errors,
+        "verdict": str(generator.get("verdict", "ok")), "lag_p99_ms": max(lags, default=math.nan),
+        "drain_s": document.get("drain", {}).get("seconds", 0.0),
+        "mb_per_s": sum(row["throughput_mbit"] for row in rows) / 8,
+        "report": report, "processes": processes, "cpu_percent_max": cpu, "loop_lag_ms_p99": loop_lag,
+        **_worst_latency(rows),
     }  # fmt: skip
     reasons = []
     if not rows:
@@ -82,25 +114,46 @@ def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str 
     if achieved < RATE_FRACTION * rate:
         reasons.append(f"{achieved:,.0f} msg/s < {RATE_FRACTION:.0%} of {rate:,.0f} (send to last receive)")
     if lost:
-        reasons.append(f"{lost} lost or never received")
+        reasons.append(f"{lost:,} lost or never received")
     if errors:
-        reasons.append(f"{errors} errors")
+        reasons.append(f"{errors:,} errors")
     lagging = bool(lags) and max(lags) > max_lag_ms
     if lagging:
         reasons.append(f"schedule lag p99 {max(lags):.2f} ms > {max_lag_ms:g} ms")
-    if generator != "ok":
-        reasons.append(f"generator {generator}")
+    if kind in ("generator", "machine"):
+        reasons.append(f"generator {evidence['verdict']}")
     if not reasons:
         return Step(sustained=True, **evidence)
-    limit = "broker" if generator == "ok" else "generator" if _cpu_bound(document) else "machine"
-    return Step(reason="; ".join(reasons), limit=limit, lag_only=lagging and len(reasons) == 1, **evidence)
+    lag_only = lagging and len(reasons) == 1
+    return Step(reason="; ".join(reasons), limit=kind if kind in ("generator", "machine") else "broker",
+                lag_only=lag_only, generator_suspect=kind != "broker" and (kind != "ok" or cpu >= BUSY_PERCENT
+                                                                            or lag_only), **evidence)  # fmt: skip
 
 
-def _cpu_bound(document: dict[str, Any]) -> bool:
-    """A saturated generator that used its CPU; one starved by other processes (a broker on the same
-    cores) shows loop lag with CPU to spare: then the machine, not the generator, is the limit."""
-    processes = document.get("generator", {}).get("processes", {}).values()
-    return any(p.get("verdict") != "ok" and p.get("cpu_percent_max", 0) >= CPU_BOUND_PERCENT for p in processes)
+def generator_kind(generator: dict[str, Any]) -> tuple[str, float, float]:
+    """What the generator's verdict blames, with the busiest process's CPU % and loop lag p99 ms.
+
+    Read defensively: a verdict naming the machine (contended) or the broker is taken at its word; a
+    plain ``saturated`` one is the generator's own limit when it used its CPU, else the machine's (a
+    generator starved by other processes, a broker on the same cores, shows loop lag with CPU to spare).
+    """
+    processes = [p for p in (generator.get("processes") or {}).values() if isinstance(p, dict)]
+    cpu = max((float(p.get("cpu_percent_max") or 0.0) for p in processes), default=math.nan)
+    loop_lag = max((float(p.get("loop_lag_ms_p99") or 0.0) for p in processes), default=math.nan)
+    verdicts = [(str(p.get("verdict", "ok")), float(p.get("cpu_percent_max") or 0.0)) for p in processes]
+    kinds = [_kind(v, c) for v, c in verdicts or [(str(generator.get("verdict", "ok")), cpu)]]
+    return min(kinds, key=KINDS.index, default="ok"), cpu, loop_lag
+
+
+def _kind(verdict: str, cpu: float) -> str:
+    words = verdict.lower()
+    if words in ("", "ok"):
+        return "ok"
+    if "contend" in words or "machine" in words:
+        return "machine"
+    if "broker" in words:
+        return "broker"
+    return "generator" if cpu >= CPU_BOUND_PERCENT else "machine"
 
 
 def _worst_latency(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -115,55 +168,82 @@ class Search:
     """The steps of one search and what they found."""
 
     steps: list[Step] = field(default_factory=list)
-    #: The highest sustained rate (None: not even the start rate was sustained).
+    #: The highest rate kept up with (None: not even the start rate was).
     max_rate: float | None = None
+    #: The lowest rate the broker did not keep up with (None: no step failed on the broker's account).
+    failed_rate: float | None = None
+    #: The highest rate kept up with within the latency bound, and the lowest not (None: none).
+    slo_rate: float | None = None
+    slo_failed_rate: float | None = None
     #: Why the search ended.
     ended: str = ""
-    #: ``generator`` when the generator, not the broker, failed: the figure is not the broker's.
+    #: ``generator`` or ``machine`` when that, not the broker, failed last: the figures are lower bounds.
     limit: str = ""
+    #: The step that first set the relative latency bound (the first to keep up).
+    baseline: Step | None = None
+
+
+RunStep = Callable[[float, int], Step]
 
 
 def search(
-    run_step: Callable[[float], Step],
+    run_step: RunStep,
     start: float,
     *,
     ceiling: float = math.inf,
     steps: int = 10,
     budget_s: float = math.inf,
+    processes: int = 1,
+    max_processes: int = 1,
+    bound: LatencyBound | None = None,
+    on_step: Callable[[Step], None] = lambda step: None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Search:
-    """Double from ``start`` until a step fails (or ``ceiling``), then narrow to a 5 % bracket.
+    """Double from ``start`` until a step fails (or ``ceiling``), then narrow to a 5 % bracket; then
+    the same for the latency bound, between its highest passing step and its lowest failing one.
 
+    ``run_step(rate, processes)`` runs one step with that many generator processes; a failed step
+    whose generator was not clearly idle runs again with twice as many (up to ``max_processes``,
+    kept for later steps) and a step failed on the schedule lag alone once more (:func:`attempt`).
     A step that fails because the broker fell behind still says what the broker managed (its
     achieved rate): just under and just over that are tried first, then the bracket is halved on a
-    log scale. A step failed on the schedule lag alone is run once more before it counts.
+    log scale. ``on_step`` sees every run, judged against the latency bound too.
     """
     found, deadline = Search(), clock() + budget_s
+    size, tried, hint = processes, set[float](), 0.0
     low, high, rate = 0.0, math.inf, min(start, ceiling)
-    tried: set[float] = set()
-    hint = 0.0
-    while len(found.steps) < steps:
-        if clock() >= deadline:
-            found.ended = "time budget spent"
-            break
-        runs = confirmed(partial(run_step, rate), may_rerun=len(found.steps) + 1 < steps)
+
+    def judged(step: Step) -> Step:
+        first = found.baseline is None and step.sustained
+        if bound is not None and (first or found.baseline is not None):
+            step = replace(step, **bound.judge(step, found.baseline or step))
+        if first:
+            found.baseline = step
+        on_step(step)
+        return step
+
+    def run(at: float) -> Step | None:
+        nonlocal size
+        if len(found.steps) >= steps or clock() >= deadline:
+            return None
+        runs = attempt(lambda n: run_step(at, n), size, max_processes, steps - len(found.steps), judged)
         found.steps.extend(runs)
-        step = runs[-1]
-        tried.add(rate)
+        tried.add(at)
+        size = runs[-1].processes
+        if runs[-1].limit in ("generator", "machine"):
+            found.limit = runs[-1].limit
+            found.ended = f"the {found.limit} was the limit at {at:,.0f} msg/s ({generator_figures(runs[-1])})"
+        return runs[-1]
+
+    while (step := run(rate)) is not None and not found.limit:
         if step.sustained:
             low = max(low, rate)
-        elif step.limit == "generator":
-            found.limit = "generator"
-            found.ended = (f"the generator, not the broker, failed at {rate:,.0f} msg/s ({step.reason}):"
-                           " add --processes or workers")  # fmt: skip
-            break
         else:
             high = min(high, rate)
-            if step.achieved < CAPPED_FRACTION * rate:
-                hint = step.achieved
+            hint = step.achieved if step.achieved < CAPPED_FRACTION * rate else hint
         if high == math.inf:
             if rate >= ceiling:
-                found.ended = f"sustained the ceiling {ceiling:,.0f} msg/s"
+                found.ended = f"no step failed up to the ceiling {ceiling:,.0f} msg/s"
                 break
             rate = min(rate * 2, ceiling)
             continue
@@ -172,19 +252,63 @@ def search(
             break
         rate = _next_rate(low, high, hint, tried)
         if rate < 1.0:
-            found.ended = "not sustained even at 1 msg/s"
+            found.ended = "not kept up with even at 1 msg/s"
             break
     else:
-        found.ended = f"{steps} steps run"
-    found.max_rate = low or None
+        found.ended = found.ended or _spent(found, steps)
+    found.max_rate, found.failed_rate = low or None, high if high < math.inf else None
+    _latency_search(found, run, steps)
     return found
 
 
-def confirmed(run: Callable[[], Step], may_rerun: bool = True) -> list[Step]:
-    """The runs of one step, the last one standing: a step failed on the schedule lag alone is run
-    once more (one stall of a shared machine; it counts when it recurs)."""
-    first = run()
-    return [first, run()] if first.lag_only and may_rerun else [first]
+def _latency_search(found: Search, run: Callable[[float], Step | None], steps: int) -> None:
+    """Bisect between the highest sustainable step and the lowest one above it that is not."""
+    while True:
+        slo_low = max((s.rate for s in found.steps if s.sustainable), default=0.0)
+        slo_high = min((s.rate for s in found.steps if s.rate > slo_low and not s.sustainable
+                        and (s.sustained or s.limit == "broker")), default=math.inf)  # fmt: skip
+        found.slo_rate, found.slo_failed_rate = slo_low or None, slo_high if slo_high < math.inf else None
+        if found.limit or not slo_low or slo_high == math.inf or slo_high / slo_low <= BRACKET:
+            return
+        if run(math.sqrt(slo_low * slo_high)) is None:
+            found.ended += f"; the latency bound's bracket left wider than {BRACKET - 1:.0%} ({_spent(found, steps)})"
+            return
+
+
+def _spent(found: Search, steps: int) -> str:
+    return f"{steps} steps run" if len(found.steps) >= steps else "time budget spent"
+
+
+def attempt(
+    run: Callable[[int], Step], size: int, max_size: int, runs: int, judged: Callable[[Step], Step] = lambda s: s
+) -> list[Step]:
+    """The runs of one step (at most ``runs``), the last one standing.
+
+    A failed step whose generator was suspect runs again with twice the processes while below
+    ``max_size``; one failed on the schedule lag alone, once more at the same size (one stall of a
+    shared machine; it counts when it recurs). A pass after a failure at the same size is *flaky*.
+    """
+    done, sizes = [judged(run(size))], [size]
+    while not done[-1].sustained and len(done) < runs:
+        last = done[-1]
+        if last.generator_suspect and size < max_size:
+            size = min(max_size, size * 2)
+        elif not (last.lag_only and sizes.count(size) == 1):
+            break
+        step = run(size)
+        if step.sustained:
+            step = replace(step, flaky=sizes[-1] == size, rerun_after=last.reason)
+        done.append(judged(step))
+        sizes.append(size)
+    return done
+
+
+def generator_figures(step: Step) -> str:
+    """The generator's evidence for a step, for a sentence."""
+    cpu = "-" if math.isnan(step.cpu_percent_max) else f"{step.cpu_percent_max:.0f} %"
+    lag = "-" if math.isnan(step.loop_lag_ms_p99) else f"{step.loop_lag_ms_p99:.1f} ms"
+    plural = "es" if step.processes != 1 else ""
+    return f"{step.processes} generator process{plural}, busiest CPU {cpu} of a core, loop lag p99 {lag}: {step.reason}"
 
 
 def _next_rate(low: float, high: float, hint: float, tried: set[float]) -> float:
@@ -195,23 +319,34 @@ def _next_rate(low: float, high: float, hint: float, tried: set[float]) -> float
     return math.sqrt(low * high) if low else high / 2
 
 
+def _point(run_step: Callable[[float, float], Step], percent: float, rate: float, size: int) -> Step:
+    return run_step(percent, rate)
+
+
+def _shown(on_step: Callable[[float, Step], None], percent: float, step: Step) -> Step:
+    on_step(percent, step)
+    return step
+
+
 def curve_rates(max_rate: float, percents: Sequence[float]) -> list[tuple[float, float]]:
     """(percent, rate) points of a latency-against-load curve."""
     return [(p, max_rate * p / 100.0) for p in percents]
 
 
 def curve_points(
-    run_step: Callable[[float, float], Step], max_rate: float, percents: Sequence[float]
+    run_step: Callable[[float, float], Step],
+    max_rate: float,
+    percents: Sequence[float],
+    on_step: Callable[[float, Step], None] = lambda percent, step: None,
 ) -> list[dict[str, Any]]:
     """Latency against load: ``run_step(percent, rate)`` at each percent of ``max_rate``.
 
-    As in :func:`search`, a point failed on the schedule lag alone is run once more (:func:`confirmed`)
-    and its row keeps the first run's reason in ``rerun_after``: one stall of a shared machine should
-    not stand for the broker's latency.
+    As in :func:`search`, a point failed on the schedule lag alone is run once more (:func:`attempt`)
+    and its row keeps the first run's reason in ``rerun_after`` and says ``flaky``: one stall of a
+    shared machine should not stand for the broker's latency. ``on_step`` sees every run.
     """
     points = []
     for percent, rate in curve_rates(max_rate, percents):
-        *rerun, step = confirmed(partial(run_step, percent, rate))
-        points.append({"percent": percent, "offered": rate, **step.row(),
-                       "rerun_after": rerun[0].reason if rerun else None})  # fmt: skip
+        step = attempt(partial(_point, run_step, percent, rate), 1, 1, 2, partial(_shown, on_step, percent))[-1]
+        points.append({"percent": percent, "offered": rate, **step.row()})
     return points

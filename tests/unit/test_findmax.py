@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from mqusers.capacity import _masked, find_max
-from mqusers.findmax import Step, curve_points, curve_rates, judge, search
+from mqusers.findmax import Step, attempt, curve_points, curve_rates, judge, search
+from mqusers.latencybound import parse
 
 
 def report(
@@ -20,7 +21,7 @@ def report(
            "lost": lost, "unreceived": unreceived, "errors": errors,
            "latency_ms": {"p50": 0.4, "p99": p99, "p999": 3.0, "max": 9.0}}  # fmt: skip
     lag = {"name": "schedule-lag /queue/a", "count": 1000, "errors": 0, "latency_ms": {"p99": lag_p99}}
-    process = {"verdict": verdict, "cpu_percent_max": cpu}
+    process = {"verdict": verdict, "cpu_percent_max": cpu, "loop_lag_ms_p99": 2.5}
     generator = {"verdict": verdict, "processes": {"local": process}}
     return {"destinations": [row], "operations": [lag], "generator": generator, "drain": {"seconds": 0.3}}
 
@@ -44,17 +45,24 @@ def test_a_step_is_sustained_only_when_every_condition_holds() -> None:
     assert judge({"destinations": []}, 1000.0, 5.0).reason.startswith("nothing was sent")
 
 
-def model(capacity: float, generator: float = math.inf, calls: list[float] | None = None) -> Any:
-    """A broker that sustains up to ``capacity`` msg/s, a generator that manages ``generator``."""
+def model(
+    capacity: float, generator: float = math.inf, calls: list[float] | None = None, per_process: float = math.inf
+) -> Any:
+    """A broker that keeps up to ``capacity`` msg/s; a generator that manages ``generator`` (saturated above,
+    whatever its size) and ``per_process`` per process (above: late on schedule with its verdict "ok")."""
 
-    def run_step(rate: float) -> Step:
+    def run_step(rate: float, processes: int = 1) -> Step:
         if calls is not None:
             calls.append(rate)
         if rate > generator:
-            return Step(rate, sustained=False, reason="generator saturated", limit="generator")
-        return Step(
-            rate, achieved=min(rate, capacity), sustained=rate <= capacity, limit="" if rate <= capacity else "broker"
-        )
+            return Step(rate, reason="generator saturated", limit="generator", generator_suspect=True,
+                        processes=processes, cpu_percent_max=99.0, loop_lag_ms_p99=45.0)  # fmt: skip
+        if rate > per_process * processes:
+            return Step(rate, achieved=rate, reason="schedule lag p99 8.9 ms > 5 ms", limit="broker", lag_only=True,
+                        generator_suspect=True, processes=processes)  # fmt: skip
+        held = rate <= capacity
+        return Step(rate, achieved=min(rate, capacity), sustained=held, limit="" if held else "broker",
+                    processes=processes, p99_ms=1.0)  # fmt: skip
 
     return run_step
 
@@ -67,19 +75,47 @@ def test_the_search_brackets_the_capacity_within_five_percent_in_ten_steps(capac
     assert all(s.sustained == (s.rate <= capacity) for s in found.steps)
 
 
-def test_the_generator_failing_stops_the_search_and_says_so() -> None:
-    found = search(model(50_000.0, generator=9_000.0), 1000.0)
-    assert found.limit == "generator" and found.max_rate == 8_000.0
-    assert "the generator, not the broker" in found.ended and "--processes" in found.ended
+def test_the_generator_failing_at_its_largest_size_stops_the_search_and_says_so() -> None:
+    found = search(model(50_000.0, generator=9_000.0), 1000.0, processes=1, max_processes=2)
+    assert found.limit == "generator" and found.max_rate == 8_000.0 and found.failed_rate is None
+    assert [(s.rate, s.processes) for s in found.steps][-2:] == [(16_000.0, 1), (16_000.0, 2)]  # grown, then judged
+    assert found.ended == ("the generator was the limit at 16,000 msg/s (2 generator processes, busiest CPU 99 % of a"
+                           " core, loop lag p99 45.0 ms: generator saturated)")  # fmt: skip
+
+
+def test_a_generator_late_on_schedule_gets_more_processes_before_the_broker_is_blamed() -> None:
+    """The issue's queue run: one process fell behind at 16,000 (lag p99 8.9 ms, verdict "ok"), two kept up."""
+    found = search(model(21_000.0, per_process=15_000.0), 1000.0, max_processes=2, steps=14)
+    assert found.limit == "" and found.max_rate is not None and 20_000 <= found.max_rate <= 21_000
+    grown = next(s for s in found.steps if s.rate == 16_000.0 and s.sustained)
+    assert grown.processes == 2 and not grown.flaky and grown.rerun_after.startswith("schedule lag")
+    assert all(s.processes == 2 for s in found.steps[found.steps.index(grown):])  # kept for later steps
+    no_room = search(model(21_000.0, per_process=15_000.0), 1000.0, max_processes=1, steps=14)
+    assert no_room.max_rate is not None and no_room.max_rate < 15_000  # one process: confirmed once, then counted
+    assert [s.processes for s in no_room.steps] == [1] * len(no_room.steps)
+
+
+def test_attempt_grows_the_generator_then_confirms_a_lag_failure_once() -> None:
+    sizes: list[int] = []
+
+    def lagging(size: int) -> Step:
+        sizes.append(size)
+        return Step(1000.0, reason="schedule lag", lag_only=True, generator_suspect=True, processes=size, limit="broker")
+
+    assert len(attempt(lagging, 1, 4, 10)) == 4 and sizes == [1, 2, 4, 4]
+    sizes.clear()
+    assert len(attempt(lagging, 1, 4, 2)) == 2 and sizes == [1, 2]  # no more runs than the search has left
+    broker = Step(1000.0, reason="900 msg/s < 99%", limit="broker")
+    assert attempt(lambda size: broker, 1, 4, 10) == [broker]  # an idle generator: the broker's failure stands
 
 
 def test_ceiling_steps_and_budget_bound_the_search() -> None:
     calls: list[float] = []
-    assert search(model(1e9, calls=calls), 1000.0, ceiling=3000.0).ended.startswith("sustained the ceiling")
+    assert search(model(1e9, calls=calls), 1000.0, ceiling=3000.0).ended == "no step failed up to the ceiling 3,000 msg/s"
     assert calls == [1000.0, 2000.0, 3000.0]
     assert len(search(model(1e9), 1000.0, steps=4).steps) == 4
     ticks = iter(range(0, 1000, 100))
-    spent = search(model(10_000.0), 1000.0, budget_s=250, clock=lambda: float(next(ticks)))
+    spent = search(model(10_000.0), 1000.0, budget_s=250, clock=lambda: float(next(ticks)))  # 2 steps: 0 and 100 s
     assert spent.ended == "time budget spent" and len(spent.steps) == 2
 
 
@@ -89,10 +125,29 @@ def test_curve_points_and_no_password_in_a_saved_plan() -> None:
     assert _masked(args) == ["--mq-size", "1KB", "--mq-password", "***", "--mq-password=***"]
 
 
-def test_master_and_expect_workers_go_together() -> None:
-    for args in (["--master"], ["--expect-workers", "2"]):
-        with pytest.raises(SystemExit, match="--master and --expect-workers"):
-            find_max(["-f", __file__, "--host", "stomp://127.0.0.1:1", *args])
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--master"], "--master and --expect-workers N (N >= 1) go together"),
+        (["--expect-workers", "2"], "--master and --expect-workers N (N >= 1) go together"),
+        (["--slo", "p99<10ms"], "--slo 'p99<10ms' is not FIGURE<=VALUE with a unit"),
+        (["--slo", "p99<=10"], "--slo 'p99<=10' is not FIGURE<=VALUE with a unit"),
+        (["--slo", "p95<=3ms"], "--slo 'p95<=3ms' is not FIGURE<=VALUE"),
+        (["--slo", "p99<=0ms"], "the bound must be above 0"),
+        (["--max-rate", "0"], "--start, --max-rate, --steps and --budget must be positive"),
+        (["--processes", "-1"], "--processes must be >= 0"),
+        (["--steps", "x"], "argument --steps: invalid int value: 'x'"),
+    ],
+)
+def test_bad_options_are_one_line_and_exit_2_before_any_load(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as ended:  # the host cannot be reached: no step may have been tried
+        find_max(["-f", __file__, "--host", "stomp://127.0.0.1:1", *args])
+    assert ended.value.code == 2
+    out, err = capsys.readouterr()
+    [line] = err.splitlines()
+    assert said in line and line.startswith("mqusers") and out == ""
 
 
 def test_a_failure_on_the_lag_alone_is_confirmed_before_it_counts() -> None:
@@ -100,14 +155,18 @@ def test_a_failure_on_the_lag_alone_is_confirmed_before_it_counts() -> None:
     assert not judge(report(980.0, lag_p99=7.0), 1000.0, 5.0).lag_only
     flaky = iter([True, False])  # the first run at 4,000 stalls once, its rerun holds
 
-    def run_step(rate: float) -> Step:
+    def run_step(rate: float, processes: int) -> Step:
         if rate == 4000.0 and next(flaky):
             return Step(rate, reason="schedule lag p99 9 ms > 5 ms", limit="broker", lag_only=True)
         return model(10_000.0)(rate)
 
-    found = search(run_step, 4000.0, steps=10)
-    assert [s.rate for s in found.steps][:3] == [4000.0, 4000.0, 8000.0]
+    seen: list[Step] = []
+    found = search(run_step, 4000.0, steps=10, on_step=seen.append)
+    assert [s.rate for s in found.steps][:3] == [4000.0, 4000.0, 8000.0] and seen == found.steps
     assert found.max_rate is not None and found.max_rate >= 9_500.0
+    first, rerun = found.steps[:2]
+    assert not first.sustained and not first.flaky  # the failed run is kept, as it was
+    assert rerun.sustained and rerun.flaky and rerun.rerun_after == "schedule lag p99 9 ms > 5 ms"
 
 
 def test_a_curve_point_failed_on_the_lag_alone_is_run_again_and_the_rerun_stands() -> None:
@@ -122,18 +181,83 @@ def test_a_curve_point_failed_on_the_lag_alone_is_run_again_and_the_rerun_stands
     assert [(p["percent"], p["offered"], p["sustained"]) for p in points] == [
         (25, 500.0, True), (50, 1000.0, True), (100, 2000.0, True)
     ]  # fmt: skip
-    assert [p["rerun_after"] for p in points] == [None, "schedule lag p99 9 ms > 5 ms", None]
+    assert [p["rerun_after"] for p in points] == ["", "schedule lag p99 9 ms > 5 ms", ""]
+    assert [p["flaky"] for p in points] == [False, True, False]
     broker_fails = curve_points(lambda percent, rate: model(1500.0)(rate), 2000.0, [100])
-    assert not broker_fails[0]["sustained"] and broker_fails[0]["rerun_after"] is None  # not lag: not rerun
+    assert not broker_fails[0]["sustained"] and broker_fails[0]["rerun_after"] == ""  # not lag: not rerun
 
 
 def test_a_failure_at_the_offered_rate_is_bisected_not_walked_down() -> None:
     """Failing on latency or lag with the offer achieved says nothing about where the limit is."""
 
-    def run_step(rate: float) -> Step:
+    def run_step(rate: float, processes: int) -> Step:
         held = rate <= 11_000.0
         return Step(rate, achieved=rate * 0.995, sustained=held, limit="" if held else "broker")
 
     found = search(run_step, 4000.0, steps=10)
     assert found.max_rate is not None and 11_000 / 1.05 <= found.max_rate <= 11_000.0
     assert len(found.steps) <= 7, [s.rate for s in found.steps]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "cpu", "limit"),
+    [
+        ("saturated", 95.0, "generator"),  # today's word: its CPU decides
+        ("saturated", 40.0, "machine"),
+        ("generator saturated", 95.0, "generator"),  # the three kinds, by name
+        ("machine contended", 30.0, "machine"),
+        ("contended", 30.0, "machine"),
+        ("broker slow", 20.0, "broker"),
+    ],
+)
+def test_the_generator_verdict_is_read_defensively(verdict: str, cpu: float, limit: str) -> None:
+    step = judge(report(1000.0, lag_p99=7.0, verdict=verdict, cpu=cpu), 1000.0, 5.0, processes=2)
+    assert not step.sustained and step.limit == limit and step.processes == 2 and step.cpu_percent_max == cpu
+    assert step.generator_suspect == (limit != "broker")  # a slow broker is not helped by more processes
+    assert ("generator " + verdict in step.reason) == (limit != "broker")
+    no_processes = {**report(1000.0, lag_p99=7.0), "generator": {"verdict": verdict}}  # an older or partial one
+    assert judge(no_processes, 1000.0, 5.0).limit in (limit, "machine")
+
+
+def test_a_busy_or_late_generator_is_suspect_an_idle_one_is_not() -> None:
+    late = judge(report(1000.0, lag_p99=8.9, cpu=20.0), 1000.0, 5.0)  # the issue's step: verdict ok, late sends
+    assert late.limit == "broker" and late.lag_only and late.generator_suspect
+    busy = judge(report(900.0, cpu=80.0), 1000.0, 5.0)
+    assert busy.limit == "broker" and not busy.lag_only and busy.generator_suspect
+    idle = judge(report(900.0, cpu=20.0), 1000.0, 5.0)
+    assert idle.limit == "broker" and not idle.generator_suspect
+    assert not judge(report(1000.0, cpu=80.0), 1000.0, 5.0).generator_suspect  # kept up: nothing to suspect
+    assert judge(report(1000.0, cpu=80.0), 1000.0, 5.0).loop_lag_ms_p99 == 2.5
+
+
+def latency_model(capacity: float, knee: float) -> Any:
+    """Keeps up to ``capacity``; p99 1 ms up to ``knee``, 50 ms above it."""
+
+    def run_step(rate: float, processes: int = 1) -> Step:
+        held = rate <= capacity
+        return Step(rate, achieved=min(rate, capacity), sustained=held, limit="" if held else "broker",
+                    p99_ms=1.0 if rate <= knee else 50.0, processes=processes)  # fmt: skip
+
+    return run_step
+
+
+def test_the_latency_bound_is_bracketed_below_the_rate_kept_up_with() -> None:
+    found = search(latency_model(12_000.0, 5_300.0), 1000.0, steps=20, bound=parse("p99<=10x"))
+    assert found.max_rate is not None and 12_000 / 1.05 <= found.max_rate <= 12_000
+    assert found.slo_rate is not None and found.slo_failed_rate is not None
+    assert 5_300 / 1.05 <= found.slo_rate <= 5_300 < found.slo_failed_rate <= 1.05 * found.slo_rate
+    assert found.baseline is found.steps[0] and found.ended == "bracketed within 5%"
+    for step in found.steps:
+        assert step.latency_ok == (step.rate <= 5_300), step
+        assert step.sustainable == (step.rate <= 5_300)
+        assert step.latency_reason == ("" if step.rate <= 5_300 else "p99 50.000 ms > 10.000 ms")
+    absolute = search(latency_model(12_000.0, 5_300.0), 1000.0, steps=20, bound=parse("p99<=60ms"))
+    assert absolute.slo_rate == absolute.max_rate and absolute.slo_failed_rate == absolute.failed_rate
+    unbounded = search(latency_model(12_000.0, 5_300.0), 1000.0, steps=20)
+    assert unbounded.slo_rate == unbounded.max_rate and all(s.latency_ok is None for s in unbounded.steps)
+
+
+def test_the_latency_search_stops_within_the_steps_and_says_its_bracket_is_wide() -> None:
+    found = search(latency_model(12_000.0, 1_300.0), 1000.0, steps=8, bound=parse("p99<=10x"))
+    assert len(found.steps) == 8 and found.slo_rate == 1000.0 and found.slo_failed_rate is not None
+    assert found.ended.endswith("; the latency bound's bracket left wider than 5% (8 steps run)"), found.ended
