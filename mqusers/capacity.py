@@ -111,10 +111,8 @@ def step_line(step: Step) -> str:
     cells = (f"{step.rate:,.0f}", f"{step.achieved:,.0f}", keeps_up, ms(step.p50_ms), ms(step.p99_ms),
              ms(step.p999_ms), ms(step.max_ms), ms(step.lag_p99_ms), f"{step.drain_s:.1f}", str(step.processes),
              latency, step.verdict)  # fmt: skip
-    rerun = f"held on a rerun after: {step.rerun_after}" if step.rerun_after else ""
-    why = "; ".join(filter(None, (step.reason, step.latency_reason if step.latency_ok is False else "", rerun)))
     line = "  ".join(f"{cell:>10}" for cell in cells)
-    return f"{line}  {why}" if why else line
+    return f"{line}  {step.why}" if step.why else line
 
 
 class _Parser(argparse.ArgumentParser):

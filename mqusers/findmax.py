@@ -82,7 +82,15 @@ class Step:
     latency_reason: str = ""
 
     def row(self) -> dict[str, Any]:
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+        row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+        return {**row, "why": self.why}
+
+    @property
+    def why(self) -> str:
+        """Everything said against the step, and the failure it was re-run after."""
+        over = self.latency_reason if self.latency_ok is False else ""
+        rerun = f"held on a rerun after: {self.rerun_after}" if self.rerun_after else ""
+        return "; ".join(filter(None, (self.reason, over, rerun)))
 
     @property
     def sustainable(self) -> bool:

@@ -16,6 +16,7 @@ from mqusers.findmax import RATE_FRACTION, Search
 from mqusers.latencybound import LatencyBound
 
 BOUNDS = ("found", "lower", "none")
+KEEPS_UP = "highest rate kept up with"
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Figure:
 
     def as_dict(self) -> dict[str, Any]:
         return {"rate": self.rate, "bound": self.bound, "why": self.why, "mb_per_s": self.mb_per_s,
-                "flaky": bool(self.flaky), "flaky_after": self.flaky or None}  # fmt: skip
+                "flaky": bool(self.flaky), "flaky_after": self.flaky or None, "text": self.text()}  # fmt: skip
 
 
 def criterion(window_s: float, warmup_s: float, max_lag_ms: float, bound: LatencyBound | None, found: Search) -> str:
@@ -88,13 +89,17 @@ def _why_lower(found: Search) -> str:
     return "no step failed before the time budget ran out; raise --budget"
 
 
+def within_label(found: Search, bound: LatencyBound) -> str:
+    return f"highest rate also within {bound.describe(found.baseline)}"
+
+
 def lines(found: Search, bound: LatencyBound | None, criterion_text: str) -> list[str]:
     """The end of find-max's console output."""
     keeps_up, within = figures(found, bound)
     out = [f"search ended: {found.ended}", f"criterion: {criterion_text}",
-           f"highest rate kept up with: {keeps_up.text()}"]  # fmt: skip
+           f"{KEEPS_UP}: {keeps_up.text()}"]  # fmt: skip
     if within is not None and bound is not None:
-        out.append(f"highest rate also within {bound.describe(found.baseline)}: {within.text()}")
+        out.append(f"{within_label(found, bound)}: {within.text()}")
     grown = [s for s in found.steps if s.sustained and s.rerun_after and not s.flaky]
     out += [f"note: {s.rate:,.0f} msg/s held with {s.processes} generator processes after failing with fewer"
             f" ({s.rerun_after})" for s in grown]  # fmt: skip
@@ -110,6 +115,7 @@ def document(found: Search, bound: LatencyBound | None, criterion_text: str) -> 
     keeps_up, within = figures(found, bound)
     final = found.steps[-1].processes if found.steps else None
     return {"max_rate": keeps_up.rate, "bound": keeps_up.bound, "mb_per_s": keeps_up.mb_per_s,
-            "keeps_up": keeps_up.as_dict(), "within_latency": within.as_dict() if within else None,
+            "keeps_up": {**keeps_up.as_dict(), "label": KEEPS_UP},
+            "within_latency": {**within.as_dict(), "label": within_label(found, bound)} if within and bound else None,
             "latency_bound": bound.as_dict(found.baseline) if bound else None, "criterion": criterion_text,
             "ended": found.ended, "limit": found.limit, "processes": final}  # fmt: skip

@@ -176,14 +176,26 @@ def _broker_tables(document: dict[str, Any]) -> str:
 
 
 def _find_max_section(index: int, title: str, document: dict[str, Any]) -> str:
-    found = document.get("max_rate")
-    headline = "no rate was sustained" if found is None else f"maximum sustained rate: {found:,.1f} msg/s"
-    columns = ("rate", "achieved", "sustained", "verdict", "p50_ms", "p99_ms", "p999_ms", "max_ms", "lost", "reason")
-    rows = [[*(step.get(c) for c in columns), _link(step.get("report"))] for step in document.get("steps", [])]
-    table = _table(["offered msg/s", "achieved msg/s", "sustained", "generator", "p50 ms", "p99 ms", "p99.9 ms",
-                    "max ms", "lost", "reason", "run"], rows, "steps")  # fmt: skip
+    """Both answers with their bounds ("at least" when nothing above failed), the criterion, each step."""
+    figures = [f for f in (document.get("keeps_up"), document.get("within_latency")) if f]
+    if not figures:  # saved before find-max said which bound its figure was
+        rate = document.get("max_rate")
+        text = "none" if rate is None else f"{rate:,.0f} msg/s (saved without saying whether this is a lower bound)"
+        figures = [{"label": "highest rate kept up with", "text": text, "bound": "unknown"}]
+    answer = "".join(f'<li class="bound-{escape(str(f.get("bound")))}"><b>{escape(str(f.get("label")))}:</b> '
+                     f"{escape(str(f.get('text')))}</li>" for f in figures)  # fmt: skip
+    said = [(name, document.get(key)) for name, key in (("criterion", "criterion"), ("search ended", "ended"))]
+    facts = "".join(f'<p class="facts">{name}: {escape(str(value))}</p>' for name, value in said if value)
+    rows = [[step.get("rate"), step.get("achieved"), "flaky" if step.get("flaky") else bool(step.get("sustained")),
+             {True: "ok", False: "over"}.get(step.get("latency_ok")), step.get("processes"), step.get("verdict"),
+             *(step.get(c) for c in ("p50_ms", "p99_ms", "p999_ms", "max_ms", "lost")),
+             step.get("why", step.get("reason")), _link(step.get("report"))]
+            for step in document.get("steps", [])]  # fmt: skip
+    header = ["offered msg/s", "achieved msg/s", "keeps up", "latency bound", "generator processes", "generator",
+              "p50 ms", "p99 ms", "p99.9 ms", "max ms", "lost", "reason", "run"]  # fmt: skip
+    table = _table(header, rows, "steps")
     return f"""<section class="find-max" id="doc-{index}"><h2>{escape(title)}</h2>
-<p class="facts"><b>{escape(headline)}</b></p><div class="charts" data-doc="{index}"></div>{table}</section>"""
+<ul class="answer">{answer}</ul>{facts}<div class="charts" data-doc="{index}"></div>{table}</section>"""
 
 
 def _link(path: Any) -> _Html | None:
@@ -246,7 +258,9 @@ def chart_data(document: dict[str, Any]) -> dict[str, Any]:
         return {"kind": kind, "series": document.get("series", {}), "percentiles": receive_plots(document),
                 "marks": marks(document), "broker": (document.get("broker") or {}).get("series", [])}  # fmt: skip
     if kind == "find-max":
-        return {"kind": kind, "steps": document.get("steps", [])}
+        bound = document.get("latency_bound") or {}
+        return {"kind": kind, "steps": document.get("steps", []), "bound_ms": bound.get("limit_ms"),
+                "bound": bound.get("figure")}  # fmt: skip
     if kind in ("cluster-compare", "matrix"):
         return {"kind": kind}
     return {"kind": kind, "points": document.get("points", [])}

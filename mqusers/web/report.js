@@ -169,13 +169,23 @@
   function findMaxCharts(holder, doc) {
     const steps = doc.steps.slice().sort((a, b) => a.rate - b.rate);
     const x = steps.map((s) => s.rate);
+    const held = (s) => s.sustained && !s.flaky;
     chart(holder, "Offered against achieved rate per step", [
       { label: "offered", x: x, y: x },
-      { label: "achieved, sustained", x: x, y: steps.map((s) => (s.sustained ? s.achieved : null)), points: true,
+      { label: "achieved, kept up", x: x, y: steps.map((s) => (held(s) ? s.achieved : null)), points: true,
         color: "#2ca02c" },
-      { label: "achieved, not sustained", x: x, y: steps.map((s) => (s.sustained ? null : s.achieved)), points: true,
-        color: "#d62728" },
+      { label: "achieved, kept up on a rerun (flaky)", x: x, y: steps.map((s) => (s.flaky ? s.achieved : null)),
+        points: true, color: "#ff7f0e" },
+      { label: "achieved, did not keep up", x: x, y: steps.map((s) => (s.sustained ? null : s.achieved)),
+        points: true, color: "#d62728" },
     ], { x: "rate", unit: "msg/s" });
+    // The latency bound's figure per step, against the bound itself (absolute, or what the relative one came to).
+    const figure = { p50: "p50_ms", "p99.9": "p999_ms", max: "max_ms" }[doc.bound] || "p99_ms";
+    const lines = [{ label: (doc.bound || "p99") + " per step", x: x, y: steps.map((s) => s[figure]), points: true }];
+    if (doc.bound_ms !== null && doc.bound_ms !== undefined) {
+      lines.push({ label: "latency bound", x: x, y: x.map(() => doc.bound_ms), color: "#d62728" });
+    }
+    chart(holder, "Latency per step against the bound", lines, { x: "rate", unit: "ms", ylog: true });
   }
 
   function curveCharts(holder, doc) {

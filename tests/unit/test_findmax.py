@@ -89,7 +89,7 @@ def test_a_generator_late_on_schedule_gets_more_processes_before_the_broker_is_b
     assert found.limit == "" and found.max_rate is not None and 20_000 <= found.max_rate <= 21_000
     grown = next(s for s in found.steps if s.rate == 16_000.0 and s.sustained)
     assert grown.processes == 2 and not grown.flaky and grown.rerun_after.startswith("schedule lag")
-    assert all(s.processes == 2 for s in found.steps[found.steps.index(grown):])  # kept for later steps
+    assert all(s.processes == 2 for s in found.steps[found.steps.index(grown) :])  # kept for later steps
     no_room = search(model(21_000.0, per_process=15_000.0), 1000.0, max_processes=1, steps=14)
     assert no_room.max_rate is not None and no_room.max_rate < 15_000  # one process: confirmed once, then counted
     assert [s.processes for s in no_room.steps] == [1] * len(no_room.steps)
@@ -100,7 +100,9 @@ def test_attempt_grows_the_generator_then_confirms_a_lag_failure_once() -> None:
 
     def lagging(size: int) -> Step:
         sizes.append(size)
-        return Step(1000.0, reason="schedule lag", lag_only=True, generator_suspect=True, processes=size, limit="broker")
+        return Step(
+            1000.0, reason="schedule lag", lag_only=True, generator_suspect=True, processes=size, limit="broker"
+        )
 
     assert len(attempt(lagging, 1, 4, 10)) == 4 and sizes == [1, 2, 4, 4]
     sizes.clear()
@@ -111,7 +113,9 @@ def test_attempt_grows_the_generator_then_confirms_a_lag_failure_once() -> None:
 
 def test_ceiling_steps_and_budget_bound_the_search() -> None:
     calls: list[float] = []
-    assert search(model(1e9, calls=calls), 1000.0, ceiling=3000.0).ended == "no step failed up to the ceiling 3,000 msg/s"
+    assert (
+        search(model(1e9, calls=calls), 1000.0, ceiling=3000.0).ended == "no step failed up to the ceiling 3,000 msg/s"
+    )
     assert calls == [1000.0, 2000.0, 3000.0]
     assert len(search(model(1e9), 1000.0, steps=4).steps) == 4
     ticks = iter(range(0, 1000, 100))

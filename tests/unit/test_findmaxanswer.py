@@ -1,0 +1,170 @@
+"""find-max's answer in words and JSON, and its latency bound, on hand-made searches."""
+
+from __future__ import annotations
+
+import math
+import re
+from html import escape
+
+import pytest
+
+from mqusers import findmaxanswer
+from mqusers.findmax import Search, Step
+from mqusers.htmlreport import chart_data, render
+from mqusers.latencybound import LatencyBound, parse
+
+
+def kept(rate: float, p99: float = 1.0, **fields: object) -> Step:
+    return Step(rate, achieved=rate, sustained=True, p99_ms=p99, mb_per_s=rate / 1000, **fields)  # type: ignore[arg-type]
+
+
+def failed(rate: float, reason: str = "9,000 msg/s < 99% of 16,000", limit: str = "broker", **fields: object) -> Step:
+    return Step(rate, achieved=rate * 0.5, reason=reason, limit=limit, **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "figure", "limit", "relative", "spec"),
+    [
+        ("p99<=10ms", "p99", 10.0, False, "p99<=10ms"),
+        (" p99 <= 10 ms ", "p99", 10.0, False, "p99<=10ms"),
+        ("p99.9<=2.5ms", "p99.9", 2.5, False, "p99.9<=2.5ms"),
+        ("max<=1s", "max", 1000.0, False, "max<=1s"),
+        ("p50<=250us", "p50", 0.25, False, "p50<=250us"),
+        ("p99<=10x", "p99", 10.0, True, "p99<=10x"),
+    ],
+)
+def test_a_latency_bound_parses(text: str, figure: str, limit: float, relative: bool, spec: str) -> None:
+    assert parse(text) == LatencyBound(figure, limit, relative, spec)
+
+
+@pytest.mark.parametrize("text", ["p99<10ms", "p99<=10", "p99=<10ms", "p95<=3ms", "p99<=-1ms", "p99<=ms", "",
+                                  "p99<=10ms,max<=1s", "P99<=10MS", "p99<=1e3ms", "p99<=10 x 2"])  # fmt: skip
+def test_a_bad_latency_bound_is_refused_in_one_line(text: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        parse(text)
+    assert "\n" not in str(refused.value) and f"--slo {text!r}" in str(refused.value)
+
+
+def test_a_bound_judges_a_step_absolutely_or_against_the_first_kept_up_step() -> None:
+    base = kept(1000.0, p99=1.5)
+    assert parse("p99<=10ms").judge(kept(8000.0, p99=9.9), base) == {"latency_ok": True, "latency_reason": ""}
+    relative = parse("p99<=10x")
+    assert relative.judge(kept(14_672.0, p99=198.0), base) == {
+        "latency_ok": False, "latency_reason": "p99 198.000 ms > 15.000 ms"}  # fmt: skip
+    assert relative.judge(kept(8000.0, p99=15.0), base)["latency_ok"]
+    assert relative.judge(kept(8000.0, p99=math.nan), base)["latency_ok"] is None  # put-only: nothing received
+    assert relative.describe(base) == "p99 <= 10 x the first kept-up step's (1.500 ms at 1,000 msg/s) = 15.000 ms"
+    assert relative.describe(None) == "p99 <= 10 x the first kept-up step's"
+    assert parse("max<=1s").describe(None) == "max <= 1000 ms"
+    assert relative.as_dict(base)["limit_ms"] == 15.0 and relative.as_dict(None)["limit_ms"] is None
+
+
+def test_a_search_that_never_failed_says_at_least_never_maximum() -> None:
+    found = Search(steps=[kept(1000.0), kept(2000.0), kept(4000.0)], max_rate=4000.0, slo_rate=4000.0,
+                   ended="no step failed up to the ceiling 4,000 msg/s", baseline=kept(1000.0))  # fmt: skip
+    bound = parse("p99<=10x")
+    text = "\n".join(findmaxanswer.lines(found, bound, "CRITERION"))
+    assert "highest rate kept up with: at least 4,000 msg/s, 4.00 MB/s (no step failed up to the ceiling; raise" \
+           " --max-rate)" in text  # fmt: skip
+    assert "also within p99 <= 10 x the first kept-up step's (1.000 ms at 1,000 msg/s) = 10.000 ms: at least 4,000" \
+           " msg/s" in text  # fmt: skip
+    assert "criterion: CRITERION" in text and "maximum" not in text
+    document = findmaxanswer.document(found, bound, "CRITERION")
+    assert document["bound"] == "lower" and document["max_rate"] == 4000.0
+    assert document["keeps_up"]["bound"] == document["within_latency"]["bound"] == "lower"
+    out_of_steps = Search(steps=[kept(1000.0)], max_rate=1000.0, ended="1 steps run")
+    assert "no step failed in 1 steps run; raise --steps" in findmaxanswer.lines(out_of_steps, None, "C")[2]
+    out_of_time = Search(steps=[kept(1000.0)], max_rate=1000.0, ended="time budget spent")
+    assert (
+        findmaxanswer.figures(out_of_time, None)[0].why
+        == "no step failed before the time budget ran out; raise --budget"
+    )
+
+
+def test_a_bracketed_search_gives_both_figures_each_with_the_step_above_it() -> None:
+    steps = [kept(1000.0, p99=1.2), kept(8000.0, p99=4.0), failed(16_000.0),
+             kept(14_672.0, p99=198.0, latency_ok=False, latency_reason="p99 198.000 ms > 12.000 ms")]  # fmt: skip
+    found = Search(steps=steps, max_rate=14_672.0, failed_rate=16_000.0, slo_rate=8000.0, slo_failed_rate=14_672.0,
+                   ended="bracketed within 5%", baseline=steps[0])  # fmt: skip
+    keeps_up, within = findmaxanswer.figures(found, parse("p99<=10x"))
+    assert keeps_up.text() == "14,672 msg/s, 14.67 MB/s (16,000 msg/s did not: 9,000 msg/s < 99% of 16,000)"
+    assert within is not None and within.bound == "found"
+    assert within.text() == "8,000 msg/s, 8.00 MB/s (14,672 msg/s did not: p99 198.000 ms > 12.000 ms)"
+    document = findmaxanswer.document(found, parse("p99<=10x"), "C")
+    assert document["bound"] == "found" and document["within_latency"]["rate"] == 8000.0
+    assert document["latency_bound"]["limit_ms"] == pytest.approx(12.0)
+
+
+def test_a_flaky_step_and_a_grown_generator_are_said_so() -> None:
+    lag = "schedule lag p99 9.00 ms > 5 ms"
+    steps = [
+        kept(1000.0),
+        failed(2000.0, lag, lag_only=True),
+        kept(2000.0, flaky=True, rerun_after=lag),
+        failed(4000.0, lag, processes=1),
+        kept(4000.0, processes=2, rerun_after=lag),
+        failed(8000.0, processes=2),
+    ]
+    found = Search(steps=steps, max_rate=4000.0, failed_rate=8000.0, ended="bracketed within 5%")  # fmt: skip
+    text = findmaxanswer.lines(found, None, "C")
+    assert "flaky" not in text[2]  # the figure's own step held with more processes, first time
+    assert text[3] == f"note: 4,000 msg/s held with 2 generator processes after failing with fewer ({lag})"
+    found.max_rate, found.failed_rate = 2000.0, 4000.0
+    keeps_up, _ = findmaxanswer.figures(found, None)
+    assert keeps_up.flaky == lag and keeps_up.as_dict()["flaky"] is True
+    assert keeps_up.text().endswith(f"[flaky: failed once ({lag}), held on a rerun]")
+
+
+def test_the_generator_or_the_machine_as_the_limit_is_a_lower_bound_with_its_figures() -> None:
+    ended = ("the generator was the limit at 16,000 msg/s (2 generator processes, busiest CPU 99 % of a core, loop lag"
+             " p99 45.0 ms: generator saturated)")  # fmt: skip
+    found = Search(steps=[kept(8000.0), failed(16_000.0, "generator saturated", "generator", processes=2)],
+                   max_rate=8000.0, ended=ended, limit="generator")  # fmt: skip
+    keeps_up, _ = findmaxanswer.figures(found, None)
+    assert keeps_up.bound == "lower" and keeps_up.text().startswith("at least 8,000 msg/s")
+    assert f"limit: generator, not the broker: {ended}; add workers on other machines" in keeps_up.why
+    found.limit = "machine"
+    assert "run the generator on another machine than the broker" in findmaxanswer.figures(found, None)[0].why
+    nothing = Search(steps=[failed(1000.0)], ended="not kept up with even at 1 msg/s")
+    assert findmaxanswer.document(nothing, None, "C")["bound"] == "none"
+    assert (
+        findmaxanswer.lines(nothing, None, "C")[2]
+        == "highest rate kept up with: none (not kept up with even at 1 msg/s)"
+    )
+
+
+def test_the_criterion_names_every_condition() -> None:
+    found = Search(baseline=kept(1000.0, p99=2.0))
+    text = findmaxanswer.criterion(10, 5, 5.0, parse("p99<=10x"), found)
+    for part in ("10 s window after a 5 s warm-up", "at least 99% of the offered rate", "first send to last receive",
+                 "nothing is lost, unreceived or failed", "schedule lag p99 is <= 5 ms", "generator's verdict is ok",
+                 "sustainable when its send-to-receive p99 <= 10 x the first kept-up step's (2.000 ms at 1,000"
+                 " msg/s) = 20.000 ms"):  # fmt: skip
+        assert part in text, part
+    assert findmaxanswer.criterion(10, 5, 5.0, None, found).endswith("; no latency bound")
+
+
+def test_the_capacity_page_says_the_same_words_as_the_console() -> None:
+    lag = "schedule lag p99 9.00 ms > 5 ms"
+    steps = [kept(1000.0, p99=1.5, latency_ok=True), failed(2000.0, lag, lag_only=True),
+             kept(2000.0, flaky=True, rerun_after=lag, latency_ok=True),
+             kept(4000.0, p99=40.0, latency_ok=False, latency_reason="p99 40.000 ms > 15.000 ms")]  # fmt: skip
+    found = Search(steps=steps, max_rate=4000.0, slo_rate=2000.0, slo_failed_rate=4000.0,
+                   ended="no step failed up to the ceiling 4,000 msg/s", baseline=steps[0])  # fmt: skip
+    bound = parse("p99<=10x")
+    document = {"kind": "find-max", **findmaxanswer.document(found, bound, "CRITERION"),
+                "steps": [s.row() for s in steps]}  # fmt: skip
+    html = render([document], ["fm.json"])
+    console = findmaxanswer.lines(found, bound, "CRITERION")
+    for line in console[2:4]:
+        label, text = line.split(": ", 1)
+        assert f"<b>{escape(label)}:</b> {escape(text)}</li>" in html, line
+    assert '<li class="bound-lower"><b>highest rate kept up with:</b> at least 4,000 msg/s' in html
+    assert '<li class="bound-found"><b>highest rate also within' in html and "maximum" not in html.split("<script")[0]
+    assert "criterion: CRITERION" in html and "search ended: no step failed up to the ceiling" in html
+    rows = re.findall(r"<tr><td>([\d,]+)</td><td>[\d,]+</td><td>(\w+)</td><td>([\w-]+)</td>", html)
+    assert rows == [("1,000", "yes", "ok"), ("2,000", "no", "-"), ("2,000", "flaky", "ok"), ("4,000", "yes", "over")]
+    assert f"held on a rerun after: {lag}" in html and "p99 40.000 ms &gt; 15.000 ms" in html
+    assert chart_data(document)["bound_ms"] == pytest.approx(15.0) and chart_data(document)["bound"] == "p99"
+    old = render([{"kind": "find-max", "max_rate": 1800.0, "steps": []}], ["old.json"])
+    assert "1,800 msg/s (saved without saying whether this is a lower bound)" in old
