@@ -51,7 +51,7 @@ def criterion(window_s: float, warmup_s: float, max_lag_ms: float, bound: Latenc
                 " generator's verdict is ok")  # fmt: skip
     if bound is None:
         return keeps_up + "; no latency bound"
-    return f"{keeps_up}; it is sustainable when its send-to-receive {bound.describe(found.baseline)} too"
+    return f"{keeps_up}; it is sustainable when it also has send-to-receive {bound.describe(found.baseline)}"
 
 
 def figures(found: Search, bound: LatencyBound | None) -> tuple[Figure, Figure | None]:

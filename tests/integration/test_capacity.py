@@ -33,12 +33,12 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
     # search is decided by what the broker delivers, a sharp limit. The lag criterion is unit-tested.
     found = mqusers("find-max", "-f", locustfile, "--host", broker.url, "--destination", queue, "--start", "4000",
                     "--json", str(tmp_path / "fm.json"), "--workdir", str(tmp_path / "steps"), "--steps", "14",
-                    "--max-lag-ms", str(LAG_MS), *SHORT)  # fmt: skip
+                    "--max-lag-ms", str(LAG_MS), "--slo", "none", *SHORT)  # fmt: skip
     assert found.returncode == 0, found.stdout + found.stderr
     document = json.loads((tmp_path / "fm.json").read_text())
     max_rate = document["max_rate"]
-    assert document["kind"] == "find-max" and max_rate >= 2000, document
-    assert f"maximum sustainable throughput: {max_rate:,.0f} msg/s" in found.stdout
+    assert document["kind"] == "find-max" and max_rate >= 2000 and document["bound"] == "found", document
+    assert f"highest rate kept up with: {max_rate:,.0f} msg/s" in found.stdout
     steps = document["steps"]
     # Bracketed: a failed step within 5 % above the maximum (14 steps leave room for reruns).
     assert document["ended"] == "bracketed within 5%", document["ended"]
@@ -60,6 +60,34 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
         below = plan.run(0.5 * max_rate, 3)
     assert below.sustained, below
     assert not above.sustained, above  # the broker's limit, or on a small machine the generator's
+
+
+def test_a_search_that_never_failed_is_a_lower_bound_and_states_its_latency_bound(tmp_path: Path) -> None:
+    broker = started("activemq")
+    queue = f"/queue/mqusers.findmax.low.{uuid.uuid4().hex[:6]}"
+    # A bound no broker meets (1 us): every step keeps up at these light rates and none is within it.
+    found = mqusers("find-max", "-f", str(LOCUSTFILES / "put_get.py"), "--host", broker.url, "--destination", queue,
+                    "--start", "200", "--max-rate", "400", "--slo", "p99<=1us", "--max-lag-ms", str(LAG_MS),
+                    "--json", str(tmp_path / "fm.json"), "--workdir", str(tmp_path / "steps"), "--warmup", "1",
+                    "--window", "3", "-u", "4", "--consumers", "2")  # fmt: skip
+    assert found.returncode == 0, found.stdout + found.stderr
+    document = json.loads((tmp_path / "fm.json").read_text())
+    assert document["bound"] == "lower" and document["max_rate"] == 400.0, document
+    assert document["within_latency"]["bound"] == "none" and document["within_latency"]["rate"] is None
+    assert document["latency_bound"]["limit_ms"] == 0.001 and document["ended"].startswith("no step failed up to")
+    out = found.stdout
+    assert "highest rate kept up with: at least 400 msg/s" in out
+    assert "(no step failed up to the ceiling; raise --max-rate)" in out and "maximum" not in out
+    assert "highest rate also within p99 <= 0.001 ms: none" in out
+    assert (
+        "schedule lag p99 is <= 50 ms" in out and "sustainable when it also has send-to-receive p99 <= 0.001 ms" in out
+    )
+    assert {s["rate"] for s in document["steps"]} == {200.0, 400.0}
+    for step in document["steps"]:  # each verdict from the step's own run report
+        [row] = json.loads(Path(step["report"]).read_text())["destinations"]
+        assert step["sustained"] and row["lost"] == 0 and row["send_rate_msgs"] >= 0.99 * step["rate"], step
+        assert step["p99_ms"] == row["latency_ms"]["p99"] > 0.001 and step["latency_ok"] is False
+        assert f"p99 {row['latency_ms']['p99']:,.3f} ms > 0.001 ms" in out
 
 
 def test_curve_reports_latency_against_offered_load(tmp_path: Path) -> None:
