@@ -3,7 +3,9 @@
 Persistent messages to a topic with durable subscriptions (stable client id and subscription
 name). Stop the test, publish with ``put_only.py --mq-destination /topic/mqusers.durable
 --mq-persistent true``, start again with ``--mq-other-runs receive``: each subscriber receives
-what was published meanwhile (by another run, so counted as received only when asked).
+what was published meanwhile (by another run, so counted as received only when asked). To only
+subscribe (register the subscriptions, or collect what was published), name the class last:
+``... --mq-other-runs receive DurableSubscriber``.
 Run against a persistent broker (e.g. ``python -m services start activemq-persistent``, port 61615).
 
     locust -f locustfiles/durable_topic.py --host stomp://127.0.0.1:61615 --headless -u 3 -r 3 -t 30s

@@ -5,7 +5,8 @@ Every end takes the same path. Locust fires ``test_stopping`` before it stops an
 ``--mq-total-messages`` run); :meth:`Drain.run` then
 
 1. stops every producer (workers hear it in one message),
-2. waits until every expected delivery of this run has arrived (the audit), or no delivery has
+2. waits until every expected delivery of this run has arrived (the audit; :func:`arrival` says
+   so, or that nothing was sent or expected), or no delivery has
    arrived for ``--mq-drain`` seconds (an idle timeout), or, for a run ended by time or by the user,
    ``--mq-drain-max`` seconds have passed or Ctrl-C came (again: see
    :func:`mqusers.lifecycle.catch_interrupts`).
@@ -18,8 +19,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import gevent
 from gevent.event import Event
@@ -28,6 +30,9 @@ logger = logging.getLogger(__name__)
 POLL_S = 0.1
 #: How often the audit is asked whether everything arrived (linear in its intervals).
 AUDIT_EVERY_S = 0.25
+ALL_ARRIVED = "every expected message arrived"
+NOTHING_SENT = "nothing was sent by this run"
+NOTHING_EXPECTED = "nothing was expected: no subscription of this run reads what was sent"
 
 
 @dataclass
@@ -37,14 +42,27 @@ class DrainOutcome:
     reason: str
 
 
+def arrival(figures: Iterable[Mapping[str, Any]]) -> str | None:
+    """From the audit's figures per destination: None while an expected message is missing, else
+    why waiting is over, which is not "every expected message arrived" when none was expected."""
+    figures = list(figures)
+    read = [f for f in figures if f["subscriptions"]]
+    if any(f["unreceived"] + f["unconfirmed"] + f["in_flight"] for f in read):
+        return None
+    if not sum(f["sent"] for f in figures):
+        return NOTHING_SENT
+    return ALL_ARRIVED if sum(f["expected"] for f in read) else NOTHING_EXPECTED
+
+
 class Drain:
     """One run's drain. ``received`` counts this run's deliveries so far; ``complete`` asks the
-    audit whether every expected one arrived; ``refresh`` pulls the latest figures in first."""
+    audit whether the wait is over (:func:`arrival`: why, or None); ``refresh`` pulls the latest
+    figures in first."""
 
     def __init__(
         self,
         received: Callable[[], int],
-        complete: Callable[[], bool],
+        complete: Callable[[], str | None],
         refresh: Callable[[], None] = lambda: None,
         deserted: Callable[[], bool] = lambda: False,
     ):
@@ -77,8 +95,8 @@ class Drain:
             if now - checked >= AUDIT_EVERY_S:
                 checked = now
                 self.refresh()
-                if self.complete():
-                    outcome = DrainOutcome(True, now - began, "every expected message arrived")
+                if (arrived := self.complete()) is not None:
+                    outcome = DrainOutcome(True, now - began, arrived)
                     break
             latest = self.received()
             if latest != count:

@@ -22,8 +22,8 @@ from typing import Any
 
 import gevent
 
-from mqusers import brokerwatch
-from mqusers.ending import DrainOutcome
+from mqusers import brokerwatch, roles
+from mqusers.ending import DrainOutcome, arrival
 from mqusers.failover import failover_document
 from mqusers.faults import FaultSchedule, known_secrets
 from mqusers.health import overall
@@ -112,12 +112,11 @@ def refresh(environment: Environment, ctx: RunContext) -> None:
         ctx.fold_ledgers()
 
 
-def all_arrived(environment: Environment, ctx: RunContext) -> bool:
+def all_arrived(environment: Environment, ctx: RunContext) -> str | None:
     runner = environment.runner
     if isinstance(runner, MasterRunner) and not set(runner.clients.keys()) <= ctx.progressed:
-        return False  # some worker's last sends may not be in the audit yet
-    figures = ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=False)
-    return all(f["unreceived"] + f["unconfirmed"] + f["in_flight"] == 0 for f in figures.values() if f["subscriptions"])
+        return None  # some worker's last sends may not be in the audit yet
+    return arrival(ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=False).values())
 
 
 def on_test_stopping(environment: Environment, **_: Any) -> None:
@@ -197,6 +196,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         failover=failover_document(ctx.outages.records, ctx.outages.overflow, ctx.series, time.time_ns()),
         faults=ctx.faults.records if ctx.faults is not None else [],
         broker=brokerwatch.document(ctx),
+        produces=environment.runner is not None and roles.produces(environment.runner.user_classes),
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series)
     if ctx.book.tallies or ctx.generators:

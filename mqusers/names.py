@@ -4,6 +4,8 @@ Every mqusers event has request type ``STOMP`` and a name made of an operation a
 destination, or the broker address for connects and unclaimed ERROR frames). Reports, the audit
 and the InfluxDB sink group by the two halves, so they are split only by :func:`split_event_name`.
 Other Locust requests (an ``HttpUser``'s) are tallied beside them under :func:`request_key`.
+Each requester's own reply destination is one target for all of them (:data:`REPLY_PREFIXES`):
+one row in Locust's table and the summary, not one per requester.
 """
 
 from __future__ import annotations
@@ -26,12 +28,18 @@ SCHEDULE_LAG = "schedule-lag"
 #: A MESSAGE frame for a subscription this client does not (or no longer) hold.
 UNSUBSCRIBED = "receive (unsubscribed)"
 
+#: Where each requester's replies go: ``<prefix><requester>``; its events are named ``<prefix>*``.
+TEMP_REPLY_PREFIX, QUEUE_REPLY_PREFIX = "/temp-queue/mqusers-", "/queue/mqusers.reply."
+REPLY_PREFIXES = (TEMP_REPLY_PREFIX, QUEUE_REPLY_PREFIX)
+
 #: Destinations a message reaches every subscription of; the rest deliver each message once.
 _FAN_OUT_PREFIXES = ("/topic/", "/exchange/", "/temp-topic/")
 
 
 def event_name(operation: str, target: object) -> str:
-    return f"{operation} {target}"
+    name = str(target)
+    prefix = next((p for p in REPLY_PREFIXES if name.startswith(p)), None)
+    return f"{operation} {name if prefix is None else prefix + '*'}"
 
 
 def split_event_name(name: str) -> tuple[str, str]:

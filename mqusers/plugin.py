@@ -21,7 +21,7 @@ from typing import Any
 
 import gevent
 
-from mqusers import brokerwatch, lifecycle, webui
+from mqusers import brokerwatch, lifecycle, roles, webui
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain
@@ -76,7 +76,8 @@ def _on_init(environment: Environment, **_: Any) -> None:
         except OptionError as error:
             _fail(str(error))
     if options.headless and not isinstance(environment.runner, WorkerRunner):
-        problem = _consumers_problem(environment, ctx.settings, getattr(options, "num_users", None))
+        # Locust makes a headless run's missing -u 1, after this listener.
+        problem = _arrangement(environment, ctx.settings, getattr(options, "num_users", None) or 1).problem
         if problem:
             _fail(problem)
     # Master and workers both validate; only a process that will run Users can judge the broker.
@@ -118,12 +119,19 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         # Web UI edits land here (when the form's check let them through): refuse before any User spawns.
         ctx.error = str(error)
         raise StopTest(f"mqusers: {error}") from None
-    if not isinstance(environment.runner, WorkerRunner):
+    runner = environment.runner
+    producers = 1
+    if runner is not None and not isinstance(runner, WorkerRunner):
         # The master's parsed options travel to workers with each spawn message.
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
         if options is not None and not ctx.settings.run_id:
             options.mq_run_id_generated = ctx.run_id
-        _apply_consumer_count(environment, ctx.settings)
+        arrangement = _arrangement(environment, ctx.settings, runner.target_user_count)
+        if arrangement.problem:  # checked before (start-up, the form): a start that bypassed both
+            ctx.error = arrangement.problem
+            raise StopTest(f"mqusers: {arrangement.problem}")
+        roles.apply(runner.user_classes, arrangement)
+        producers = max(1, arrangement.count(roles.PRODUCER))
     else:
         ctx.run_id = ctx.settings.run_id or getattr(options, "mq_run_id_generated", "") or ctx.run_id
     ctx.ordinals.clear()
@@ -135,7 +143,6 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         coordinator.follower.reset()
     else:
-        producers = max(1, (getattr(options, "num_users", 0) or 1) - _consumer_target(environment))
         settings = ctx.settings
         coordinator.begin(_consumer_target(environment), settings.total_rate, settings.total_messages, producers)
     ctx.recorder.restart(ctx.settings.request_events == "per-message")
@@ -145,7 +152,6 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.outages.clear()
     ctx.producing, ctx.stopped, ctx.ended_by = True, False, "time"
     ctx.producers, ctx.generators, ctx.progressed = [], {}, set()
-    runner = environment.runner
     ctx.drain = Drain(
         lambda: lifecycle.deliveries(ctx),
         lambda: lifecycle.all_arrived(environment, ctx),
@@ -177,35 +183,27 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
 def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:
     """The settings a test starts with; raises :class:`OptionError` or :class:`MqError` when it may not start."""
     settings = read_settings(options, host, context(environment).brokers)
-    if options is not None and not options.headless and not isinstance(environment.runner, MasterRunner):
-        # A web UI run was not checked at start-up: refuse it now rather than fail every connect.
-        problem = _consumers_problem(environment, settings, getattr(options, "num_users", None))
+    if options is not None and not options.headless and not isinstance(environment.runner, WorkerRunner):
+        # A web UI run was not checked at start-up: refuse it now rather than spawn a mix that cannot run.
+        problem = _arrangement(environment, settings, getattr(options, "num_users", None)).problem
         if problem:
             raise MqError(problem)
-        preflight(settings)
+        if not isinstance(environment.runner, MasterRunner):
+            preflight(settings)
     return settings
 
 
-def _consumers_problem(environment: Environment, settings: Settings, users: int | None) -> str | None:
-    """--mq-consumers that would leave a scenario with producers without any."""
+#: Each User class's fixed_count and weight as its locustfile declared them, before any test changed them.
+_DECLARED: dict[type, tuple[int, float]] = {}
+
+
+def _arrangement(environment: Environment, settings: Settings, users: int | None) -> roles.Arrangement:
+    """This test's role split (:mod:`mqusers.roles`); a load shape decides the users itself."""
     runner = environment.runner
-    if settings.consumers is None or not users or runner is None:
-        return None
-    has_producers = any(getattr(c, "role", "producer") != "consumer" for c in runner.user_classes)
-    if has_producers and settings.consumers > users:
-        return f"--mq-consumers {settings.consumers} is more than the {users} users (-u); no producer would run"
-    if has_producers and settings.consumers == users:
-        # Legitimate (e.g. registering durable subscriptions), but say so: nothing will be sent.
-        logger.warning("mqusers: --mq-consumers %d takes all %d users: no producer runs", users, users)
-    return None
-
-
-def _apply_consumer_count(environment: Environment, settings: Settings) -> None:
-    if settings.consumers is None or environment.runner is None:
-        return
-    for user_class in environment.runner.user_classes:
-        if getattr(user_class, "role", "") == "consumer":
-            user_class.fixed_count = settings.consumers
+    classes = list(runner.user_classes) if runner is not None else []
+    if environment.shape_class is not None:
+        users = None
+    return roles.arrange(roles.mix_of(classes, _DECLARED), users, settings.consumers)
 
 
 def _consumer_target(environment: Environment) -> int:
@@ -213,7 +211,7 @@ def _consumer_target(environment: Environment) -> int:
     runner = environment.runner
     if runner is None:
         return 0
-    return sum(c.fixed_count for c in runner.user_classes if getattr(c, "role", "") == "consumer")
+    return sum(c.fixed_count for c in runner.user_classes if roles.role_of(c) == roles.CONSUMER)
 
 
 def _audit_totals(ctx: RunContext) -> dict[str, dict[str, Any]]:

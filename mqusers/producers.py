@@ -16,7 +16,7 @@ import gevent
 from gevent import GreenletExit
 
 from mqusers.client import MqError, Publisher, Sent
-from mqusers.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
+from mqusers.names import QUEUE_REPLY_PREFIX, REQUEST_TYPE, SCHEDULE_LAG, TEMP_REPLY_PREFIX, event_name
 from mqusers.pacing import FixedRate, NoBlock, SharedSchedule, due_epoch_ns, until_due
 from mqusers.run import coordinator_for
 from mqusers.users import StompUser
@@ -210,16 +210,16 @@ class StompRequesterUser(StompProducerUser):
         dialect = self.client.dialect
         name = self.producer_id.replace(".", "-")
         if self.reply_to == "temp" and dialect.temp_queue_needs_subscribe is not None:
-            self.reply_destination = f"/temp-queue/mqusers-{name}"
+            self.reply_destination = TEMP_REPLY_PREFIX + name
             if not dialect.temp_queue_needs_subscribe:
                 self.client.route(self.reply_destination, self.client.reply_arrived)
                 return
             self.client.subscribe(self.reply_destination, self.client.reply_arrived, ack="auto", headers={})
             return
-        queue = f"mqusers.reply.{name}"
+        queue = QUEUE_REPLY_PREFIX + name
         headers = dict(dialect.reply_queue_subscribe)
-        self.client.subscribe(f"/queue/{queue}", self.client.reply_arrived, ack="auto", headers=headers)
-        self.reply_destination = dialect.reply_queue_address.format(name=queue)
+        self.client.subscribe(queue, self.client.reply_arrived, ack="auto", headers=headers)
+        self.reply_destination = dialect.reply_queue_address.format(name=queue.removeprefix("/queue/"))
 
     def emit(self, seq: int) -> None:
         outcome = self.client.request(self.publisher, seq, self.reply_destination)

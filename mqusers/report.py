@@ -44,6 +44,8 @@ class RunFacts:
     faults: list[FaultRecord] = field(default_factory=list)
     #: :func:`mqusers.brokerreport.broker_document`: the broker's own figures.
     broker: dict[str, Any] = field(default_factory=dict)
+    #: The run's User mix has producers (:func:`mqusers.roles.produces`): sending nothing fails a gate.
+    produces: bool = False
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,8 @@ def fan_out(rows: list[Row]) -> dict[str, int]:
 
 
 def gate_failures(report: RunReport) -> list[str]:
-    """One line per gate failed: per destination (p99, lost, rate), and run-wide (errors, generator)."""
+    """One line per gate failed: per destination (p99, lost, rate), and run-wide (nothing sent by a run
+    with producers, errors, generator)."""
     settings, failures = report.settings, []
     for row in report.rows:
         where, rate = row.destination, row.totals.receive_rate_msgs
@@ -204,6 +207,9 @@ def gate_failures(report: RunReport) -> list[str]:
             failures.append(f"{where}: {row.audit['lost']} lost > --mq-max-lost {settings.max_lost}")
         if settings.min_rate is not None and rate < settings.min_rate:
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+    if report.facts.produces and not any(row.totals.sent for row in report.rows):
+        after = f" after the {settings.warmup:g} s warm-up" if settings.warmup else ""
+        failures.append(f"nothing was sent{after}: the run has producers and not one message of theirs went out")
     # Every failed operation counts, broker ERROR frames and connects included, not only a destination's.
     errors = report.errors
     if settings.max_errors is not None and errors > settings.max_errors:

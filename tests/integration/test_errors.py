@@ -27,6 +27,7 @@ def assert_refused_before_load(run, fragment: str) -> None:  # type: ignore[no-u
     [
         (["--mq-size", "1XB"], "--mq-size: '1XB' is not a size"),
         (["--mq-consumers", "3"], "--mq-consumers 3 is more than the 2 users (-u); no producer would run"),
+        (["--mq-consumers", "2"], "--mq-consumers 2 takes all 2 users (-u); no producer would run"),
         (["--mq-drain-max", "1e308"], "--mq-drain-max: '1e308' must be at least 0 and at most 86,400"),
         (["--mq-other-runs", "keep"], "--mq-other-runs: 'keep' is not one of apart, fail, receive"),
         (["--mq-rate", "-3"], "--mq-rate: '-3' must be 0, or at least 0.001 and at most 10,000,000 msg/s"),

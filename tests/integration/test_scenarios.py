@@ -143,8 +143,10 @@ def test_durable_subscriber_gets_what_was_published_while_offline(
     durable_broker: Broker, destination: Callable[[str], str], tmp_path: Path
 ) -> None:
     topic = destination("topic")
-    # What arrives was published by another run (the outside publisher): received on purpose.
-    subscribe_only = ("--mq-destination", topic, "--mq-consumers", "2", "--mq-other-runs", "receive")
+    # What arrives was published by another run (the outside publisher): received on purpose. Naming the
+    # class runs only the subscribers (Locust's positional user classes, last on the command line).
+    options = ("--mq-destination", topic, "--mq-other-runs", "receive")
+    subscribe_only = (*options, "DurableSubscriber")
     first = run_locust("durable_topic.py", durable_broker.url, *subscribe_only, users=2, seconds=1, tmp_path=tmp_path)
     assert first.code == 0, first.output[-3000:]
     publish_outside(durable_broker, topic, 150, stamped=True)
@@ -155,8 +157,8 @@ def test_durable_subscriber_gets_what_was_published_while_offline(
     # The same topic without durable subscriptions keeps nothing for absent subscribers.
     publish_outside(durable_broker, topic, 50, stamped=True)
     plain = run_locust(
-        "durable_topic.py", durable_broker.url, *subscribe_only, "--mq-durable", "false", users=2, seconds=1,
-        tmp_path=tmp_path,
+        "durable_topic.py", durable_broker.url, *options, "--mq-durable", "false", "DurableSubscriber", users=2,
+        seconds=1, tmp_path=tmp_path,
     )  # fmt: skip
     assert plain.code == 0, plain.output[-3000:]
     subscribed = plain.operation(f"subscribe {topic}")

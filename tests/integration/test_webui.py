@@ -81,6 +81,18 @@ def test_web_ui_runs_with_its_custom_parameters_and_keeps_secrets(web_ui, destin
     assert "mqusers-local" not in Path(log.name).read_text()
 
 
+def test_the_web_ui_refuses_a_user_mix_that_cannot_run_the_scenario(web_ui) -> None:  # type: ignore[no-untyped-def]
+    base, _ = web_ui
+    form = {"spawn_rate": "2", "host": "stomp://127.0.0.1:61613"}
+    for users, extra, line in (
+        ("1", {}, "-u 1 runs 1 Subscriber, 0 Publisher: no producer would run; use -u 2 or more"),
+        ("2", {"mq_consumers": "2"}, "--mq-consumers 2 takes all 2 users (-u); no producer would run"),
+    ):
+        refused = requests.post(base + "/swarm", data={**form, "user_count": users, **extra}, timeout=5).json()
+        assert (refused["success"], refused["message"]) == (False, f"mqusers: {line}")
+    assert stats(base) == {}
+
+
 def test_the_web_ui_says_when_the_generator_is_saturated(tmp_path: Path, destination) -> None:  # type: ignore[no-untyped-def]
     busy = str(Path(__file__).parent / "locustfiles" / "busy.py")
     with serve(busy, tmp_path) as (base, _):

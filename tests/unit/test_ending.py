@@ -5,7 +5,7 @@ import time
 import gevent
 
 from mqusers.conductor import Conductor
-from mqusers.ending import Drain
+from mqusers.ending import ALL_ARRIVED, NOTHING_EXPECTED, NOTHING_SENT, Drain, arrival
 from mqusers.health import BLOCKED_S, CPU_SATURATED, LAG_SATURATED_MS, SATURATED_SECONDS, Health
 
 
@@ -18,24 +18,39 @@ def test_the_drain_ends_when_everything_arrived() -> None:
             arrived["n"] += 1
 
     gevent.spawn(deliver)
-    outcome = Drain(lambda: arrived["n"], lambda: arrived["n"] == 5).run(idle_s=10, limit_s=None)
+    drain = Drain(lambda: arrived["n"], lambda: ALL_ARRIVED if arrived["n"] == 5 else None)
+    outcome = drain.run(idle_s=10, limit_s=None)
     assert outcome.settled and outcome.reason == "every expected message arrived" and outcome.seconds < 2
 
 
+def figures(sent: int = 0, subscriptions: int = 0, expected: int = 0, missing: int = 0) -> dict[str, int]:
+    return {"sent": sent, "subscriptions": subscriptions, "expected": expected, "unreceived": missing,
+            "unconfirmed": 0, "in_flight": 0}  # fmt: skip
+
+
+def test_the_drain_says_nothing_arrived_when_nothing_was_sent_or_expected() -> None:
+    # The audit's figures per destination: a run that sent nothing, a fill nobody reads, a delivery still missing.
+    assert arrival([]) == arrival([figures(subscriptions=2)]) == NOTHING_SENT
+    assert arrival([figures(sent=50)]) == NOTHING_EXPECTED
+    assert arrival([figures(sent=50, subscriptions=2, expected=100)]) == ALL_ARRIVED
+    assert arrival([figures(sent=50, subscriptions=2, expected=100, missing=1)]) is None
+    assert arrival([figures(sent=50), figures(subscriptions=1, missing=1)]) is None
+
+
 def test_the_drain_ends_after_its_idle_timeout_and_that_settles_it() -> None:
-    outcome = Drain(lambda: 7, lambda: False).run(idle_s=0.3, limit_s=None)
+    outcome = Drain(lambda: 7, lambda: None).run(idle_s=0.3, limit_s=None)
     assert outcome.settled and outcome.reason == "no delivery for 0.3 s" and 0.3 <= outcome.seconds < 1
 
 
 def test_a_drain_still_receiving_is_cut_by_its_limit_and_settles_nothing() -> None:
     ticks = iter(range(10**6))
-    outcome = Drain(lambda: next(ticks), lambda: False).run(idle_s=0.2, limit_s=0.5)
+    outcome = Drain(lambda: next(ticks), lambda: None).run(idle_s=0.2, limit_s=0.5)
     assert not outcome.settled and "cut short" in outcome.reason and 0.5 <= outcome.seconds < 1.5
 
 
 def test_a_later_end_shortens_a_running_drain_and_shares_its_outcome() -> None:
     ticks = iter(range(10**6))
-    drain = Drain(lambda: next(ticks), lambda: False)
+    drain = Drain(lambda: next(ticks), lambda: None)
     first = gevent.spawn(drain.run, 0.2, None)  # a fixed-count end: no limit of its own
     gevent.idle()  # runs the first drain up to its first poll, no guessed delay
     assert drain.running
@@ -110,5 +125,5 @@ def test_a_blocked_producers_disconnect_blocking_too_is_the_same_episode() -> No
 
 def test_a_drain_with_no_consumer_left_ends_unsettled() -> None:
     ticks = iter(range(10**6))
-    outcome = Drain(lambda: next(ticks), lambda: False, deserted=lambda: True).run(idle_s=5, limit_s=None)
+    outcome = Drain(lambda: next(ticks), lambda: None, deserted=lambda: True).run(idle_s=5, limit_s=None)
     assert not outcome.settled and outcome.reason == "no worker left to receive" and outcome.seconds < 1

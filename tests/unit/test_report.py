@@ -91,6 +91,20 @@ def test_saturation_gate() -> None:
     ]
 
 
+def test_a_run_with_producers_that_sent_nothing_fails_a_gate_unless_it_only_consumes() -> None:
+    received_only = book_of([1.0] * 5, sent=0)  # another run's backlog, drained
+    producing = RunFacts("run1", 0.0, 60.0, "time", DrainOutcome(True, 0.0, "nothing was sent by this run"),
+                         produces=True)  # fmt: skip
+    assert gate_failures(build_report(received_only, None, producing, Settings())) == [
+        "nothing was sent: the run has producers and not one message of theirs went out"
+    ]
+    assert gate_failures(build_report(Book(), None, producing, Settings(warmup=5))) == [
+        "nothing was sent after the 5 s warm-up: the run has producers and not one message of theirs went out"
+    ]
+    assert gate_failures(build_report(received_only, None, facts(), Settings())) == []  # consume-only
+    assert gate_failures(build_report(book_of([], sent=1), None, producing, Settings())) == []
+
+
 def test_shortfall_of_the_target_rate_is_one_line() -> None:
     book = book_of([], sent=1000)
     book.tallies["send /queue/a"].last = 110.0  # 1000 sends over 10 s
