@@ -133,6 +133,11 @@ def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str 
     if not reasons:
         return Step(sustained=True, **evidence)
     lag_only = lagging and len(reasons) == 1
+    if kind == "ok" and loop_lag > max_lag_ms:
+        # Its own loop was later than the schedule allows: sends were late before any broker could be
+        # slow. With CPU to spare, other processes had the cores (the machine, not the broker).
+        kind = "generator" if cpu >= CPU_BOUND_PERCENT else "machine"
+        reasons.append(f"generator loop lag p99 {loop_lag:.1f} ms > {max_lag_ms:g} ms at {cpu:.0f} % CPU")
     return Step(reason="; ".join(reasons), limit=kind if kind in ("generator", "machine") else "broker",
                 lag_only=lag_only, generator_suspect=kind != "broker" and (kind != "ok" or cpu >= BUSY_PERCENT
                                                                             or lag_only), **evidence)  # fmt: skip

@@ -14,14 +14,14 @@ from mqusers.latencybound import parse
 
 def report(
     sent_rate: float, *, lost: int = 0, unreceived: int = 0, errors: int = 0, lag_p99: float = 0.2,
-    verdict: str = "ok", p99: float = 1.5, cpu: float = 95.0,
+    verdict: str = "ok", p99: float = 1.5, cpu: float = 95.0, loop_lag: float = 2.5,
 ) -> dict[str, Any]:  # fmt: skip
     row = {"destination": "/queue/a", "sent": 1000, "throughput_msgs": sent_rate,
            "throughput_mbit": sent_rate * 8 / 1e6,
            "lost": lost, "unreceived": unreceived, "errors": errors,
            "latency_ms": {"p50": 0.4, "p99": p99, "p999": 3.0, "max": 9.0}}  # fmt: skip
     lag = {"name": "schedule-lag /queue/a", "count": 1000, "errors": 0, "latency_ms": {"p99": lag_p99}}
-    process = {"verdict": verdict, "cpu_percent_max": cpu, "loop_lag_ms_p99": 2.5}
+    process = {"verdict": verdict, "cpu_percent_max": cpu, "loop_lag_ms_p99": loop_lag}
     generator = {"verdict": verdict, "processes": {"local": process}}
     return {"destinations": [row], "operations": [lag], "generator": generator, "drain": {"seconds": 0.3}}
 
@@ -265,3 +265,18 @@ def test_the_latency_search_stops_within_the_steps_and_says_its_bracket_is_wide(
     found = search(latency_model(12_000.0, 1_300.0), 1000.0, steps=8, bound=parse("p99<=10x"))
     assert len(found.steps) == 8 and found.slo_rate == 1000.0 and found.slo_failed_rate is not None
     assert found.ended.endswith("; the latency bound's bracket left wider than 5% (8 steps run)"), found.ended
+
+
+def test_a_generator_loop_later_than_the_schedule_allows_is_not_the_brokers_limit() -> None:
+    """Seen here: 4,000 msg/s with 2 processes, verdict "ok", CPU 26 %, loop lag p99 24.4 ms, schedule lag 47.7 ms."""
+    starved = judge(report(3960.0, lag_p99=47.7, cpu=26.2, loop_lag=24.4), 4000.0, 5.0, processes=2)
+    assert starved.limit == "machine" and starved.generator_suspect
+    assert starved.reason.endswith("; generator loop lag p99 24.4 ms > 5 ms at 26 % CPU")
+    busy = judge(report(3960.0, lag_p99=47.7, cpu=96.0, loop_lag=24.4), 4000.0, 5.0)
+    assert busy.limit == "generator"
+    on_time = judge(report(3960.0, lag_p99=47.7, cpu=26.2, loop_lag=4.0), 4000.0, 5.0)
+    assert on_time.limit == "broker" and "loop lag" not in on_time.reason  # its loop kept time: the sends waited
+    kept = judge(report(4000.0, cpu=26.2, loop_lag=24.4), 4000.0, 5.0)
+    assert kept.sustained and kept.reason == ""  # a late loop is evidence against a failed step, not a failure
+    loose = judge(report(3900.0, lag_p99=47.7, cpu=26.2, loop_lag=24.4), 4000.0, 50.0)
+    assert loose.limit == "broker"  # within a 50 ms schedule-lag bound a 24 ms loop explains nothing
