@@ -35,7 +35,7 @@ class Opened:
 
 
 @contextmanager
-def opened(target: Path | str, width: int = 1200) -> Iterator[Opened]:
+def opened(target: Path | str, width: int = 1200, height: int = 900) -> Iterator[Opened]:
     """A file (``Path``, offline) or a loopback URL loaded in a browser, its console errors collected.
 
     A URL's page may reach its own server only: a fetch anywhere else fails and is an error.
@@ -47,7 +47,7 @@ def opened(target: Path | str, width: int = 1200) -> Iterator[Opened]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            context = browser.new_context(offline=not local, viewport={"width": width, "height": 900})
+            context = browser.new_context(offline=not local, viewport={"width": width, "height": height})
             if isinstance(target, str):
                 own = "/".join(target.split("/", 3)[:3]) + "/"  # scheme://host:port/
                 context.route(

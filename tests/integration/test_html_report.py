@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from mqusers.htmlreport import AUDIT_COLUMNS, main, receive_plots
+from mqusers.htmlreport import main
+from mqusers.htmlrun import AUDIT_COLUMNS, receive_plots
 from tests.integration.browser import opened, unavailable_reason
 from tests.integration.conftest import LocustRun, run_locust, started
 
@@ -26,6 +27,15 @@ pytestmark = [
     pytest.mark.skipif(_UNAVAILABLE is not None, reason=f"browser: {_UNAVAILABLE}"),
 ]
 
+#: How the page fits its window: the page's own width, each table wider than its box, each chart's box and
+#: the narrowest gap between two of its x labels.
+FIT_JS = """() => ({
+  scroll: document.documentElement.scrollWidth, inner: innerWidth,
+  hidden: [...document.querySelectorAll("div.table")].filter(d => d.scrollWidth > d.clientWidth)
+    .map(d => d.firstElementChild.className),
+  charts: [...document.querySelectorAll("figure.chart")].map(f => ({title: f.dataset.title,
+    right: f.querySelector("canvas").getBoundingClientRect().right, gap: Number(f.dataset.xGap)})),
+})"""
 #: Per chart: what a canvas looks like to the test (size, coloured pixels) and the points it was given.
 CHARTS_JS = """figures => figures.map(figure => {
   const canvas = figure.querySelector("canvas");
@@ -140,4 +150,39 @@ def test_saved_runs_a_search_and_a_curve_render_and_compare(run: tuple[LocustRun
     drawn(shown["Receive latency by percentile, runs overlaid"], 2 * plot)
     drawn(shown["Offered against achieved rate per step"], 3 + 3)  # offered, and each step's achieved once
     drawn(shown["Latency against offered load"], 4 * 3)
-    assert compared == [str(first), str(second)]
+    assert compared == [first.name, second.name]  # the folder is in each name's tooltip
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_the_pages_fit_a_laptop_and_a_phone(run: tuple[LocustRun, Path, str], tmp_path: Path, width: int,
+                                            height: int) -> None:  # fmt: skip
+    """Nothing wider than the window; at 1280 px every column shows; every chart drawn, its x labels apart."""
+    result, html, _ = run
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps(result.report))
+    other = {**result.report, "run_id": "other"}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    steps = [{"rate": rate, "achieved": rate, "sustained": True, "reason": "", "p50_ms": 0.3, "p99_ms": 1.0,
+              "p999_ms": 2.0, "max_ms": 4.0, "lost": 0, "verdict": "ok",
+              "report": str(tmp_path / "a-long-folder-name-for-the-steps" / f"step-{rate:.0f}.json")}
+             for rate in (1000.0, 16000.0, 8000.0)]  # fmt: skip
+    search = tmp_path / "find-max.json"
+    search.write_text(json.dumps({"kind": "find-max", "max_rate": 16000.0, "steps": steps}))
+    compare = tmp_path / "compare.html"
+    assert main([str(saved), str(tmp_path / "other.json"), str(search), "--html", str(compare)]) == 0
+    for name, page_file in (("run", html), ("compare", compare)):
+        with opened(page_file, width=width, height=height) as browser:
+            page = browser.page
+            page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
+            fit = page.evaluate(FIT_JS)
+            shown = page.eval_on_selector_all("figure.chart", CHARTS_JS)
+        assert browser.errors == []
+        assert fit["scroll"] <= fit["inner"] == width, (name, fit)
+        if width >= 1280:
+            assert fit["hidden"] == [], (name, fit)  # no column behind a scroll bar
+        assert len(fit["charts"]) == len(shown) >= 3, name
+        for chart in fit["charts"]:
+            assert chart["right"] <= width, (name, chart)
+            assert chart["gap"] >= 20, (name, chart)  # labels apart, not run together
+        for chart in shown:
+            assert chart["points"] > 0 and chart["coloured"] > 100, (name, chart)

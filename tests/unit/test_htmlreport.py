@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 
 from mqusers.ending import DrainOutcome
-from mqusers.htmlreport import AUDIT_COLUMNS, chart_data, main, render
+from mqusers.htmlreport import chart_data, main, render
+from mqusers.htmlrun import AUDIT_COLUMNS
 from mqusers.matrix import Cell, matrix_document
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
@@ -108,7 +110,7 @@ def test_options_are_shown_but_never_a_secret() -> None:
     document["options"]["password"] = "hunter2"  # a hand-edited or older JSON: still not shown
     html = render([document], ["run r1"])
     assert "hunter2" not in html
-    assert ["size", "1024"] in Page(html).tables["options"] and ["user", "me"] in Page(html).tables["options"]
+    assert ["size", "1,024"] in Page(html).tables["options"] and ["user", "me"] in Page(html).tables["options"]
 
 
 def test_several_runs_are_compared_side_by_side() -> None:
@@ -159,11 +161,11 @@ def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
         "windows": [{"start_ns": 1_700_000_005_000_000_000, "end_ns": 1_700_000_008_000_000_000}]}]}  # fmt: skip
     page = Page(render([cluster, run], ["cluster", "run"]))
     _, row = page.tables["cluster"]
-    assert row[:2] == ["pair", "stomp://a:1,stomp://b:2"] and row[2:5] == ["-", "-", "950"] and row[5] == "2,363"
+    assert row[:2] == ["pair", "stomp://a:1,stomp://b:2"] and row[2:5] == ["-", "-", "950.0"] and row[5] == "2,363.000"
     _, failover = page.tables["failover"]
-    assert failover[0] == DESTINATION and failover[4:6] == ["-", "3,000"] and failover[8:] == ["900", "1.5"]
+    assert failover[0] == DESTINATION and failover[4:6] == ["-", "3,000.000"] and failover[8:] == ["900.000", "1.500"]
     _, fault = page.tables["faults"]
-    assert fault[:3] == ["5", "kill -KILL 42", "0"]
+    assert fault[:3] == ["5.0", "kill -KILL 42", "0"]
     data = json.loads(page.scripts[0][1])["documents"]
     assert data[0] == {"kind": "cluster-compare"}
     assert data[1]["marks"] == {"windows": [[1_700_000_005.0, 1_700_000_008.0]],
@@ -184,7 +186,7 @@ def test_a_matrix_renders_the_seed_methods_tables_per_mode(tmp_path: Path) -> No
     header, plain, durable = page.tables["matrix matrix-topic"]
     assert header[3] == "forwarding latency mean ms" and page.tables["matrix matrix-request-reply"][0][3] == (
         "round trip latency mean ms")  # fmt: skip
-    assert plain[:7] == ["no", "no", "1KB", "0.5", "1.2", "9,000", "73.7"] and durable[:2] == ["yes", "yes"]
+    assert plain[:7] == ["no", "no", "1KB", "0.500", "1.200", "9,000.0", "73.70"] and durable[:2] == ["yes", "yes"]
     assert page.links == [str(tmp_path / f"{slug}.json") for slug in ("topic-n-1KB", "topic-pd-1KB",
                                                                      "request-reply-n-1KB")]  # fmt: skip
 
@@ -200,3 +202,41 @@ def test_the_command_writes_the_page_and_refuses_an_unknown_kind(tmp_path: Path)
     with pytest.raises(SystemExit) as refused:
         main([str(odd), "--html", str(out)])
     assert refused.value.code == 2
+
+
+UNITS = {"ms": 3, "msg/s": 1, "Mbit/s": 2, "%": 1, "s": 1}  # the page's rule, written out independently
+
+
+def test_every_figure_has_its_units_format_and_every_thousand_its_separator(tmp_path: Path) -> None:
+    results = {"topic": [(Cell("topic", False, False, "1KB"), {"mean": 0.5, "p99": 1.25, "msgs": 12345.678,
+                                                                "mbit": 101.1, "lost": 1234})]}  # fmt: skip
+    cluster = {"kind": "cluster-compare", "size": "646", "messages": 2000, "rows": [
+        {"config": "pair", "url": "stomp://a:1", "schemes": {"durable": {"msgs": 9500.25}},
+         "failover": {"window_ms": 2363.5, "lost": 0, "unconfirmed": 1, "dup_after_reconnect": 15}}]}  # fmt: skip
+    first, second = run_document(lost=1234, run_id="a"), run_document(run_id="b")
+    documents = [first, second, FIND_MAX, CURVE, cluster, matrix_document(results, 20000, 0.0, tmp_path)]
+    page = Page(render(documents, [f"d{i}.json" for i in range(len(documents))]))
+    checked = 0
+    for css, (header, *rows) in page.tables.items():
+        if css in ("options", "broker-wide"):
+            continue  # an option's or a figure's own value, one per row
+        for column, heading in enumerate(header):
+            cells = [row[column] for row in rows if re.fullmatch(r"-?[\d,]+(\.\d+)?", row[column])]
+            unit = heading.rsplit(" ", 1)[-1]
+            for text in cells:
+                checked += 1
+                whole, _, decimals = text.partition(".")
+                assert len(decimals) == UNITS.get(unit, 0), (css, heading, text)  # a count has no decimals
+                assert whole.lstrip("-") == f"{int(whole.replace(',', '')):,}".lstrip("-"), (css, heading, text)
+    assert checked > 60
+
+
+def test_a_single_documents_page_names_it_once_and_says_what_ran() -> None:
+    document = run_document()
+    document["options"]["rate"] = 250.0
+    html = render([document], ["runs/r1.json"])
+    assert html.count("runs/r1.json") == 1  # the header's "from ...", no heading repeating it
+    assert "<h1>mqusers run r1</h1>" in html and "<h2>" not in html.split('<section class="run"')[1].split("<h3>")[0]
+    ran = html.split('<dl class="what-ran">')[1].split("</dl>")[0]
+    assert f"<dd>{DESTINATION}</dd>".replace("<b>", "&lt;b&gt;").replace("</script>", "&lt;/script&gt;") in ran
+    assert "--mq-rate 250" in ran and "--mq-size 1,024" in ran and "hunter2" not in ran
