@@ -163,8 +163,8 @@ def test_the_capacity_page_says_the_same_words_as_the_console() -> None:
     assert '<li class="bound-found"><b>highest rate also within' in html and "maximum" not in html.split("<script")[0]
     assert "criterion: CRITERION" in html and "search ended: no step failed up to the ceiling" in html
     # The offered rate as every msg/s figure (1 decimal), the words in text cells, "-" for none.
-    rows = re.findall(r'<tr><td>([\d,]+)\.0</td><td>[\d,.]+</td><td class="text">(\w+)</td><td class="\w+">([\w-]+)</td>',
-                      html)  # fmt: skip
+    cells = r'<tr><td>([\d,]+)\.0</td><td>[\d,.]+</td><td class="text">(\w+)</td><td class="\w+">([\w-]+)</td>'
+    rows = re.findall(cells, html)
     assert rows == [("1,000", "yes", "ok"), ("2,000", "no", "-"), ("2,000", "flaky", "ok"), ("4,000", "yes", "over")]
     assert f"held on a rerun after: {lag}" in html and "p99 40.000 ms &gt; 15.000 ms" in html
     assert chart_data(document)["bound_ms"] == pytest.approx(15.0) and chart_data(document)["bound"] == "p99"
