@@ -53,12 +53,22 @@ def cell(value: Any, unit: str | None = None) -> str:
         return f'<td class="text">{"yes" if value else "no"}</td>'
     if isinstance(value, int | float):
         return f"<td>{number(value, unit)}</td>"
-    return f'<td class="text">{escape(str(value))}</td>'
+    text = escape(str(value))
+    # A sentence keeps a readable width on a phone instead of a word a line.
+    return f'<td class="text long">{text}</td>' if len(text) > 30 else f'<td class="text">{text}</td>'
+
+
+def _wordy(value: Any) -> bool:
+    return isinstance(value, str | bool) and not (isinstance(value, Html) and value.numeric)
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], css: str) -> str:
+    rows = [list(row) for row in rows]
     units = [unit_of(str(heading)) for heading in header]
-    head = "".join(f"<th>{escape(str(heading))}</th>" for heading in header)
+    # A column of words is headed on the left, as its cells are; figures on the right.
+    words = [all(_wordy(row[i]) for row in rows if row[i] is not None) for i in range(len(header))]
+    head = "".join(f'<th class="text">{escape(str(h))}</th>' if word else f"<th>{escape(str(h))}</th>"
+                   for h, word in zip(header, words, strict=True))  # fmt: skip
     body = "".join("<tr>" + "".join(cell(value, unit) for value, unit in zip(row, units, strict=True)) + "</tr>"
                    for row in rows)  # fmt: skip
     # The wrapper scrolls a table wider than a phone, never the page.
