@@ -1,0 +1,28 @@
+"""The ``mqusers`` command's own help: exit 0, every subcommand named with its line."""
+
+import pytest
+
+from mqusers.cli import COMMANDS, USAGE, main
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["locustfiles", "--help"], ["options", "--help"]])
+def test_help_exits_0(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("usage:")
+
+
+def test_the_top_help_lists_every_subcommand_with_one_line_under_100_columns(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for command in [*COMMANDS, "locustfiles", "options"]:
+        [line] = [line for line in lines if line.startswith(f"  {command} ")]
+        assert len(line.split(maxsplit=1)) == 2  # the command and what it does
+    assert max(map(len, lines)) < 100
+
+
+def test_a_wrong_command_prints_the_usage_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["no-such-command"]) == 2
+    assert main([]) == 2
+    assert capsys.readouterr().err == USAGE * 2
