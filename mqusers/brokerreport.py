@@ -135,4 +135,11 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str
     if broker.get("restarted"):
         lines.append("broker figures: the broker restarted during the test and its counters started again:"
                      " they are not compared with mqusers' counts")  # fmt: skip
-    return lines + cross_check(broker, rows)
+    disagreements = cross_check(broker, rows)
+    figures_of = broker.get("destinations", {})
+    compared = [row["destination"] for row in rows if (figures := figures_of.get(row["destination"]))
+                and figures.get("comparable") and figures.get("enqueued") is not None]  # fmt: skip
+    if compared and not disagreements:
+        lines.append(f"broker figures: the broker's counts agree with mqusers' ({', '.join(compared)}: enqueued "
+                     "against sent, dequeued against received)")  # fmt: skip
+    return lines + disagreements

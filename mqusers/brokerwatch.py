@@ -43,7 +43,7 @@ def check(options: Any) -> None:
 
 
 def start(environment: Environment, ctx: RunContext) -> None:
-    ctx.broker_metrics, ctx.broker_note = None, ""
+    ctx.broker_metrics, ctx.broker_note, ctx.broker_server = None, "", ""
     metrics = read_broker_metrics_settings(environment.parsed_options)
     try:
         source = open_source(metrics, ctx)
@@ -71,8 +71,13 @@ def open_source(metrics: BrokerMetricsSettings, ctx: RunContext) -> Source | Non
     if mode == "off":
         return None
     config = client_config(settings)
+    try:
+        ctx.broker_server = _server(config)  # e.g. ActiveMQ/5.17.2: the summary names the broker
+    except (MetricsError, MqError):
+        if mode == "auto":
+            raise
     if mode == "auto":
-        server = _server(config)
+        server = ctx.broker_server
         mode = "rabbitmq" if "rabbitmq" in server.lower() else "activemq" if "activemq" in server.lower() else ""
         if not mode:
             raise MetricsError(f"no broker figures for {server or 'this broker'}: ActiveMQ and RabbitMQ only")

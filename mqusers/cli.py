@@ -30,7 +30,7 @@ commands:
 
 A load test is a locust run: locust -f "$(mqusers locustfiles)/pubsub.py" --host stomp://H:61613
 """
-LOCUSTFILES_HELP = "usage: mqusers locustfiles\n\nPrints the folder of the shipped scenarios (locust -f FOLDER/pubsub.py ...)."
+LOCUSTFILES_HELP = "usage: mqusers locustfiles\n\nPrints the folder of the shipped scenarios (locust -f FOLDER/x.py)."
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "matrix": matrix.main,
     "find-max": capacity.find_max,

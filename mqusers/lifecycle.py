@@ -22,7 +22,7 @@ from typing import Any
 
 import gevent
 
-from mqusers import brokerwatch, roles
+from mqusers import brokerwatch, endscreen, roles
 from mqusers.ending import DrainOutcome, arrival
 from mqusers.failover import failover_document
 from mqusers.faults import FaultSchedule, known_secrets
@@ -31,12 +31,11 @@ from mqusers.htmlreport import write_html
 from mqusers.locust_stats import trim_per_second
 from mqusers.names import RECEIVE, split_event_name
 from mqusers.report import RunFacts, build_report, gate_failures
-from mqusers.reportformats import format_summary, report_document, write_csv, write_json
+from mqusers.reportformats import report_document, write_csv, write_json
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
 from mqusers.webui import show_report
 
 logger = logging.getLogger(__name__)
-_summary_logger = logging.getLogger("locust.stats_logger")
 
 STOP_PRODUCING = "mqusers_stop_producing"
 PROGRESS = "mqusers_progress"
@@ -74,9 +73,11 @@ def start_faults(ctx: RunContext, secrets: tuple[str, ...]) -> None:
         ctx.faults.start()
 
 
-def end_warmup(ctx: RunContext) -> None:
+def end_warmup(environment: Environment, ctx: RunContext) -> None:
     ctx.recorder.flush()  # what was recorded during the warm-up stays out of the book
     ctx.book.recording = ctx.series.recording = True
+    # ... and out of Locust's tables, as --reset-stats does at the end of spawning: both tell one story.
+    environment.stats.reset_all()
 
 
 def fold_ledgers_every_second(ctx: RunContext) -> None:
@@ -197,29 +198,33 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         faults=ctx.faults.records if ctx.faults is not None else [],
         broker=brokerwatch.document(ctx),
         produces=environment.runner is not None and roles.produces(environment.runner.user_classes),
+        scenario=endscreen.scenario_of(environment, ctx),
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series)
-    if ctx.book.tallies or ctx.generators:
-        _summary_logger.info("\n%s\n", format_summary(report))
+    written: list[str] = []
     try:
         document = report_document(report)
         if settings.report_json:
             write_json(settings.report_json, document)
+            written.append(settings.report_json)
         if settings.report_html:
             write_html(settings.report_html, [document], [f"run {ctx.run_id}"])
+            written.append(settings.report_html)
         if settings.report_csv:
             write_csv(settings.report_csv, report.rows)
+            written.append(settings.report_csv)
     except OSError as error:
         logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
         environment.process_exit_code = max(environment.process_exit_code or 0, 2)
     show_report(environment, report)
     failures = gate_failures(report)
-    for failure in failures:
-        logger.error("mqusers: gate failed: %s", failure)
     if failures:
         environment.process_exit_code = 3
     elif ctx.ended_by == "interrupt":
         environment.process_exit_code = max(environment.process_exit_code or 0, 1)
+    ctx.summary = endscreen.Summary(report, written, failures) if ctx.book.tallies or ctx.generators else None
+    if not endscreen.quits_after(environment):
+        endscreen.print_summary(environment)  # a web UI run: its summary now, the process goes on
 
 
 def _clock_offsets(ctx: RunContext) -> dict[str, dict[str, float]]:

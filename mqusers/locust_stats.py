@@ -19,6 +19,28 @@ from collections.abc import Sequence
 from mqusers.measure.recorder import Batch
 from mqusers.names import REQUEST_TYPE
 
+_LOCUST_BUCKET = locust.stats.bucket_response_time
+
+
+def bucket(response_time: float) -> float:
+    """Locust's response-time bucket, with the digits a broker's latency needs below 10 ms.
+
+    Locust rounds to whole milliseconds below 100 ms: a 0.27 ms delivery counted as 0 ms, and the
+    web UI's median (clamped to the minimum) read 0.06 beside a p50 of 0.27. Here 10 µs steps below
+    1 ms and 0.1 ms steps below 10 ms (190 keys more), Locust's own rounding above.
+    """
+    if response_time < 1:
+        return round(response_time, 2)
+    if response_time < 10:
+        return round(response_time, 1)
+    return _LOCUST_BUCKET(response_time)
+
+
+def install_bucketing() -> None:
+    """Use :func:`bucket` for every request (Locust's documented hook), unless a locustfile set its own."""
+    if locust.stats.bucket_response_time is _LOCUST_BUCKET:
+        locust.stats.bucket_response_time = bucket  # type: ignore[assignment]
+
 
 def add_batches(stats: RequestStats, batches: Sequence[Batch]) -> None:
     """Log ``batches`` (in time order, as :meth:`Recorder.flush` gives them) into ``stats``."""

@@ -21,10 +21,11 @@ from typing import Any
 
 import gevent
 
-from mqusers import brokerwatch, lifecycle, roles, webui
+from mqusers import brokerwatch, endscreen, lifecycle, roles, webui
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain
+from mqusers.locust_stats import install_bucketing
 from mqusers.measure.audit import Audit
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.options import Settings, add_arguments, read_settings
@@ -62,6 +63,7 @@ def _on_parser(parser: Any, **_: Any) -> None:
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
+    install_bucketing()  # sub-millisecond response times in Locust's tables and web UI
     if environment.parsed_options is None:
         return
     try:
@@ -91,6 +93,8 @@ def _on_init(environment: Environment, **_: Any) -> None:
     environment.events.test_stopping.add_listener(lifecycle.on_test_stopping)
     environment.events.test_stop.add_listener(_on_test_stop)
     environment.events.quitting.add_listener(lifecycle.on_quitting)
+    # After Locust's final tables (printed between quitting and quit): mqusers' summary is read last.
+    environment.events.quit.add_listener(lambda **_: endscreen.print_summary(environment))
     lifecycle.catch_interrupts(environment)
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
@@ -175,9 +179,9 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         lifecycle.start_faults(ctx, influx.secrets(environment))
         brokerwatch.start(environment, ctx)
     if ctx.settings.warmup:
-        # Events of the warm-up go to Locust's stats only; the exact book starts afterwards.
+        # Events of the warm-up are left out of the exact book and of Locust's stats alike.
         ctx.book.recording = ctx.series.recording = False
-        gevent.spawn_later(ctx.settings.warmup, lifecycle.end_warmup, ctx)
+        gevent.spawn_later(ctx.settings.warmup, lifecycle.end_warmup, environment, ctx)
 
 
 def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:

@@ -46,6 +46,9 @@ class RunFacts:
     broker: dict[str, Any] = field(default_factory=dict)
     #: The run's User mix has producers (:func:`mqusers.roles.produces`): sending nothing fails a gate.
     produces: bool = False
+    #: What ran: ``locustfile``, ``server`` (the broker's CONNECTED header), ``users`` (per class) and
+    #: ``rate`` (the rate asked, in words).
+    scenario: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -7,63 +7,141 @@ from __future__ import annotations
 
 import csv
 import json
+import textwrap
 from dataclasses import asdict
 from typing import Any
 
 from mqusers.brokerreport import broker_table
 from mqusers.failover import failover_table
+from mqusers.health import Generator
 from mqusers.options import SECRET_FIELDS
 from mqusers.report import AUDIT_KEYS, Row, RunReport
 
-_LATENCY_COLUMNS = ("mean", "p50", "p90", "p99", "max")
+#: Sentences of the summary wrap at this width (a table is as wide as its longest destination's name).
+WIDTH = 99
+#: Latency columns of the summary (every figure is in the JSON), each header with its unit.
+_LATENCY_COLUMNS = ("p50", "p90", "p99", "p99.9", "max")
+#: The audit's columns, shown as a table only when one of them is not 0.
+_AUDIT_COLUMNS = {"lost": "lost", "unreceived": "unreceived", "unconfirmed": "unconfirmed", "duplicated": "dup",
+                  "after_reconnect": "dup-reconnect", "reordered": "reord", "redelivered": "redeliv"}  # fmt: skip
 
 
-def _ms(figures: dict[str, float], key: str) -> str:
-    value = figures.get(key)
-    return "-" if value is None else f"{value:.3f}"
+# One number format per kind, with thousands separators.
+def count(value: int) -> str:
+    return f"{value:,}"
 
 
-def format_summary(report: RunReport) -> str:
-    facts = report.facts
-    duration = facts.stopped - facts.started
-    warmup = (
-        f"; the {report.settings.warmup:g} s warm-up left out, Locust's table has it" if report.settings.warmup else ""
-    )
-    lines = [f"mqusers summary: run {facts.run_id}, {duration:.1f} s (latency in ms, send to receive; sends over "
-             f"their first to last send, receives over their first to last receive{warmup})"]  # fmt: skip
-    for worker, clock in sorted(facts.clocks.items()):
-        estimate = f"{clock['offset_ms']:+.3f} ms ± {clock['error_ms']:.3f} ms against the master"
-        unapplied = "" if clock["applied_ms"] else " (within its error: not corrected)"
-        lines.append(f"clock of {worker}: {estimate}{unapplied}")
-    table = [["destination", "sent", "send s", "sent/s", "sent Mbit/s", "received", "recv s", "recv/s", "recv Mbit/s",
-              *_LATENCY_COLUMNS, "errors"]]  # fmt: skip
-    audit = [["destination", "lost", "unreceived", "unconfirmed", "dup", "dup-reconnect", "reord", "redeliv",
-              "foreign", "other-run"]]  # fmt: skip
-    for row in report.rows:
-        t, figures = row.totals, row.latency_ms
-        table.append(
-            [t.destination, str(t.sent), f"{t.send_span_s:.3f}", f"{t.send_rate_msgs:.1f}", f"{t.send_rate_mbit:.2f}",
-             str(t.received), f"{t.receive_span_s:.3f}", f"{t.receive_rate_msgs:.1f}", f"{t.receive_rate_mbit:.2f}",
-             *(_ms(figures, key) for key in _LATENCY_COLUMNS), str(t.errors)]
-        )  # fmt: skip
-        audit.append([t.destination, *(str(row.audit[k]) for k in ("lost", "unreceived", "unconfirmed", "duplicated",
-                      "after_reconnect", "reordered", "redelivered", "foreign", "other_run"))])  # fmt: skip
+def rate(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def mbit(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def seconds(value: float) -> str:
+    return f"{value:,.3f}"  # a put-only burst's send span can be a few ms
+
+
+def ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.3f}"
+
+
+def format_summary(report: RunReport, files: list[str] | None = None) -> str:
+    """The console summary: what ran, what happened, latency, the verdicts and ``files`` (the paths written).
+
+    Within about 25 lines of 100 columns for a run of one destination: the first screen a user reads.
+    """
+    lines = [_wrap(sentence) for sentence in _what_ran(report)]
     if report.rows:
-        lines += [_render(table), _render(audit)]
-    if report.operations:
-        op_table = [["operation", "count", *_LATENCY_COLUMNS, "errors"]]
-        for op in report.operations:
-            figures = op["latency_ms"]
-            op_table.append(
-                [op["name"], str(op["count"]), *(_ms(figures, k) for k in _LATENCY_COLUMNS), str(op["errors"])]
-            )
-        lines.append(_render(op_table))
-    if failover := failover_table(facts.failover):
+        lines.append(_render(_traffic_table(report)))
+        lines += _audit(report)
+    if latency := _latency_table(report):
+        lines.append(_render(latency))
+    if failover := failover_table(report.facts.failover):
         lines.append(_render(failover))
-    if broker := broker_table(facts.broker, [row.document() for row in report.rows]):
+    if broker := broker_table(report.facts.broker, [row.document() for row in report.rows]):
         lines.append(_render(broker))
-    lines += report.notes
+    sentences = [*report.notes, _generator_line(report.facts.generator)]
+    for worker, clock in sorted(report.facts.clocks.items()):
+        estimate = f"{clock['offset_ms']:+,.3f} ms ± {clock['error_ms']:,.3f} ms against the master"
+        unapplied = "" if clock["applied_ms"] else " (within its error: not corrected)"
+        sentences.append(f"clock of {worker}: {estimate}{unapplied}")
+    if files:
+        sentences.append(f"files written: {', '.join(files)}")
+    lines += [_wrap(sentence) for sentence in sentences]
     return "\n".join(lines)
+
+
+def _wrap(sentence: str) -> str:
+    """A sentence within :data:`WIDTH` columns, its continuation lines indented (a path is never cut)."""
+    return textwrap.fill(sentence, WIDTH, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+
+
+def _what_ran(report: RunReport) -> list[str]:
+    facts, settings, scenario = report.facts, report.settings, report.facts.scenario
+    where = " ".join(filter(None, [scenario.get("locustfile"), f"on {scenario['server']}" if scenario.get("server")
+                                   else "", f"at {settings.broker}" if settings.broker else ""]))  # fmt: skip
+    users = scenario.get("users") or {}
+    size = settings.size or scenario.get("size")
+    load = [f"{count(sum(users.values()))} users ({', '.join(f'{n} {name}' for name, n in sorted(users.items()))})"
+            if users else "", scenario.get("rate", ""), f"{count(size)} B messages" if size else "",
+            f"{facts.stopped - facts.started:,.1f} s"]  # fmt: skip
+    figures = (f"the {settings.warmup:g} s warm-up left out (of Locust's tables too); " if settings.warmup else ""
+               ) + "rates over each direction's own span (first to last send, first to last receive)"  # fmt: skip
+    return [
+        f"mqusers summary: run {facts.run_id}" + (f", {where}" if where else ""),
+        f"load: {', '.join(filter(None, load))}",
+        f"figures: {figures}",
+    ]
+
+
+def _traffic_table(report: RunReport) -> list[list[str]]:
+    """Per destination: counts, each direction's span and its rates over it (loss is the audit's, below)."""
+    table = [["destination", "sent", "send s", "sent/s", "Mbit/s", "received", "recv s", "recv/s", "Mbit/s", "errors"]]
+    for row in report.rows:
+        t = row.totals
+        table.append([t.destination, count(t.sent), seconds(t.send_span_s), rate(t.send_rate_msgs),
+                      mbit(t.send_rate_mbit), count(t.received), seconds(t.receive_span_s),
+                      rate(t.receive_rate_msgs), mbit(t.receive_rate_mbit), count(t.errors)])  # fmt: skip
+    return table
+
+
+def _audit(report: RunReport) -> list[str]:
+    """The audit's verdict: one line when it found nothing, else its table."""
+    if not any(row.audit[key] for row in report.rows for key in _AUDIT_COLUMNS):
+        return ["audit: nothing lost, unreceived, duplicated, reordered or redelivered"]
+    table = [["audit", *_AUDIT_COLUMNS.values()]]
+    table += [[row.destination, *(count(row.audit[key]) for key in _AUDIT_COLUMNS)] for row in report.rows]
+    return [_render(table)]
+
+
+def _latency_table(report: RunReport) -> list[list[str]]:
+    """Send-to-receive latency per destination, then every other timed operation; ms with µs digits."""
+    table = [["latency", "count", *(f"{key} ms" for key in _LATENCY_COLUMNS)]]
+    for row in report.rows:
+        if row.totals.received:
+            table.append([f"receive {row.destination}", count(row.totals.received),
+                          *(ms(row.latency_ms.get(_key(k))) for k in _LATENCY_COLUMNS)])  # fmt: skip
+    for op in report.operations:
+        figures = op["latency_ms"]
+        failed = f" ({count(op['errors'])} failed)" if op["errors"] else ""
+        table.append([op["name"] + failed, count(op["count"]), *(ms(figures.get(_key(k))) for k in _LATENCY_COLUMNS)])
+    return table if len(table) > 1 else []
+
+
+def _key(column: str) -> str:
+    return column.replace(".", "")  # p99.9 is p999 in the figures
+
+
+def _generator_line(generator: Generator) -> str:
+    processes = generator["processes"].values()
+    if not processes:
+        return f"generator: {generator['verdict']}"
+    cpu = max(p["cpu_percent_max"] for p in processes)
+    lag_p99, lag_max = max(p["loop_lag_ms_p99"] for p in processes), max(p["loop_lag_ms_max"] for p in processes)
+    return (f"generator: {generator['verdict']} (CPU up to {cpu:,.0f} % of a core, event loop lag p99 "
+            f"{lag_p99:,.1f} ms, max {lag_max:,.1f} ms)")  # fmt: skip
 
 
 def _render(table: list[list[str]]) -> str:
@@ -71,7 +149,7 @@ def _render(table: list[list[str]]) -> str:
     rendered = []
     for row in table:
         cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True))]
-        rendered.append("  ".join(cells))
+        rendered.append("  ".join(cells).rstrip())
     return "\n".join(rendered)
 
 
@@ -87,6 +165,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "started": facts.started,
         "stopped": facts.stopped,
         "ended_by": facts.ended_by,
+        "scenario": facts.scenario,
         "drain": asdict(facts.drain),
         "options": options,
         "clock_offsets": facts.clocks,

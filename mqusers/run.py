@@ -138,6 +138,10 @@ class RunContext:
     #: The broker's own figures (master or local runner), or why there are none.
     broker_metrics: BrokerSampler | None = None
     broker_note: str = ""
+    #: The broker's CONNECTED ``server`` header (name/version), "" when not asked (``--mq-broker-metrics off``).
+    broker_server: str = ""
+    #: The last report's summary until it is printed (:class:`mqusers.lifecycle.Summary`).
+    summary: Any = None
     #: Each broker reading goes to these (the InfluxDB sink), on the master or local runner.
     broker_listeners: list[Callable[[BrokerSample], None]] = field(default_factory=list)
     shipping: Shipping = field(init=False)

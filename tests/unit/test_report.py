@@ -1,5 +1,6 @@
 import csv
 import re
+from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
@@ -7,6 +8,7 @@ from mqusers.ending import DrainOutcome
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
 from mqusers.options import Settings
+from mqusers.parsing import parse_broker_url
 from mqusers.report import RunFacts, build_report, gate_failures, rows_of, shortfall
 from mqusers.reportformats import CSV_COLUMNS, format_summary, report_document, write_csv
 
@@ -132,7 +134,48 @@ def test_summary_table_and_notes() -> None:
     assert "ended by time" in text and "drain: no delivery for 5 s" in text
     assert "warm-up" not in text
     warmed = format_summary(build_report(book, verdict, facts(), Settings(warmup=5.0)))
-    assert "the 5 s warm-up left out, Locust's table has it" in warmed.splitlines()[0]
+    assert "the 5 s warm-up left out (of Locust's tables too)" in warmed
+
+
+def first_screen(**settings: Any) -> list[str]:
+    """The summary of a 1-destination run as a user reads it: 1,234,567 sent, latency up to 12.5 s."""
+    book = book_of([0.266] * 98 + [3.5, 12_500.0], sent=100)
+    book.tallies["send /queue/a"].count = book.tallies["receive /queue/a"].count = 1_234_567
+    run = facts()
+    run.scenario = {"locustfile": "queue_balance.py", "server": "ActiveMQ/5.17.2", "users": {"Producer": 3,
+                    "Worker": 3}, "rate": "1,000 msg/s asked per producer", "size": 1024}  # fmt: skip
+    report = build_report(book, {}, run, Settings(broker=parse_broker_url("stomp://127.0.0.1:61613"), **settings))
+    return format_summary(report, ["report.json", "report.html", "locust_stats.csv"]).splitlines()
+
+
+def test_the_first_screen_says_what_ran_what_happened_latency_verdicts_and_files_in_100_columns() -> None:
+    lines = first_screen(warmup=5.0)
+    text = "\n".join(lines)
+    assert len(lines) <= 25 and max(map(len, lines)) < 100, text
+    assert lines[0] == "mqusers summary: run run1, queue_balance.py on ActiveMQ/5.17.2 at stomp://127.0.0.1:61613"
+    assert lines[1] == "load: 6 users (3 Producer, 3 Worker), 1,000 msg/s asked per producer, 1,024 B messages, 60.0 s"
+    assert "5 s warm-up" in lines[2]
+    traffic = next(i for i, line in enumerate(lines) if line.startswith("destination"))
+    assert lines[traffic].split() == ["destination", "sent", "sent/s", "Mbit/s", "received", "recv/s", "Mbit/s", "lost",
+                                      "errors"]  # fmt: skip
+    assert lines[traffic + 1].split()[:2] == ["/queue/a", "1,234,567"]  # thousands separators
+    assert "audit: nothing lost, unreceived, duplicated, reordered or redelivered" in lines
+    latency = next(i for i, line in enumerate(lines) if line.startswith("latency"))
+    assert lines[latency].split() == ["latency", "count", "p50", "ms", "p90", "ms", "p99", "ms", "p99.9", "ms", "max",
+                                      "ms"]  # fmt: skip
+    # µs digits and thousands separators: 0.266 ms, 12.5 s written as 12,5xx.xxx ms
+    receive = lines[latency + 1].split()
+    assert receive[:4] == ["receive", "/queue/a", "1,234,567", "0.266"] and receive[-1].startswith("12,5")
+    assert lines[-2].startswith("generator: ok")
+    assert lines[-1] == "files written: report.json, report.html, locust_stats.csv"
+
+
+def test_an_audit_that_found_something_is_a_table() -> None:
+    book = book_of([1.0], sent=3)
+    lines = format_summary(build_report(book, {"/queue/a": {"lost": 2, "reordered": 1}}, facts(), Settings()))
+    header = next(line for line in lines.splitlines() if line.startswith("audit"))
+    assert header.split() == ["audit", "lost", "unreceived", "unconfirmed", "dup", "dup-reconnect", "reord", "redeliv"]
+    assert "/queue/a     2           0            0    0              0      1        0" in lines
 
 
 def test_the_summary_says_which_clock_offsets_were_corrected_with() -> None:
