@@ -125,7 +125,9 @@ def _page_heading(documents: Sequence[dict[str, Any]], titles: Sequence[str]) ->
         [document], [title] = documents, titles
         name = NAMES[kind_of(document)]
         run = f" {document['run_id']}" if kind_of(document) == "run" and "run_id" in document else ""
-        return f"mqusers {name}{run}", f'<p class="source">from {escape(title)}</p>'
+        # A saved file's name says where the page came from; a name like the heading's would repeat it.
+        source = f'<p class="source">from {escape(title)}</p>' if title.endswith(".json") else ""
+        return f"mqusers {name}{run}", source
     runs = sum(kind_of(d) == "run" for d in documents)
     compared = f", {runs} runs compared" if runs > 1 else ""
     listed = ", ".join(escape(os.path.basename(t)) for t in titles)

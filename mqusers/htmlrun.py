@@ -41,29 +41,37 @@ def receive_plots(document: dict[str, Any]) -> dict[str, list[tuple[float, float
 
 def options_given(document: dict[str, Any]) -> dict[str, Any]:
     """The options that differ from a plain run's, never a secret."""
-    shown = {k: v for k, v in sorted(document.get("options", {}).items()) if k not in SECRET_FIELDS}
+    # As JSON has them: a report written at the run's end holds tuples where a saved one holds lists.
+    options = json.loads(json.dumps(document.get("options", {}), default=str))
+    shown = {k: v for k, v in sorted(options.items()) if k not in SECRET_FIELDS}
     return {k: v for k, v in shown.items() if k not in _NOT_HOW and v not in (None, "", []) and v != _DEFAULTS.get(k)}
 
 
 def broker_named(document: dict[str, Any]) -> str:
-    """The broker's address, and its product and version when the run saw them."""
+    """The broker's address, and its product and version (the CONNECTED header) when the run saw them."""
     options, broker = document.get("options", {}), document.get("broker") or {}
-    server = document.get("server") or broker.get("server") or broker.get("source")
-    return " ".join(str(part) for part in (options.get("broker") or "the scenario's host", server and f"({server})")
-                    if part)  # fmt: skip
+    server = (document.get("scenario") or {}).get("server") or broker.get("source")
+    address = options.get("broker") or "the scenario's host"
+    return f"{address} ({server})" if server else str(address)
 
 
 def what_ran(document: dict[str, Any]) -> str:
-    """The run's header: scenario, broker, destinations, the options given, when and how it ended."""
+    """The run's header: scenario, broker, users, destinations, the options given, when and how it ended."""
     rows = document.get("destinations", [])
-    given = options_given(document)
+    scenario = document.get("scenario") or {}
+    users = ", ".join(f"{name} {number(n)}" for name, n in sorted((scenario.get("users") or {}).items()))
+    size = scenario.get("size")
+    load = "; ".join(filter(None, [users and f"users: {users}", scenario.get("rate"),
+                                   size and f"{number(size)} B messages"]))  # fmt: skip
     duration = document.get("stopped", 0.0) - document.get("started", 0.0)
     verdict = str(document.get("generator", {}).get("verdict", "-"))
     return facts([
-        ("scenario", document.get("scenario") or document.get("locustfile")),
+        ("scenario", scenario.get("locustfile")),
         ("broker", broker_named(document)),
+        ("load", load or None),
         ("destinations", ", ".join(r["destination"] for r in rows) or "none"),
-        ("options", " ".join(f"{_FLAGS.get(k, k)} {_option_text(v)}" for k, v in given.items()) or "none given"),
+        ("options", " ".join(f"{_FLAGS.get(k, k)} {_option_text(v)}" for k, v in options_given(document).items())
+                    or "none given"),
         ("run", f"{document.get('run_id', '?')}, {when(document.get('started', 0.0))}, {number(duration, 's')} s, "
                 f"ended by {document.get('ended_by', '?')}"),
         ("generator verdict", Html(f'<b class="verdict-{escape(verdict)}">{escape(verdict)}</b>')),
