@@ -22,7 +22,7 @@ from mqusers.brokerreport import broker_document
 from mqusers.brokers.activemq import ActiveMQStatistics
 from mqusers.brokers.jvm import JvmProbe
 from mqusers.brokers.model import MetricsError, Source
-from mqusers.brokers.rabbitmq import RabbitManagement, management_url
+from mqusers.brokers.rabbitmq import RabbitManagement, management_urls
 from mqusers.brokers.sampler import BrokerSampler
 from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.client import MqError, StompClient
@@ -85,8 +85,11 @@ def open_source(metrics: BrokerMetricsSettings, ctx: RunContext) -> Source | Non
         return ActiveMQStatistics(config, timeout=settings.timeout)
     # RabbitMQ shares its users between STOMP and the management API; guest is its default.
     user, password = metrics.user or settings.user or "guest", metrics.password or settings.password or "guest"
-    url = metrics.url or management_url(config.address)
-    return RabbitManagement(url, user, password, vhost=settings.vhost, timeout=settings.timeout)
+    if metrics.url:
+        return RabbitManagement(metrics.url, user, password, vhost=settings.vhost, timeout=settings.timeout)
+    first, *others = management_urls(config.address)  # guessed: kept only if it is this broker's
+    return RabbitManagement(first, user, password, vhost=settings.vhost, timeout=settings.timeout,
+                            stomp_port=config.address.hosts[0][1], alternatives=tuple(others))  # fmt: skip
 
 
 def _server(config: Any) -> str:

@@ -28,6 +28,8 @@ from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsErro
 from mqusers.parsing import BrokerAddress
 
 MANAGEMENT_PORT = 15672
+#: RabbitMQ's STOMP port by default, and where this project's services put it (beside ActiveMQ's 61613).
+STOMP_PORTS = (61613, 61614)
 #: What a queue listing needs, so a broker with many queues sends little.
 _QUEUE_COLUMNS = "name,messages,messages_unacknowledged,consumers,message_stats"
 
@@ -36,6 +38,22 @@ def management_url(address: BrokerAddress, port: int = MANAGEMENT_PORT) -> str:
     """The management API beside the first STOMP host: ``http://HOST:15672``."""
     host = address.hosts[0][0]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def management_urls(address: BrokerAddress) -> list[str]:
+    """Where the management API of the broker at ``address`` may be, in the order tried: 15672, then
+    15672 shifted as far as the STOMP port is from 61613 or 61614 (a second broker on shifted ports,
+    e.g. ``MQUSERS_PORT_OFFSET``). :class:`RabbitManagement` keeps the one whose broker listens on
+    that STOMP port."""
+    shift = [address.hosts[0][1] - port for port in STOMP_PORTS]
+    ports = dict.fromkeys([MANAGEMENT_PORT, *(MANAGEMENT_PORT + s for s in shift)])
+    return [management_url(address, port) for port in ports if 0 < port < 65_536]
+
+
+def stomp_ports(overview: dict[str, Any]) -> list[int]:
+    """The STOMP ports a broker listens on, from ``/api/overview``'s ``listeners``."""
+    listeners = overview.get("listeners") or []
+    return sorted({int(x["port"]) for x in listeners if str(x.get("protocol", "")).startswith("stomp")})
 
 
 def _count(stats: dict[str, Any], key: str) -> int:
@@ -135,9 +153,26 @@ def _reason(error: requests.RequestException) -> str:
     return found.group(1).strip() if found else type(error).__name__
 
 
+class _Unreachable(MetricsError):
+    """Nothing answered at that address (refused, or no answer in time); ``reason`` says which."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where} {reason}")
+        self.reason = reason
+
+
+class _Refused(MetricsError):
+    """The management API refused the credentials or the access."""
+
+
 class RabbitManagement:
     """:class:`~mqusers.brokers.model.Source` for RabbitMQ: the management API at ``url`` (e.g.
-    :func:`management_url`) as ``user``; ``vhost`` is the one the load's destinations live in."""
+    :func:`management_url`) as ``user``; ``vhost`` is the one the load's destinations live in.
+
+    With ``stomp_port`` (the URL was not given but guessed), ``url`` and then each of ``alternatives``
+    is tried until one belongs to the broker listening on that STOMP port: a management API on the
+    default port may be another broker's, whose figures would silently stand for this one's.
+    """
 
     name = "rabbitmq"
     #: The management API refreshes its figures every collect_statistics_interval (0.5 s on the local
@@ -145,17 +180,57 @@ class RabbitManagement:
     #: messages short): two readings this far apart that agree have settled on the local service.
     settle_s = 2.5
 
-    def __init__(self, url: str, user: str, password: str, *, vhost: str = "/", timeout: float = 5.0) -> None:
-        self.url = url.rstrip("/")
+    def __init__(
+        self,
+        url: str,
+        user: str,
+        password: str,
+        *,
+        vhost: str = "/",
+        timeout: float = 5.0,
+        stomp_port: int | None = None,
+        alternatives: tuple[str, ...] = (),
+    ) -> None:
         self.user = user
         self.vhost = vhost
         self.timeout = timeout
-        self._shown = _without_credentials(url)
+        self.stomp_port = stomp_port
+        self._candidates = [url, *alternatives]
+        self._found = stomp_port is None
+        self._use(url)
         self._session = requests.Session()
         self._session.auth = (user, password)
 
+    def _use(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self._shown = _without_credentials(url)
+
+    def _find(self) -> Any:
+        """The overview of the first candidate whose broker listens on :attr:`stomp_port`."""
+        tried = []
+        for url in self._candidates:
+            self._use(url)
+            try:
+                overview = self._get("overview")
+            except _Unreachable as error:
+                tried.append(f"{self._shown} {error.reason}")
+                continue
+            except _Refused:
+                raise  # a management API that refuses these credentials: that is the line to read
+            except MetricsError as error:  # something else listens there
+                tried.append(str(error))
+                continue
+            ports = stomp_ports(overview) if isinstance(overview, dict) else []
+            if not ports or self.stomp_port in ports:
+                self._found = True
+                return overview
+            tried.append(f"{self._shown} is another broker's (STOMP on {', '.join(map(str, ports))})")
+        self._use(self._candidates[0])
+        raise MetricsError(f"no RabbitMQ management API of the broker on STOMP port {self.stomp_port}: "
+                           f"{'; '.join(tried)}; give it with --mq-broker-metrics-url")  # fmt: skip
+
     def broker(self) -> BrokerFigures:
-        overview = self._get("overview")
+        overview = self._get("overview") if self._found else self._find()
         nodes = self._get("nodes")
         if not isinstance(overview, dict) or not isinstance(nodes, list):
             raise MetricsError(f"RabbitMQ management at {self._shown} answered /api/overview or /api/nodes oddly")
@@ -197,13 +272,13 @@ class RabbitManagement:
             if expired is not timer:
                 raise
             self._reset()
-            raise MetricsError(f"{where} did not answer within {self.timeout:g}s") from None
+            raise _Unreachable(where, f"did not answer within {self.timeout:g}s") from None
         except requests.Timeout:
             self._reset()
-            raise MetricsError(f"{where} did not answer within {self.timeout:g}s") from None
+            raise _Unreachable(where, f"did not answer within {self.timeout:g}s") from None
         except requests.ConnectionError as error:
             self._reset()
-            raise MetricsError(f"{where} is unreachable ({_reason(error)})") from None
+            raise _Unreachable(where, f"is unreachable ({_reason(error)})") from None
         except (requests.RequestException, ValueError) as error:
             self._reset()
             raise MetricsError(f"{where} did not answer /api/{path} with JSON ({type(error).__name__})") from None
@@ -211,10 +286,10 @@ class RabbitManagement:
             timer.close()
         status = response.status_code
         if status == 401:
-            raise MetricsError(f"{where} refused the credentials (user {self.user})")
+            raise _Refused(f"{where} refused the credentials (user {self.user})")
         if status == 403:
             needs = f"the monitoring tag and access to vhost {self.vhost}"
-            raise MetricsError(f"{where} refused user {self.user} access to /api/{path} (HTTP 403): it needs {needs}")
+            raise _Refused(f"{where} refused user {self.user} access to /api/{path} (HTTP 403): it needs {needs}")
         if status == 404:
             return None
         if status != 200:

@@ -19,7 +19,7 @@ MODES = ("auto", "off", "activemq", "rabbitmq")
 @dataclass(frozen=True)
 class BrokerMetricsSettings:
     mode: str = "auto"
-    #: RabbitMQ's management API; None: http://<the broker's host>:15672.
+    #: RabbitMQ's management API; None: looked for (:func:`mqusers.brokers.rabbitmq.management_urls`).
     url: str | None = None
     #: The management API's login; None: the STOMP login (--mq-user / --mq-password).
     user: str | None = None
@@ -43,7 +43,8 @@ OPTIONS: tuple[Option, ...] = (
         "mq-broker-metrics-url",
         "url",
         parse_http_url,
-        "RabbitMQ management API URL (default http://<broker host>:15672)",
+        "RabbitMQ management API URL (default: port 15672 on the broker's host, or shifted as the STOMP port is; "
+        "kept only if that broker listens on the STOMP port)",
         ui=False,
     ),
     Option("mq-broker-metrics-user", "user", text, "management API login (default: --mq-user)", ui=False),

@@ -24,7 +24,7 @@ import services
 from mqusers.brokers.activemq import ActiveMQStatistics
 from mqusers.brokers.jvm import JvmProbe
 from mqusers.brokers.model import DestinationFigures, MetricsError
-from mqusers.brokers.rabbitmq import RabbitManagement, management_url
+from mqusers.brokers.rabbitmq import RabbitManagement, management_url, management_urls
 from mqusers.client import ClientConfig
 from mqusers.parsing import parse_broker_url
 from tests.integration import broker_stats
@@ -283,6 +283,26 @@ def test_rabbitmq_broker_figures_are_plausible(
     assert figures["alarms"] == []
     pid = str(services.pid("rabbitmq"))  # the service script's own record of the node's process
     assert figures["instance"].startswith("rabbit@") and figures["instance"].endswith(f"/{pid}")
+
+
+@pytest.mark.rabbitmq
+def test_a_guessed_management_api_is_kept_only_when_its_broker_listens_on_the_stomp_port() -> None:
+    services.start("rabbitmq")
+    first, *others = management_urls(parse_broker_url(f"stomp://127.0.0.1:{RABBITMQ}"))
+    ours = RabbitManagement(first, "guest", "guest", stomp_port=RABBITMQ, alternatives=tuple(others))
+    assert ours.broker()["instance"].endswith(f"/{services.pid('rabbitmq')}")
+    assert ours.url == f"http://127.0.0.1:{MANAGEMENT}"
+    ours.close()
+    # ActiveMQ's STOMP port: the RabbitMQ answering on the management port is not that broker.
+    first, *others = management_urls(parse_broker_url(f"stomp://127.0.0.1:{ACTIVEMQ}"))
+    theirs = RabbitManagement(first, "guest", "guest", stomp_port=ACTIVEMQ, alternatives=tuple(others))
+    with pytest.raises(MetricsError) as refused:
+        theirs.broker()
+    line = str(refused.value)
+    assert line.startswith(f"no RabbitMQ management API of the broker on STOMP port {ACTIVEMQ}: ")
+    assert f"http://127.0.0.1:{MANAGEMENT} is another broker's (STOMP on {RABBITMQ})" in line
+    assert line.endswith("give it with --mq-broker-metrics-url") and "\n" not in line
+    theirs.close()
 
 
 @pytest.mark.rabbitmq

@@ -294,6 +294,46 @@ def test_the_management_url_is_beside_the_first_stomp_host() -> None:
     assert rabbitmq.management_url(parse_broker_url("stomp://[::1]:61613"), 8080) == "http://[::1]:8080"
 
 
+def test_the_management_api_is_looked_for_beside_the_stomp_port_and_kept_only_if_it_is_that_brokers() -> None:
+    # 15672, then as far from it as the STOMP port is from 61613 and from 61614 (the project's services).
+    urls = rabbitmq.management_urls(parse_broker_url("stomp://mq:61624"))
+    assert urls == ["http://mq:15672", "http://mq:15683", "http://mq:15682"]
+    assert rabbitmq.management_urls(parse_broker_url("stomp://mq:61613")) == ["http://mq:15672", "http://mq:15671"]
+
+
+def brokers(listening: dict[int, int]) -> Callable[..., requests.Response]:
+    """Management APIs by port, each of a broker whose STOMP listens on the port given; others refuse."""
+
+    def get(session: requests.Session, url: str, **kwargs: Any) -> requests.Response:
+        port = int(url.split(":")[2].split("/")[0])
+        if port not in listening:
+            raise requests.ConnectionError("[Errno 111] Connection refused")
+        overview = {"listeners": [{"protocol": "amqp", "port": 5672}, {"protocol": "stomp", "port": listening[port]}]}
+        return answering(200, json.dumps(overview if url.endswith("/overview") else []).encode())(url)
+
+    return get
+
+
+def test_a_guessed_management_api_of_another_broker_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    first, *others = rabbitmq.management_urls(parse_broker_url("stomp://127.0.0.1:61624"))
+    monkeypatch.setattr(requests.Session, "get", brokers({15672: 61614, 15682: 61624}))
+    source = RabbitManagement(first, "guest", "guest", stomp_port=61624, alternatives=tuple(others))
+    source.broker()
+    assert source.url == "http://127.0.0.1:15682"  # 15672 is the first broker's, 15683 refused
+
+    monkeypatch.setattr(requests.Session, "get", brokers({15672: 61614}))
+    source = RabbitManagement(first, "guest", "guest", stomp_port=61624, alternatives=tuple(others))
+    with pytest.raises(MetricsError) as none:
+        source.broker()
+    assert str(none.value) == (
+        "no RabbitMQ management API of the broker on STOMP port 61624: http://127.0.0.1:15672 is another broker's "
+        "(STOMP on 61614); http://127.0.0.1:15683 is unreachable (Connection refused); http://127.0.0.1:15682 is "
+        "unreachable (Connection refused); give it with --mq-broker-metrics-url"
+    )
+    # Given with --mq-broker-metrics-url (no stomp_port): taken as it is, e.g. behind a port mapping.
+    assert RabbitManagement("http://127.0.0.1:15672", "guest", "guest").broker() == {"alarms": []}
+
+
 def answering(status: int, body: bytes = b"{}") -> Callable[..., requests.Response]:
     def get(url: str, **kwargs: Any) -> requests.Response:
         response = requests.Response()
