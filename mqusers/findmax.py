@@ -13,7 +13,7 @@ is unit-tested on a model broker: doubling from a start rate until a step fails,
 down to a 5 % bracket, then the same between the highest step within the latency bound and the
 lowest above it. A failed step whose generator was not clearly idle is run again with more
 generator processes before the broker is blamed; when the generator or the machine stays the
-limit, the search stops and says so rather than report that limit as the broker's.
+limit, the search narrows below it and says so rather than report that limit as the broker's.
 """
 
 from __future__ import annotations
@@ -190,8 +190,10 @@ class Search:
     slo_failed_rate: float | None = None
     #: Why the search ended.
     ended: str = ""
-    #: ``generator`` or ``machine`` when that, not the broker, failed last: the figures are lower bounds.
+    #: ``generator`` or ``machine`` when that, not the broker, failed at the lowest failed rate: the
+    #: figures are lower bounds; ``limited`` says where and with which figures.
     limit: str = ""
+    limited: str = ""
     #: The step that first set the relative latency bound (the first to keep up).
     baseline: Step | None = None
 
@@ -243,17 +245,16 @@ def search(
         found.steps.extend(runs)
         tried.add(at)
         size = runs[-1].processes
-        if runs[-1].limit in ("generator", "machine"):
-            found.limit = runs[-1].limit
-            found.ended = f"the {found.limit} was the limit at {at:,.0f} msg/s ({generator_figures(runs[-1])})"
         return runs[-1]
 
-    while (step := run(rate)) is not None and not found.limit:
+    while (step := run(rate)) is not None:
         if step.sustained:
             low = max(low, rate)
-        else:
-            high = min(high, rate)
-            hint = step.achieved if step.achieved < CAPPED_FRACTION * rate else hint
+        elif rate < high:  # the lowest failure says whose limit bounds the search from above
+            high = rate
+            found.limit = step.limit if step.limit in ("generator", "machine") else ""
+            found.limited = f"at {rate:,.0f} msg/s ({generator_figures(step)})" if found.limit else ""
+            hint = step.achieved if step.achieved < CAPPED_FRACTION * rate and not found.limit else hint
         if high == math.inf:
             if rate >= ceiling:
                 found.ended = f"no step failed up to the ceiling {ceiling:,.0f} msg/s"
@@ -269,7 +270,7 @@ def search(
             break
     else:
         found.ended = found.ended or _spent(found, steps)
-    found.max_rate, found.failed_rate = low or None, high if high < math.inf else None
+    found.max_rate, found.failed_rate = low or None, high if high < math.inf and not found.limit else None
     _latency_search(found, run, steps)
     return found
 
@@ -281,7 +282,7 @@ def _latency_search(found: Search, run: Callable[[float], Step | None], steps: i
         slo_high = min((s.rate for s in found.steps if s.rate > slo_low and not s.sustainable
                         and (s.sustained or s.limit == "broker")), default=math.inf)  # fmt: skip
         found.slo_rate, found.slo_failed_rate = slo_low or None, slo_high if slo_high < math.inf else None
-        if found.limit or not slo_low or slo_high == math.inf or slo_high / slo_low <= BRACKET:
+        if not slo_low or slo_high == math.inf or slo_high / slo_low <= BRACKET:
             return
         if run(math.sqrt(slo_low * slo_high)) is None:
             found.ended += f"; the latency bound's bracket left wider than {BRACKET - 1:.0%} ({_spent(found, steps)})"

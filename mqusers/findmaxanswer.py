@@ -66,7 +66,7 @@ def figures(found: Search, bound: LatencyBound | None) -> tuple[Figure, Figure |
 
 def _figure(found: Search, rate: float | None, failed: float | None, held: Any, why_not: Any) -> Figure:
     if rate is None:
-        return Figure(None, "none", found.ended)
+        return Figure(None, "none", f"{found.ended}; {_limited(found)}" if found.limit else found.ended)
     step = max((s for s in found.steps if s.rate == rate and held(s)), key=lambda s: s.flaky is False)
     flaky = step.rerun_after if step.flaky else ""
     if failed is not None:
@@ -76,12 +76,16 @@ def _figure(found: Search, rate: float | None, failed: float | None, held: Any, 
     return Figure(rate, "lower", _why_lower(found), step.mb_per_s, flaky)
 
 
+def _limited(found: Search) -> str:
+    advice = "run the generator on another machine than the broker"
+    if found.limit == "generator":
+        advice = "add workers on other machines (--master --expect-workers N)"
+    return f"limit: {found.limit}, not the broker, {found.limited}; {advice}"
+
+
 def _why_lower(found: Search) -> str:
     if found.limit:
-        advice = "run the generator on another machine than the broker"
-        if found.limit == "generator":
-            advice = "add workers on other machines (--master --expect-workers N)"
-        return f"limit: {found.limit}, not the broker: {found.ended}; {advice}"
+        return _limited(found)
     if found.ended.startswith("no step failed up to the ceiling"):
         return "no step failed up to the ceiling; raise --max-rate"
     if found.ended.endswith("steps run"):
@@ -103,7 +107,7 @@ def lines(found: Search, bound: LatencyBound | None, criterion_text: str) -> lis
     grown = [s for s in found.steps if s.sustained and s.rerun_after and not s.flaky]
     out += [f"note: {s.rate:,.0f} msg/s held with {s.processes} generator processes after failing with fewer"
             f" ({s.rerun_after})" for s in grown]  # fmt: skip
-    starved = [f"{s.rate:,.0f}" for s in found.steps if s.limit == "machine"]
+    starved = list(dict.fromkeys(f"{s.rate:,.0f}" for s in found.steps if s.limit == "machine"))
     if starved:
         out.append(f"note: at {', '.join(starved)} msg/s the generator lagged with CPU to spare: other processes"
                    " (a broker on the same machine) took the CPU; those steps tell the machine's limit")  # fmt: skip

@@ -75,12 +75,19 @@ def test_the_search_brackets_the_capacity_within_five_percent_in_ten_steps(capac
     assert all(s.sustained == (s.rate <= capacity) for s in found.steps)
 
 
-def test_the_generator_failing_at_its_largest_size_stops_the_search_and_says_so() -> None:
-    found = search(model(50_000.0, generator=9_000.0), 1000.0, processes=1, max_processes=2)
-    assert found.limit == "generator" and found.max_rate == 8_000.0 and found.failed_rate is None
-    assert [(s.rate, s.processes) for s in found.steps][-2:] == [(16_000.0, 1), (16_000.0, 2)]  # grown, then judged
-    assert found.ended == ("the generator was the limit at 16,000 msg/s (2 generator processes, busiest CPU 99 % of a"
-                           " core, loop lag p99 45.0 ms: generator saturated)")  # fmt: skip
+def test_the_generator_failing_at_its_largest_size_bounds_the_search_and_says_so() -> None:
+    found = search(model(50_000.0, generator=9_000.0), 1000.0, processes=1, max_processes=2, steps=14)
+    assert found.limit == "generator" and found.failed_rate is None  # no failure was the broker's
+    assert found.max_rate is not None and 9_000 / 1.05 <= found.max_rate <= 9_000  # narrowed below the limit
+    assert [(s.rate, s.processes) for s in found.steps][4:6] == [(16_000.0, 1), (16_000.0, 2)]  # grown, then judged
+    assert all(s.processes == 2 for s in found.steps[5:])
+    assert found.ended == "bracketed within 5%"
+    lowest = min(s.rate for s in found.steps if not s.sustained)
+    assert found.limited == (f"at {lowest:,.0f} msg/s (2 generator processes, busiest CPU 99 % of a core, loop lag"
+                             " p99 45.0 ms: generator saturated)")  # fmt: skip
+    broker_below = search(model(7_000.0, generator=9_000.0), 1000.0, max_processes=2, steps=14)
+    assert broker_below.limit == "" and broker_below.failed_rate is not None  # the lowest failure was the broker's
+    assert 7_000 / 1.05 <= (broker_below.max_rate or 0) <= 7_000
 
 
 def test_a_generator_late_on_schedule_gets_more_processes_before_the_broker_is_blamed() -> None:

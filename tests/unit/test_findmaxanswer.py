@@ -116,15 +116,21 @@ def test_a_flaky_step_and_a_grown_generator_are_said_so() -> None:
 
 
 def test_the_generator_or_the_machine_as_the_limit_is_a_lower_bound_with_its_figures() -> None:
-    ended = ("the generator was the limit at 16,000 msg/s (2 generator processes, busiest CPU 99 % of a core, loop lag"
-             " p99 45.0 ms: generator saturated)")  # fmt: skip
+    limited = ("at 16,000 msg/s (2 generator processes, busiest CPU 99 % of a core, loop lag p99 45.0 ms: generator"
+               " saturated)")  # fmt: skip
     found = Search(steps=[kept(8000.0), failed(16_000.0, "generator saturated", "generator", processes=2)],
-                   max_rate=8000.0, ended=ended, limit="generator")  # fmt: skip
+                   max_rate=8000.0, ended="12 steps run", limit="generator", limited=limited)  # fmt: skip
     keeps_up, _ = findmaxanswer.figures(found, None)
     assert keeps_up.bound == "lower" and keeps_up.text().startswith("at least 8,000 msg/s")
-    assert f"limit: generator, not the broker: {ended}; add workers on other machines" in keeps_up.why
+    assert keeps_up.why == (f"limit: generator, not the broker, {limited}; add workers on other machines"
+                            " (--master --expect-workers N)")  # fmt: skip
     found.limit = "machine"
     assert "run the generator on another machine than the broker" in findmaxanswer.figures(found, None)[0].why
+    starved = Search(steps=[failed(1000.0, limit="machine")], ended="not kept up with even at 1 msg/s", limit="machine",
+                     limited="at 1 msg/s (...)")  # fmt: skip
+    assert findmaxanswer.figures(starved, None)[0].why == (
+        "not kept up with even at 1 msg/s; limit: machine, not the broker, at 1 msg/s (...); run the generator on"
+        " another machine than the broker")  # fmt: skip
     nothing = Search(steps=[failed(1000.0)], ended="not kept up with even at 1 msg/s")
     assert findmaxanswer.document(nothing, None, "C")["bound"] == "none"
     assert (
