@@ -4,18 +4,19 @@ One :class:`LoopLag` greenlet per process feeds every watcher (this monitor, the
 listener); while a test runs :class:`Health` judges each second from:
 
 - **gevent loop lag**: the probe sleeps ``LAG_PERIOD_S`` and records by how much each wake-up
-  overshot. A busy loop stamps receive times late and paces sends late, so latency measured
+  overshot. A late loop stamps receive times late and paces sends late, so latency measured
   meanwhile is the generator's own.
-- **CPU**: the process's CPU time over each second, in percent of one core (gevent runs on one).
+- **CPU** (:class:`~mqusers.measure.cpu.CpuSampler`): the process's CPU time over each second, in
+  percent of one core (gevent runs on one); the loop's wait for a core, the machine's busy and steal
+  time: why a loop that did not use its core was late.
 - **Blocked sends**: a producer whose send is in progress and has not moved for ``BLOCKED_S`` is
   blocked by the broker (producer flow control, a full store, a stalled broker): the broker's
   doing, reported apart from the generator's verdict.
 
-A second is *saturated* when CPU >= ``CPU_SATURATED`` or the loop lag in it reached
-``LAG_SATURATED_MS``; the process's verdict is ``saturated`` when at least ``SATURATED_SECONDS``
-seconds were, else ``ok``. The thresholds come from runs on a 2-core machine (README, "The
-generator's verdict"): a paced light run stays below 25 % CPU and 3 ms lag; an unpaced run pins
-one core at 97-100 % with lag of 20-200 ms.
+Each second is ``ok``, ``saturated`` or ``contended`` and the process's verdict follows
+(:mod:`mqusers.verdicts`, which also says the run's). The thresholds come from runs on a 2-core
+machine (README, "The generator's verdict"): a paced light run stays below 25 % CPU and 3 ms lag;
+an unpaced run pins one core at 97-100 % with lag of 20-200 ms.
 """
 
 from __future__ import annotations
@@ -24,19 +25,18 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 import gevent
 from hdrh.histogram import HdrHistogram
 
+from mqusers import verdicts
+from mqusers.measure.cpu import CpuInterval, CpuSampler
 from mqusers.names import BLOCKED, REQUEST_TYPE, event_name
+from mqusers.verdicts import BlockedReport, HealthReport
 
-CPU_SATURATED = 90.0
-LAG_SATURATED_MS = 20.0
-SATURATED_SECONDS = 3
 LAG_PERIOD_S = 0.05
 BLOCKED_S = 1.0
-VERDICTS = ("ok", "saturated")
 
 logger = logging.getLogger(__name__)
 BLOCKED_MESSAGE = "send blocked by the broker for over 1 s (producer flow control, a full store or a stalled broker)"
@@ -48,34 +48,6 @@ class BlockedError(Exception):
 
 class Sender(Protocol):
     def send_progress(self) -> tuple[bool, int]: ...
-
-
-class BlockedReport(TypedDict):
-    episodes: int
-    longest_s: float
-    blocked_now: int
-    #: When a producer was last seen blocked (epoch s): its sends were still under way until then.
-    until_s: float
-
-
-class HealthReport(TypedDict):
-    """One process's figures, shipped to the master and shown in the report's ``generator`` section."""
-
-    node: str
-    cpu_percent_max: float
-    loop_lag_ms_max: float
-    loop_lag_ms_p99: float
-    seconds: int
-    saturated_s: int
-    verdict: str
-    blocked: dict[str, BlockedReport]
-
-
-class Generator(TypedDict):
-    """The run's ``generator`` section: the worst verdict and every process's report, by node."""
-
-    verdict: str
-    processes: dict[str, HealthReport]
 
 
 @dataclass
@@ -152,6 +124,10 @@ class _Watch:
     counted: bool = False
 
 
+def _max(current: float | None, value: float | None) -> float | None:
+    return current if value is None else value if current is None else max(current, value)
+
+
 @dataclass
 class Health:
     """One process's monitor; :meth:`report` is JSON-able and merges on the master by process."""
@@ -165,20 +141,25 @@ class Health:
     cpu_percent_max: float = 0.0
     seconds: int = 0
     saturated_s: int = 0
+    contended_s: int = 0
+    #: Maxima over the late seconds: own CPU, machine busy, steal, the loop's wait for a core.
+    late: dict[str, float | None] = field(default_factory=dict)
     lag: HdrHistogram = field(default_factory=lambda: HdrHistogram(1, 3_600_000_000, 2))
     blocked: dict[str, Blocked] = field(default_factory=dict)
+    cpu: CpuSampler = field(default_factory=CpuSampler)
     _watch: dict[int, _Watch] = field(default_factory=dict)
     _warned: bool = False
     _wall: float = 0.0
-    _cpu: float = 0.0
     _second_lag: float = 0.0
 
     def start(self) -> None:
         self.stop()
-        self.cpu_percent_max, self.seconds, self.saturated_s, self._warned = 0.0, 0, 0, False
+        self.cpu_percent_max, self.seconds, self.saturated_s, self.contended_s = 0.0, 0, 0, 0
+        self._warned, self.late = False, {}
         self.lag.reset()
         self.blocked, self._watch = {}, {}
-        self._wall, self._cpu, self._second_lag = time.perf_counter(), time.process_time(), 0.0
+        self._wall, self._second_lag = time.perf_counter(), 0.0
+        self.cpu.start()
         PROBE.watch(self._on_lag)
 
     def stop(self) -> None:
@@ -189,22 +170,31 @@ class Health:
         self._second_lag = max(self._second_lag, lag_ms)
         now = time.perf_counter()
         if now - self._wall >= 1.0:
-            cpu = time.process_time()
-            cpu_percent = 100.0 * (cpu - self._cpu) / (now - self._wall)
-            self._second(cpu_percent, self._second_lag)
+            interval = self.cpu.sample()
+            self._second(interval, self._second_lag)
             if self.on_second is not None:
-                self.on_second(self.node, int(time.time()), cpu_percent, self._second_lag)
+                self.on_second(self.node, int(time.time()), interval.cpu_percent, self._second_lag)
             self._sample_blocked(now)
-            self._wall, self._cpu, self._second_lag = now, cpu, 0.0
+            self._wall, self._second_lag = now, 0.0
 
-    def _second(self, cpu_percent: float, lag_ms: float) -> None:
+    def _second(self, interval: CpuInterval, lag_ms: float) -> None:
         self.seconds += 1
-        self.cpu_percent_max = max(self.cpu_percent_max, cpu_percent)
-        if cpu_percent >= CPU_SATURATED or lag_ms >= LAG_SATURATED_MS:
+        self.cpu_percent_max = max(self.cpu_percent_max, interval.cpu_percent)
+        kind = verdicts.second(interval.cpu_percent, lag_ms, interval.wait_ms)
+        if kind == "ok":
+            return
+        if kind == "saturated":
             self.saturated_s += 1
-            if self.saturated_s == SATURATED_SECONDS and not self._warned:
-                self._warned = True
-                logger.warning("mqusers: %s", saturation_sentence(self.node, cpu_percent, lag_ms))
+        else:
+            self.contended_s += 1
+        for key, value in (("cpu", interval.cpu_percent), ("machine", interval.machine_percent),
+                           ("steal", interval.steal_percent), ("wait", interval.wait_ms)):  # fmt: skip
+            self.late[key] = _max(self.late.get(key), value)
+        verdict = self.verdict()
+        if verdict != "ok" and not self._warned:
+            self._warned = True
+            judged = {"verdict": verdict, "processes": {self.node: self.report()}}
+            logger.warning("mqusers: %s", verdicts.sentence(judged))
 
     def _sample_blocked(self, now: float) -> None:
         live: set[int] = set()
@@ -244,10 +234,15 @@ class Health:
         self._watch = {k: w for k, w in self._watch.items() if k in live}
 
     def verdict(self) -> str:
-        return "saturated" if self.saturated_s >= SATURATED_SECONDS else "ok"
+        return verdicts.process_verdict(self.saturated_s, self.contended_s)
 
     def report(self) -> HealthReport:
-        lag = self.lag
+        lag, late = self.lag, self.late
+
+        def rounded(key: str) -> float | None:
+            value = late.get(key)
+            return None if value is None else round(value, 1)
+
         return {
             "node": self.node,
             "cpu_percent_max": round(self.cpu_percent_max, 1),
@@ -255,32 +250,11 @@ class Health:
             "loop_lag_ms_p99": lag.get_value_at_percentile(99) / 1000.0 if lag.get_total_count() else 0.0,
             "seconds": self.seconds,
             "saturated_s": self.saturated_s,
+            "contended_s": self.contended_s,
+            "late_cpu_percent_max": rounded("cpu"),
+            "machine_cpu_percent_max": rounded("machine"),
+            "steal_percent_max": rounded("steal"),
+            "cpu_wait_ms_max": rounded("wait"),
             "verdict": self.verdict(),
             "blocked": {d: b.as_dict() for d, b in self.blocked.items()},
         }
-
-
-def saturation_sentence(node: str, cpu_percent: float, lag_ms: float) -> str:
-    """The one plain sentence a user reads when the generator was the limit."""
-    return (
-        f"the load generator ({node}) is saturated (CPU {cpu_percent:.0f} %, loop lag {lag_ms:.0f} ms): latency "
-        "figures of this period are the generator's, not the broker's; add workers (--processes) or lower the rate"
-    )
-
-
-def overall(reports: dict[str, HealthReport]) -> Generator:
-    """The run's ``generator`` section: every process's figures and the worst verdict."""
-    worst = max((r["verdict"] for r in reports.values()), key=VERDICTS.index, default="ok")
-    return {"verdict": worst, "processes": reports}
-
-
-def blocked_by_destination(reports: dict[str, HealthReport]) -> dict[str, dict[str, float]]:
-    """Blocked-send episodes summed over processes, per destination; the last time one was seen."""
-    out: dict[str, dict[str, float]] = {}
-    for report in reports.values():
-        for destination, b in report["blocked"].items():
-            mine = out.setdefault(destination, {"episodes": 0, "longest_s": 0.0, "until_s": 0.0})
-            mine["episodes"] += b["episodes"]
-            mine["longest_s"] = max(mine["longest_s"], b["longest_s"])
-            mine["until_s"] = max(mine["until_s"], b["until_s"])
-    return out

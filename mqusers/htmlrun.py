@@ -17,6 +17,7 @@ from mqusers.htmltables import Html, facts, number, table, when
 from mqusers.measure.book import percentile_plot
 from mqusers.names import RECEIVE, split_event_name
 from mqusers.options import OPTIONS, SECRET_FIELDS, Settings
+from mqusers.verdicts import sentence
 
 #: The audit's columns in the HTML table, as the JSON names them.
 AUDIT_COLUMNS = ("sent", "received", "lost", "duplicated", "reordered", "redelivered", "unconfirmed", "foreign")
@@ -64,7 +65,10 @@ def what_ran(document: dict[str, Any]) -> str:
     load = "; ".join(filter(None, [users and f"users: {users}", scenario.get("rate"),
                                    size and f"{number(size)} B messages"]))  # fmt: skip
     duration = document.get("stopped", 0.0) - document.get("started", 0.0)
-    verdict = str(document.get("generator", {}).get("verdict", "-"))
+    generator = document.get("generator", {})
+    verdict = str(generator.get("verdict", "-"))
+    # The run's own words; a report saved before they were in the JSON has them worked out again.
+    said = generator.get("sentence") or (sentence(generator) if generator.get("processes") else "")
     return facts([
         ("scenario", scenario.get("locustfile")),
         ("broker", broker_named(document)),
@@ -74,7 +78,8 @@ def what_ran(document: dict[str, Any]) -> str:
                     or "none given"),
         ("run", f"{document.get('run_id', '?')}, {when(document.get('started', 0.0))}, {number(duration, 's')} s, "
                 f"ended by {document.get('ended_by', '?')}"),
-        ("generator verdict", Html(f'<b class="verdict-{escape(verdict)}">{escape(verdict)}</b>')),
+        ("generator verdict", Html(f'<b class="verdict-{escape(verdict)}">{escape(verdict)}</b> '
+                                   f'<span class="generator-words">{escape(said.partition(": ")[2])}</span>')),
     ])  # fmt: skip
 
 
@@ -121,10 +126,12 @@ def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
                          for w, c in sorted(clocks.items())), "clocks")  # fmt: skip
     generator = document.get("generator", {"verdict": "-", "processes": {}})
     processes = table(["process", "verdict", "CPU max %", "loop lag max ms", "loop lag p99 ms", "saturated s",
-                       "measured s"],
+                       "contended s", "measured s", "late: CPU max %", "late: machine max %", "late: steal max %",
+                       "late: wait for a core max ms/s"],
                       ([n, p["verdict"], p["cpu_percent_max"], p["loop_lag_ms_max"], p["loop_lag_ms_p99"],
-                        p["saturated_s"], p["seconds"]] for n, p in sorted(generator["processes"].items())),
-                      "generator")  # fmt: skip
+                        p["saturated_s"], p.get("contended_s"), p["seconds"], p.get("late_cpu_percent_max"),
+                        p.get("machine_cpu_percent_max"), p.get("steal_percent_max"), p.get("cpu_wait_ms_max")]
+                       for n, p in sorted(generator["processes"].items())), "generator")  # fmt: skip
     options = {k: v for k, v in document.get("options", {}).items()
                if k not in SECRET_FIELDS and v not in (None, "", [])}  # fmt: skip
     option_table = table(["option", "value"], sorted(options.items()), "options")

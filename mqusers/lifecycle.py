@@ -26,13 +26,13 @@ from mqusers import brokerwatch, endscreen, roles
 from mqusers.ending import DrainOutcome, arrival
 from mqusers.failover import failover_document
 from mqusers.faults import FaultSchedule, known_secrets
-from mqusers.health import overall
 from mqusers.htmlreport import write_html
 from mqusers.locust_stats import trim_per_second
 from mqusers.names import RECEIVE, split_event_name
 from mqusers.report import RunFacts, build_report, gate_failures
 from mqusers.reportformats import report_document, write_csv, write_json
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
+from mqusers.verdicts import broker_p99_ms, overall
 from mqusers.webui import show_report
 
 logger = logging.getLogger(__name__)
@@ -193,7 +193,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         ended_by=ctx.ended_by,
         drain=outcome,
         clocks=_clock_offsets(ctx),
-        generator=overall(ctx.generators),
+        generator=overall(ctx.generators, broker_p99_ms(ctx.book.tallies)),
         failover=failover_document(ctx.outages.records, ctx.outages.overflow, ctx.series, time.time_ns()),
         faults=ctx.faults.records if ctx.faults is not None else [],
         broker=brokerwatch.document(ctx),

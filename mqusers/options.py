@@ -299,7 +299,7 @@ OPTIONS: tuple[Option, ...] = (
         "mq-fail-on-saturation",
         "fail_on_saturation",
         parse_bool,
-        "gate: exit 3 when the load generator was saturated (true/false)",
+        "gate: exit 3 when the generator's verdict is saturated or contended (true/false)",
         default="false",
     ),
 )

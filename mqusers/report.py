@@ -13,12 +13,12 @@ from typing import Any
 from mqusers.brokerreport import broker_notes
 from mqusers.ending import DrainOutcome
 from mqusers.failover import FaultRecord, failover_notes
-from mqusers.health import Generator, blocked_by_destination, saturation_sentence
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
 from mqusers.measure.totals import DestinationRow, destination_rows
 from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.options import Settings
+from mqusers.verdicts import Generator, blocked_by_destination, overall
 
 AUDIT_KEYS = ("lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered", "redelivered",
               "in_flight", "resent", "foreign", "other_run")  # fmt: skip
@@ -38,7 +38,7 @@ class RunFacts:
     ended_by: str
     drain: DrainOutcome
     clocks: dict[str, Any] = field(default_factory=dict)
-    generator: Generator = field(default_factory=lambda: Generator(verdict="ok", processes={}))
+    generator: Generator = field(default_factory=lambda: overall({}))
     #: :func:`mqusers.failover.failover_document` and the ``--mq-fault`` records.
     failover: dict[str, Any] = field(default_factory=dict)
     faults: list[FaultRecord] = field(default_factory=list)
@@ -126,14 +126,10 @@ def notes(
     rows: list[Row], book: Book, facts: RunFacts, settings: Settings, blocked: Mapping[str, Mapping[str, float]]
 ) -> list[str]:
     """The plain sentences under the tables: how the run ended and what limits its figures
-    (``blocked``: :func:`~mqusers.health.blocked_by_destination` of the run's processes)."""
+    (``blocked``: :func:`~mqusers.verdicts.blocked_by_destination` of the run's processes)."""
     lines = [
         f"{_ENDINGS.get(facts.ended_by, facts.ended_by)}; drain: {facts.drain.reason} ({facts.drain.seconds:.1f} s)"
     ]
-    for node, report in sorted(facts.generator["processes"].items()):
-        if report["verdict"] == "saturated":
-            sentence = saturation_sentence(node, report["cpu_percent_max"], report["loop_lag_ms_max"])
-            lines.append(f"{sentence} ({report['saturated_s']} of {report['seconds']} s saturated)")
     for destination, episodes in sorted(blocked.items()):
         lines.append(
             f"producers to {destination} were blocked by the broker {episodes['episodes']:g} time(s), the longest "
@@ -217,6 +213,7 @@ def gate_failures(report: RunReport) -> list[str]:
     errors = report.errors
     if settings.max_errors is not None and errors > settings.max_errors:
         failures.append(f"{errors} errors in all operations > --mq-max-errors {settings.max_errors}")
-    if settings.fail_on_saturation and report.facts.generator["verdict"] == "saturated":
-        failures.append("the load generator was saturated and --mq-fail-on-saturation is set")
+    verdict = report.facts.generator["verdict"]
+    if settings.fail_on_saturation and verdict in ("saturated", "contended"):
+        failures.append(f"the load generator's verdict is {verdict} and --mq-fail-on-saturation is set")
     return failures

@@ -13,9 +13,9 @@ from typing import Any
 
 from mqusers.brokerreport import broker_table
 from mqusers.failover import failover_table
-from mqusers.health import Generator
 from mqusers.options import SECRET_FIELDS
 from mqusers.report import AUDIT_KEYS, Row, RunReport
+from mqusers.verdicts import Generator
 
 #: Sentences of the summary wrap at this width (a table is as wide as its longest destination's name).
 WIDTH = 99
@@ -135,13 +135,8 @@ def _key(column: str) -> str:
 
 
 def _generator_line(generator: Generator) -> str:
-    processes = generator["processes"].values()
-    if not processes:
-        return f"generator: {generator['verdict']}"
-    cpu = max(p["cpu_percent_max"] for p in processes)
-    lag_p99, lag_max = max(p["loop_lag_ms_p99"] for p in processes), max(p["loop_lag_ms_max"] for p in processes)
-    return (f"generator: {generator['verdict']} (CPU up to {cpu:,.0f} % of a core, event loop lag p99 "
-            f"{lag_p99:,.1f} ms, max {lag_max:,.1f} ms)")  # fmt: skip
+    """The verdict's one sentence (:func:`mqusers.verdicts.sentence`), as the JSON, web UI and HTML say it."""
+    return f"generator: {generator['sentence'] if generator['processes'] else generator['verdict']}"
 
 
 def _render(table: list[list[str]]) -> str:

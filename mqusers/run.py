@@ -27,7 +27,7 @@ from mqusers.client import ClientConfig, MqError
 from mqusers.coordination import Coordinator
 from mqusers.ending import Drain
 from mqusers.faults import FaultSchedule
-from mqusers.health import Health, HealthReport
+from mqusers.health import Health
 from mqusers.locust_stats import add_batches
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
@@ -36,6 +36,7 @@ from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
 from mqusers.options import Settings, class_brokers, read_settings
+from mqusers.verdicts import HealthReport
 
 T = TypeVar("T")
 #: How often a load process hands its recorded successes to the book, Locust's stats and the sinks.

@@ -47,7 +47,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "mq-max-errors": ("Gate: most errors", ""),
     "mq-max-lost": ("Gate: most messages lost", ""),
     "mq-min-rate": ("Gate: lowest receive rate, msg/s", ""),
-    "mq-fail-on-saturation": ("Gate: fail on a saturated generator", ""),
+    "mq-fail-on-saturation": ("Gate: fail on a saturated or contended generator", ""),
 }
 
 _BY_DEST = {option.dest: option for option in OPTIONS}

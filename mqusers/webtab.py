@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mqusers.health import Generator
 from mqusers.measure.series import Series
 from mqusers.measure.totals import DestinationRow, destination_rows
 from mqusers.report import RunReport, gate_failures
 from mqusers.run import RunContext
+from mqusers.verdicts import Generator
 
 #: Live rates are the mean over this many complete buckets of the series.
 RATE_WINDOW = 5
@@ -31,13 +31,8 @@ FACT_COLUMNS = (("fact", "Run"), ("value", "Value"))
 
 
 def generator_text(generator: Generator) -> str:
-    """The verdict with the worst process's figures, e.g. ``ok (CPU max 23 %, loop lag max 1.4 ms)``."""
-    processes = generator["processes"].values()
-    if not processes:
-        return generator["verdict"]
-    cpu = max(p["cpu_percent_max"] for p in processes)
-    lag = max(p["loop_lag_ms_max"] for p in processes)
-    return f"{generator['verdict']} (CPU max {cpu:.0f} %, loop lag max {lag:.1f} ms)"
+    """The verdict's one sentence (:func:`mqusers.verdicts.sentence`), as the console and the reports say it."""
+    return generator["sentence"] if generator["processes"] else generator["verdict"]
 
 
 def recent_rates(series: Series, destination: str, now: float, lag_s: float) -> tuple[float, float] | None:

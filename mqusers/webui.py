@@ -27,10 +27,10 @@ from typing import Any
 from flask import Response, jsonify, request, send_file
 
 from mqusers.client import MqError
-from mqusers.health import Generator, overall
 from mqusers.parsing import OptionError
 from mqusers.report import RunReport
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
+from mqusers.verdicts import Generator, broker_p99_ms, overall
 from mqusers.webform import custom_parameters, posted_values
 from mqusers.webtab import (
     COLUMNS,
@@ -148,8 +148,8 @@ def _check_form(environment: Environment, check: Check) -> Response | None:
 def _generator(environment: Environment, ctx: RunContext) -> Generator:
     # The master's copy of every worker's health; a local runner's own, live.
     if isinstance(environment.runner, MasterRunner):
-        return overall(ctx.generators)
-    return overall({ctx.health.node: ctx.health.report()})
+        return overall(ctx.generators, broker_p99_ms(ctx.book.tallies))
+    return overall({ctx.health.node: ctx.health.report()}, broker_p99_ms(ctx.book.tallies))
 
 
 def tables(environment: Environment) -> dict[str, list[dict[str, Any]]]:

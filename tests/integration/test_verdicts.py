@@ -7,13 +7,18 @@ than it can do).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 import stomp
 
-from tests.integration.conftest import Broker, run_locust, started
+from mqusers.verdicts import LAG_LATE_MS
+from tests.integration.conftest import ROOT, Broker, locust_command, run_locust, started
 
 
 class Collector(stomp.ConnectionListener):  # type: ignore[misc]
@@ -64,3 +69,54 @@ def test_paced_messages_never_leave_before_their_due_time_and_put_only_rates_are
     assert row["send_rate_mbit"] == pytest.approx(row["send_rate_msgs"] * 1024 * 8 / 1e6), row  # 1 KB bodies
     assert (row["receive_span_s"], row["receive_rate_msgs"]) == (0.0, 0.0), row
     assert f"{row['send_rate_mbit']:.2f}" in run.output and f"{row['send_span_s']:.3f}" in run.output
+
+
+HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def test_a_generator_starved_by_a_cpu_hog_is_judged_contended_not_saturated(destination, tmp_path: Path) -> None:
+    """A light paced run whose loop thread shares one core, at low priority, with a CPU hog: its loop is
+    late while it uses little CPU, as when a broker on the same machine has the cores."""
+    broker = started("activemq")
+    core = max(os.sched_getaffinity(0))
+    command = locust_command(
+        "pubsub.py", broker.url, "--mq-destination", destination("topic"), "--mq-consumers", "1", "--mq-rate", "100",
+        users=2, seconds=12, report=tmp_path / "contended.json",
+    )  # fmt: skip
+    locust = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    lines: list[str] = []
+    spawned = threading.Event()
+
+    def read() -> None:
+        for line in locust.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if "All users spawned" in line:
+                spawned.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    hog = None
+    try:
+        assert spawned.wait(30), "".join(lines)[-3000:]
+        # The hog ends by itself after 6 s (and is killed below in any case); the generator's loop
+        # thread then shares its core at nice 19: it gets a sliver of the core while the hog runs.
+        hog = subprocess.Popen([sys.executable, "-c", HOG.format(seconds=6)])
+        os.sched_setaffinity(hog.pid, {core})
+        os.sched_setaffinity(locust.pid, {core})
+        os.setpriority(os.PRIO_PROCESS, locust.pid, 19)
+        assert hog.wait(30) == 0
+        assert locust.wait(60) is not None
+    finally:
+        for process in (hog, locust):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+    reader.join(10)
+    output = "".join(lines)
+    generator = json.loads((tmp_path / "contended.json").read_text())["generator"]
+    [process] = generator["processes"].values()
+    assert generator["verdict"] == "contended", (generator, output[-3000:])
+    assert process["contended_s"] >= 3 and process["late_cpu_percent_max"] < 50, process
+    assert process["loop_lag_ms_max"] >= LAG_LATE_MS and process["cpu_wait_ms_max"] >= 100, process
+    assert f"generator verdict {generator['sentence']}" in output
+    assert "a machine of its own" in generator["sentence"] and "saturated" not in generator["sentence"]

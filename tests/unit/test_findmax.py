@@ -40,8 +40,9 @@ def test_a_step_is_sustained_only_when_every_condition_holds() -> None:
         assert not step.sustained and reason in step.reason, (reason, step.reason)
         assert step.limit == ("generator" if "generator" in reason else "broker")
     assert judge(report(1000.0), 1000.0, 5.0).p99_ms == 1.5
-    starved = judge(report(1000.0, verdict="saturated", cpu=40.0), 1000.0, 5.0)
+    starved = judge(report(1000.0, verdict="contended", cpu=40.0), 1000.0, 5.0)
     assert not starved.sustained and starved.limit == "machine"  # loop lag with CPU to spare
+    assert judge(report(1000.0, verdict="broker-slow"), 1000.0, 5.0).sustained  # the generator kept time
     assert judge({"destinations": []}, 1000.0, 5.0).reason.startswith("nothing was sent")
 
 

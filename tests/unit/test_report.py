@@ -11,6 +11,7 @@ from mqusers.options import Settings
 from mqusers.parsing import parse_broker_url
 from mqusers.report import RunFacts, build_report, gate_failures, rows_of, shortfall
 from mqusers.reportformats import CSV_COLUMNS, format_summary, report_document, write_csv
+from mqusers.verdicts import overall
 
 
 def book_of(received_ms: list[float], sent: int, errors: int = 0, span: tuple[float, float] = (100.0, 110.0)) -> Book:
@@ -37,7 +38,7 @@ def book_of(received_ms: list[float], sent: int, errors: int = 0, span: tuple[fl
 
 
 def facts(verdict: str = "ok") -> RunFacts:
-    generator = {"verdict": verdict, "processes": {}}
+    generator = {**overall({}), "verdict": verdict, "sentence": f"{verdict}: its words"}
     return RunFacts("run1", 0.0, 60.0, "time", DrainOutcome(True, 1.0, "no delivery for 5 s"), generator=generator)
 
 
@@ -89,9 +90,11 @@ def test_gates_name_the_destination_the_figure_and_the_option() -> None:
 def test_saturation_gate() -> None:
     book = book_of([1.0], sent=1)
     assert gate_failures(build_report(book, None, facts("saturated"), Settings())) == []
-    assert gate_failures(build_report(book, None, facts("saturated"), Settings(fail_on_saturation=True))) == [
-        "the load generator was saturated and --mq-fail-on-saturation is set"
-    ]
+    for verdict in ("saturated", "contended"):  # either way the latency figures are partly the generator's
+        assert gate_failures(build_report(book, None, facts(verdict), Settings(fail_on_saturation=True))) == [
+            f"the load generator's verdict is {verdict} and --mq-fail-on-saturation is set"
+        ]
+    assert gate_failures(build_report(book, None, facts("broker-slow"), Settings(fail_on_saturation=True))) == []
 
 
 def test_a_run_with_producers_that_sent_nothing_fails_a_gate_unless_it_only_consumes() -> None:
