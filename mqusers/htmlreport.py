@@ -93,7 +93,8 @@ def _matrix_section(index: int, title: str | None, document: dict[str, Any]) -> 
     tables = []
     for mode in dict.fromkeys(c["mode"] for c in document.get("cells", [])):
         latency = "round trip" if mode == "request-reply" else "forwarding"
-        rows = ([c["persistent"], c["durable"], c["size"], c.get("mean"), c.get("p99"), c.get("msgs"), c.get("mbit"),
+        rows = (["yes (store 0 B)" if c.get("persisted") is False else c["persistent"], c["durable"], c["size"],
+                 c.get("mean"), c.get("p99"), c.get("msgs"), c.get("mbit"),
                  c.get("lost"), link(c.get("report"))] for c in document["cells"] if c["mode"] == mode)  # fmt: skip
         tables.append(f"<h3>{escape(mode)}</h3>" + table(
             ["persistent", "durable", "size", f"{latency} latency mean ms", f"{latency} latency p99 ms", "msg/s",

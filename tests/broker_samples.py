@@ -22,6 +22,7 @@ def activemq(ts_ns: int, second: int, destination: str) -> BrokerSample:
             "temp_percent": 0.0,
             "connections": 5,
             "memory_bytes": 1_200_000 + 1000 * second,
+            "store_bytes": 33_554_432,
         },
         "destinations": {
             destination: {

@@ -325,8 +325,9 @@ def broker() -> dict[str, Any]:
     board.row("Broker")
     board.panel("timeseries", "Memory / store / temp usage", [broker_usage()], unit="percent", width=8)
     board.panel("timeseries", "Connections", [connections()], width=8)
-    memory_bytes = select(s.BROKER, [(f("last", "memory_bytes"), "memory")], [RUN], by=(s.SOURCE,))
-    board.panel("timeseries", "Memory used", [memory_bytes], unit="bytes", width=8)
+    used = [(f("last", "memory_bytes"), "memory"), (f("last", "store_bytes"), "store")]
+    board.panel("timeseries", "Memory and store used", [select(s.BROKER, used, [RUN], by=(s.SOURCE,))], unit="bytes",
+                width=8)  # fmt: skip
     fd = [(f("last", "fd_used"), "fd used"), (f("last", "fd_total"), "fd limit")]
     board.panel("timeseries", "File descriptors (RabbitMQ)", [select(s.BROKER, fd, [RUN], by=(s.SOURCE,))], width=8)
     alarms = select(s.BROKER, [(f("max", "alarms"), "alarms")], [RUN], by=(s.SOURCE,))

@@ -101,6 +101,7 @@ def _numbers(stats: Mapping[str, MapValue], table: tuple[tuple[str, str], ...], 
 #: (BrokerFigures field, the plugin's key)
 _BROKER_PERCENTS = (("memory_percent", "memoryPercentUsage"), ("store_percent", "storePercentUsage"),
                     ("temp_percent", "tempPercentUsage"))  # fmt: skip
+_BROKER_BYTES = (("memory_bytes", "memoryUsage"), ("store_bytes", "storeUsage"))
 #: (DestinationFigures field, the plugin's key)
 _DESTINATION_COUNTS = (
     ("enqueued", "enqueueCount"), ("dequeued", "dequeueCount"), ("dispatched", "dispatchCount"),
@@ -116,7 +117,7 @@ def broker_figures(stats: Mapping[str, MapValue]) -> BrokerFigures:
     the message memory counted against ``<memoryUsage>`` (what ``memory_percent`` is a percent of),
     not the JVM's heap (see :mod:`mqusers.brokers.jvm`).
     """
-    figures = {**_numbers(stats, _BROKER_PERCENTS, float), **_numbers(stats, (("memory_bytes", "memoryUsage"),), int)}
+    figures = {**_numbers(stats, _BROKER_PERCENTS, float), **_numbers(stats, _BROKER_BYTES, int)}
     if isinstance(stats.get("brokerId"), str):
         figures["instance"] = stats["brokerId"]  # ID:<host>-<port>-<start ms>-...: new at every start
     return cast(BrokerFigures, figures)

@@ -45,6 +45,9 @@ class BrokerFigures(TypedDict, total=False):
     temp_percent: float
     connections: int
     memory_bytes: int
+    #: What the message store uses (ActiveMQ storeUsage). 0 while persistent messages are held: a
+    #: memory-only broker (persistent="false"), or a JDBC store, which reports no usage.
+    store_bytes: int
     fd_used: int
     fd_total: int
     #: Resource alarms that block publishers (RabbitMQ: "memory", "disk"); empty when none.

@@ -62,6 +62,7 @@ BROKER_FIELDS: dict[str, FieldType] = {
     "temp_percent": "float",
     "connections": "int",
     "memory_bytes": "int",
+    "store_bytes": "int",
     "fd_used": "int",
     "fd_total": "int",
     "alarms": "int",

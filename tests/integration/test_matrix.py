@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import services
+from mqusers.matrix import NOT_PERSISTED
 from tests.integration.conftest import LOCUSTFILES, ROOT, started
 
 
@@ -18,7 +20,8 @@ def test_matrix_runs_each_cell_to_its_message_count(tmp_path: Path) -> None:
     out = tmp_path / "matrix"
     run = subprocess.run(
         [sys.executable, "-m", "mqusers.cli", "matrix", "--host", broker.url, "--modes", "queue,request-reply",
-         "--sizes", "1KB", "--messages", "200", "--out", str(out), "--mq-drain", "0.5"],
+         "--sizes", "1KB", "--messages", "200", "--out", str(out), "--json", str(tmp_path / "m.json"),
+         "--mq-drain", "0.5"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -29,6 +32,27 @@ def test_matrix_runs_each_cell_to_its_message_count(tmp_path: Path) -> None:
     queue = json.loads((out / "queue-p-1KB.json").read_text())
     [row] = queue["destinations"]
     assert (row["sent"], row["received"]) == (200, 200)
+    # The shared ActiveMQ runs persistent="false" (services/activemq.py): its persistent cells are marked.
+    assert 'persistent="false"' in (services.state_dir() / "activemq" / "conf" / "activemq.xml").read_text()
+    assert "| yes (store 0 B) |" in run.stdout and NOT_PERSISTED in run.stdout
+    cells = json.loads((tmp_path / "m.json").read_text())["cells"]
+    assert [(c["persistent"], c["persisted"]) for c in cells] == [(False, None), (True, False)] * 2
+
+
+@pytest.mark.activemq
+def test_persistent_cells_on_a_kahadb_broker_are_not_marked(tmp_path: Path) -> None:
+    broker = started("activemq-persistent")
+    assert 'persistent="true"' in (services.state_dir() / "activemq-persistent" / "conf" / "activemq.xml").read_text()
+    run = subprocess.run(
+        [sys.executable, "-m", "mqusers.cli", "matrix", "--host", broker.url, "--modes", "queue", "--sizes", "1KB",
+         "--messages", "100", "--out", str(tmp_path / "matrix"), "--json", str(tmp_path / "m.json"),
+         "--mq-drain", "0.5"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    cells = json.loads((tmp_path / "m.json").read_text())["cells"]
+    assert [(c["persistent"], c["persisted"]) for c in cells] == [(False, None), (True, True)]
+    assert cells[1]["store_bytes"] > 0 and "store 0 B" not in run.stdout
 
 
 def test_matrix_refuses_bad_input_in_one_line() -> None:

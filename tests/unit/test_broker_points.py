@@ -34,7 +34,7 @@ def test_an_activemq_sample_writes_its_figures_exactly_at_the_samples_millisecon
     broker, destination = broker_lines(TAGS, sample, TS_NS // 1_000_000)
     assert broker == (
         "mqusers_broker,run=r1,scenario=pubsub,source=activemq "
-        "memory_percent=3.0,store_percent=0.5,temp_percent=0.0,connections=5i,memory_bytes=1202000i,"
+        "memory_percent=3.0,store_percent=0.5,temp_percent=0.0,connections=5i,memory_bytes=1202000i,store_bytes=33554432i,"
         "heap_used_mb=182.5,heap_committed_mb=512.0,gc_count=42i,gc_seconds=0.808,threads=61i,cpu_percent=35.0 "
         "1700000000123"
     )

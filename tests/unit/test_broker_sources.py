@@ -52,7 +52,8 @@ def test_the_plugins_destination_map_becomes_destination_figures() -> None:
 
 def test_the_plugins_broker_map_becomes_broker_figures_without_a_connection_count() -> None:
     figures = activemq.broker_figures(activemq.parse_map_json(sample("activemq-broker.json")))
-    assert set(figures) == {"memory_percent", "store_percent", "temp_percent", "memory_bytes", "instance"}
+    assert set(figures) == {"memory_percent", "store_percent", "temp_percent", "memory_bytes", "store_bytes",
+                            "instance"}  # fmt: skip
     assert figures["instance"] == "ID:vm-36495-1796320201639-0:1"  # the brokerId: new at every start
     assert all(0.0 <= figures[key] <= 100.0 for key in ("memory_percent", "store_percent", "temp_percent"))  # type: ignore[literal-required]
 
