@@ -25,7 +25,8 @@ NAMES = {"run": "run", "find-max": "find-max search", "curve": "latency curve", 
          "matrix": "matrix"}  # fmt: skip
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """A file of ``mqusers/web``: the page's script, styles, uPlot; the web UI's form script."""
     return resources.files("mqusers").joinpath("web", name).read_text(encoding="utf-8")
 
 
@@ -161,12 +162,12 @@ def render(documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{escape(heading)}</title>
-<style>{_asset("uPlot.min.css")}</style><style>{_asset("report.css")}</style></head>
+<style>{asset("uPlot.min.css")}</style><style>{asset("report.css")}</style></head>
 <body><header><h1>{escape(heading)}</h1>{source}</header>
 {"".join(body)}
 <script id="report-data" type="application/json">{payload}</script>
-<script>{_asset("uPlot.iife.min.js")}</script>
-<script>{_asset("report.js")}</script>
+<script>{asset("uPlot.iife.min.js")}</script>
+<script>{asset("report.js")}</script>
 </body></html>
 """
 

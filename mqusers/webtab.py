@@ -21,8 +21,10 @@ from mqusers.verdicts import Generator
 #: Live rates are the mean over this many complete buckets of the series.
 RATE_WINDOW = 5
 #: The destination table: (row key, column title). Live and final rows share it.
+#: Locust's table shows a cell as it is given: the figures are text with thousands separators, one
+#: format per kind (counts whole, rates to 0.1 msg/s, latency in whole µs).
 COLUMNS = (("destination", "Destination"), ("sent", "Sent"), ("received", "Received"),
-           ("sent_per_s", "Sent/s"), ("received_per_s", "Received/s"), ("backlog", "Backlog"),
+           ("sent_per_s", "Sent msg/s"), ("received_per_s", "Received msg/s"), ("backlog", "Backlog"),
            ("p50_us", "p50 µs"), ("p99_us", "p99 µs"), ("p999_us", "p99.9 µs"), ("max_us", "max µs"),
            ("lost", "Lost"), ("duplicated", "Dup."), ("foreign", "Foreign"), ("errors", "Errors"),
            ("generator", "Generator"))  # fmt: skip
@@ -54,24 +56,25 @@ def recent_rates(series: Series, destination: str, now: float, lag_s: float) -> 
     return sum(b.sent for b in window) / seconds, sum(b.received for b in window) / seconds
 
 
-def _us(figures: dict[str, float], key: str) -> int | None:
+def _us(figures: dict[str, float], key: str) -> str | None:
     value = figures.get(key)
-    return None if value is None else round(value * 1000)
+    return None if value is None else f"{round(value * 1000):,}"
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.1f}"
 
 
 def _row(totals: DestinationRow, audit: dict[str, Any], verdict: str) -> dict[str, Any]:
     latency = totals.receive.latency_ms()
+    counts = {"sent": totals.sent, "received": totals.received, "backlog": totals.backlog,
+              "lost": audit.get("lost", 0), "duplicated": audit.get("duplicated", 0),
+              "foreign": audit.get("foreign", 0), "errors": totals.errors}  # fmt: skip
     return {
         "name": totals.destination,  # the page keys its rows by name
         "destination": totals.destination,
-        "sent": totals.sent,
-        "received": totals.received,
-        "backlog": totals.backlog,
+        **{key: f"{value:,}" for key, value in counts.items()},
         **{f"{key}_us": _us(latency, key) for key in ("p50", "p99", "p999", "max")},
-        "lost": audit.get("lost", 0),
-        "duplicated": audit.get("duplicated", 0),
-        "foreign": audit.get("foreign", 0),
-        "errors": totals.errors,
         "generator": verdict,  # the figures behind it are in the run tab
     }
 
@@ -84,7 +87,7 @@ def live_rows(ctx: RunContext, generator: Generator, lag_s: float, now: float | 
     for totals in destination_rows(ctx.book.tallies):
         row = _row(totals, verdict.get(totals.destination, {}), generator["verdict"])
         rates = recent_rates(ctx.series, totals.destination, now, lag_s)
-        row["sent_per_s"], row["received_per_s"] = (round(r, 1) for r in rates) if rates else (None, None)
+        row["sent_per_s"], row["received_per_s"] = (_rate(r) for r in rates) if rates else (None, None)
         rows.append(row)
     return rows
 
@@ -95,7 +98,7 @@ def final_rows(report: RunReport) -> list[dict[str, Any]]:
     for line in report.rows:
         totals = line.totals
         row = _row(totals, line.audit, report.facts.generator["verdict"])
-        row["sent_per_s"], row["received_per_s"] = round(totals.send_rate_msgs, 1), round(totals.receive_rate_msgs, 1)
+        row["sent_per_s"], row["received_per_s"] = _rate(totals.send_rate_msgs), _rate(totals.receive_rate_msgs)
         rows.append(row)
     return rows
 
@@ -111,6 +114,7 @@ def live_facts(ctx: RunContext, generator: Generator, lag_s: float) -> list[dict
         ("figures", f"live since {started}: counts and latency (send to receive) from the exact µs histograms"),
         ("rates", f"the last {RATE_WINDOW} complete seconds, about {lag_s:g} s behind"),
         ("run id", ctx.run_id),
+        ("broker", str(ctx.settings.broker or "-")),
         ("generator", generator_text(generator)),
     )
 
@@ -122,6 +126,7 @@ def final_facts(report: RunReport, html_link: str | None, json_path: str | None)
     rows = [
         ("figures", f"final, the report's: {duration:.1f} s; sends over their span, receives over theirs"),
         ("run id", facts.run_id),
+        ("broker", str(report.settings.broker or "-")),
         ("generator", generator_text(facts.generator)),
         *(("note", note) for note in report.notes),
         *(("gate failed", failure) for failure in gate_failures(report)),

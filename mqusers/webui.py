@@ -27,11 +27,12 @@ from typing import Any
 from flask import Response, jsonify, request, send_file
 
 from mqusers.client import MqError
+from mqusers.htmlreport import asset
 from mqusers.parsing import OptionError
 from mqusers.report import RunReport
 from mqusers.run import FLUSH_EVERY_S, RunContext, context
 from mqusers.verdicts import Generator, broker_p99_ms, overall
-from mqusers.webform import custom_parameters, posted_values
+from mqusers.webform import changed_during_a_run, command_line_only, custom_parameters, field_notes, posted_values
 from mqusers.webtab import (
     COLUMNS,
     FACT_COLUMNS,
@@ -88,7 +89,7 @@ def attach(environment: Environment, check: Check) -> None:
         # Locust rebuilds ``extra_options`` from the parser on every page load.
         update_template_args()
         options = web_ui.template_args["extra_options"]
-        web_ui.template_args["extra_options"] = custom_parameters(options, classes, host)
+        web_ui.template_args["extra_options"] = custom_parameters(options, environment.parsed_options)
 
     web_ui.update_template_args = update  # type: ignore[method-assign]
     environment.events.test_start.add_listener(lambda **_: _finals.pop(environment, None))
@@ -101,6 +102,9 @@ def attach(environment: Environment, check: Check) -> None:
 
     @app.after_request
     def extend(response: Response) -> Response:
+        if request.endpoint == "locust.index" and response.mimetype == "text/html":
+            notes = {"fields": field_notes(classes, host), "fixed": command_line_only(environment.parsed_options)}
+            response.set_data(with_form_script(response.get_data(as_text=True), notes))
         if request.endpoint != "locust.request_stats" or not response.is_json:
             return response
         data = response.get_json()
@@ -122,11 +126,22 @@ def attach(environment: Environment, check: Check) -> None:
     app.add_url_rule(REPORT_ROUTE, view_func=web_ui.auth_required_if_enabled(mqusers_report))
 
 
+def with_form_script(page: str, notes: dict[str, Any]) -> str:
+    """Locust's page with mqusers' form script, its styles and its data (``notes``) before ``</body>``."""
+    # "</" would end the data's script element early; JSON allows "<\\/" for it.
+    data = json.dumps(notes).replace("</", "<\\/")
+    added = (f'<style>{asset("webform.css")}</style><script id="mqusers-form" type="application/json">{data}</script>'
+             f'<script>{asset("webform.js")}</script>')  # fmt: skip
+    return page.replace("</body>", added + "</body>", 1)
+
+
 def _check_form(environment: Environment, check: Check) -> Response | None:
     """None to let Locust start the test; a refusal for the page when mqusers' test start would refuse it."""
     runner = environment.runner
-    if runner is None or runner.state in (STATE_RUNNING, STATE_SPAWNING):
-        return None  # a running test's edit: no test start, nothing of mqusers' changes
+    if runner is None:
+        return None
+    if runner.state in (STATE_RUNNING, STATE_SPAWNING):
+        return _refuse_changes(environment)
     parsed = environment.parsed_options
     values = posted_values(request.form)
     trial = argparse.Namespace(**{**vars(parsed or argparse.Namespace()), **values})
@@ -143,6 +158,20 @@ def _check_form(environment: Environment, check: Check) -> Response | None:
     for dest, text in values.items():
         setattr(parsed, dest, text)
     return None
+
+
+def _refuse_changes(environment: Environment) -> Response | None:
+    """A running test's edit changes users and spawn rate only: its Users stay on the broker, destination
+    and options they started with, so another host or ``--mq-*`` value is refused, not silently ignored."""
+    posted = (request.form.get("host") or "").replace("<", "").replace(">", "")  # as Locust cleans it
+    changed = changed_during_a_run(request.form, environment.parsed_options)
+    if posted and posted != environment.host:
+        changed.insert(0, f"Host (in use: {environment.host})")
+    if not changed:
+        return None
+    message = f"mqusers: a running test keeps its broker and options; stop it to change {', '.join(changed)}"
+    logger.error(message)
+    return jsonify({"success": False, "message": message, "host": environment.host})
 
 
 def _generator(environment: Environment, ctx: RunContext) -> Generator:

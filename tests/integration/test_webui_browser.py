@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from mqusers.options import OPTIONS
-from mqusers.webform import FIELDS
+from mqusers.webform import FIELDS, GROUPS
 from tests.integration.broker_stats import wait_for
 from tests.integration.browser import opened, unavailable_reason
 from tests.integration.test_webui import serve
@@ -53,25 +53,58 @@ def start_form(page: Any) -> None:
     page.locator('input[name="Destination"]').wait_for()
 
 
-def test_the_form_shows_readable_labels_the_scenario_defaults_and_refusals(tmp_path: Path) -> None:
+#: The custom parameters as seen: each field's label (and whether it is cut short), the help line under it,
+#: and the group headings, all in the order they appear on screen (top to bottom).
+FORM_JS = """() => {
+  const fields = [...document.querySelectorAll(".MuiFormControl-root[data-mqusers]")].map(control => {
+    const label = control.querySelector("label");
+    return {top: control.getBoundingClientRect().top, label: label.innerText.trim(),
+            cut: label.scrollWidth > label.clientWidth + 1, help: control.querySelector(".mqusers-help").innerText};
+  });
+  const groups = [...document.querySelectorAll(".mqusers-group")].map(h => ({top: h.getBoundingClientRect().top,
+                                                                         text: h.innerText.trim()}));
+  return {fields, groups, scroll: document.documentElement.scrollWidth, inner: innerWidth};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_form_shows_full_labels_in_groups_with_help_and_defaults(tmp_path: Path, width: int) -> None:
+    with serve("pubsub.py", tmp_path, "--mq-report-json", str(tmp_path / "r.json")) as (base, _):
+        with opened(base + "/", width=width, height=844 if width < 500 else 800) as browser:
+            page = browser.page
+            start_form(page)
+            page.locator(".mqusers-fixed").wait_for()
+            shown = page.evaluate(FORM_JS)
+            page.screenshot(path=str(tmp_path / f"form-{width}.png"), full_page=True)
+            fixed = page.locator(".mqusers-fixed").inner_text()
+        assert not browser.errors, browser.errors
+    assert shown["scroll"] <= shown["inner"] == width
+    fields = sorted(shown["fields"], key=lambda f: f["top"])
+    by_label = {f["label"]: f for f in fields}
+    ui = [option for option in OPTIONS if option.ui]
+    assert len(fields) == len(ui) == 29
+    for option in ui:
+        label, _, group = FIELDS[option.name]
+        field = by_label[label]  # the full label, nothing added, nothing cut
+        assert not field["cut"], field
+        assert field["help"].startswith(option.flag + " · ") and field["help"].endswith(option.help), field
+        # Under its group's heading: the last heading above it.
+        above = [g["text"] for g in sorted(shown["groups"], key=lambda g: g["top"]) if g["top"] < field["top"]]
+        assert above[-1] == group, (label, above)
+    headings = [g["text"] for g in sorted(shown["groups"], key=lambda g: g["top"])]
+    assert headings == [*GROUPS, "Broker metrics and reports (set on the command line)"]
+    # locustfiles/pubsub.py: Publisher.rate = 500, both classes on /topic/mqusers.pubsub, 2 subscribers.
+    assert "empty = the scenario's 500 (Publisher)" in by_label["Rate per producer, msg/s"]["help"]
+    assert "/topic/mqusers.pubsub (Subscriber, Publisher)" in by_label["Destination"]["help"]
+    assert "empty = the scenario's 2 (Subscriber)" in by_label["Consumer users"]["help"]
+    assert " · default 5 · " in by_label["Drain idle timeout, s"]["help"]
+    assert str(tmp_path / "r.json") in fixed and SECRET not in fixed
+
+
+def test_the_form_refuses_bad_values_in_the_page(tmp_path: Path) -> None:
     with serve("pubsub.py", tmp_path) as (base, _), opened(base + "/") as browser:
         page = browser.page
         start_form(page)
-        labels = page.locator("label").all_inner_texts()
-        for option in OPTIONS:
-            if not option.ui:
-                continue
-            label = next((text for text in labels if text.startswith(FIELDS[option.name][0] + " (")), None)
-            assert label is not None, option.name
-            assert f"({option.flag};" in label
-        assert not [text for text in labels if text.startswith("Mq ")]
-        by_label = {text.split(" (", 1)[0]: text for text in labels}
-        # locustfiles/pubsub.py: Publisher.rate = 500, both classes on /topic/mqusers.pubsub, 2 subscribers.
-        assert "empty = the scenario's 500 (Publisher)" in by_label["Rate per producer, msg/s"]
-        assert "/topic/mqusers.pubsub (Subscriber, Publisher)" in by_label["Destination"]
-        assert "empty = the scenario's 2 (Subscriber)" in by_label["Consumer users"]
-        page.screenshot(path=str(tmp_path / "form.png"), full_page=True)
-
         page.locator('input[name="userCount"]').fill("3")
         page.locator('input[name="Message size"]').fill("1XB")
         page.get_by_role("button", name="Start").click()
@@ -85,6 +118,43 @@ def test_the_form_shows_readable_labels_the_scenario_defaults_and_refusals(tmp_p
         assert requests.get(base + "/stats/requests", timeout=5).json()["state"] == "ready"
         assert SECRET not in page.content()
         assert not browser.errors, browser.errors
+
+
+def test_a_running_test_refuses_another_host_or_destination_and_the_header_keeps_the_host_in_use(
+    tmp_path: Path, destination
+) -> None:  # type: ignore[no-untyped-def]
+    topic = destination("topic")
+    with serve("pubsub.py", tmp_path) as (base, log), opened(base + "/") as browser:
+        page = browser.page
+        host = page.locator('input[name="host"]').input_value()
+        start_form(page)
+        page.locator('input[name="userCount"]').fill("3")
+        page.locator('input[name="Destination"]').fill(topic)
+        page.get_by_role("button", name="Start").click()
+        assert wait_for(lambda: requests.get(base + "/stats/requests", timeout=5).json()["state"] == "running", 20)
+        # Another host while it runs (the API, or a second tab's form): refused, the run goes on.
+        other = "stomp://127.0.0.1:61614"
+        form = {"user_count": "3", "spawn_rate": "1", "host": other}
+        refused = requests.post(base + "/swarm", data=form, timeout=5).json()
+        assert refused["success"] is False and refused["host"] == host, refused
+        assert refused["message"] == ("mqusers: a running test keeps its broker and options; stop it to change "
+                                      f"Host (in use: {host})")  # fmt: skip
+        # Another destination in the page's edit form: refused in the page.
+        page.get_by_role("button", name="Edit").click()
+        page.locator(".MuiModal-root").get_by_text("Custom parameters").click()
+        page.locator(".MuiModal-root").locator('input[name="Destination"]').fill(topic + ".other")
+        page.locator(".MuiModal-root").get_by_role("button", name="Update").click()
+        page.get_by_text(f"stop it to change Destination (in use: {topic})").wait_for(timeout=10_000)
+        page.screenshot(path=str(tmp_path / "edit-refused.png"), full_page=True)
+        page.reload()
+        page.get_by_text("Host").first.wait_for()
+        header = page.locator("header").inner_text()
+        page.screenshot(path=str(tmp_path / "header.png"))
+        assert requests.get(base + "/stats/requests", timeout=5).json()["state"] == "running"
+        requests.post(base + "/stop", timeout=30)
+        assert not browser.errors, browser.errors
+    assert host in header and other not in header, header
+    assert "stop it to change Host" in Path(log.name).read_text()
 
 
 def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path, destination) -> None:  # type: ignore[no-untyped-def]
@@ -104,7 +174,7 @@ def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path
 
         def live() -> dict[str, str] | None:
             rows = [row for row in table(page) if row.get("Destination") == topic]
-            return rows[0] if rows and rows[0]["Received/s"] else None
+            return rows[0] if rows and rows[0]["Received msg/s"] else None
 
         def facts() -> dict[str, str]:
             page.get_by_role("tab", name="mqusers run").click()
@@ -143,10 +213,13 @@ def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path
     latency = row["latency_ms"]
     # The final table is the report's row, µs for the JSON's ms.
     assert number(final["Sent"]) == row["sent"] and number(final["Received"]) == row["received"]
-    assert number(final["Sent/s"]) == round(row["send_rate_msgs"], 1)
-    assert number(final["Received/s"]) == round(row["receive_rate_msgs"], 1)
+    assert number(final["Sent msg/s"]) == round(row["send_rate_msgs"], 1)
+    assert number(final["Received msg/s"]) == round(row["receive_rate_msgs"], 1)
     for title, key in (("p50 µs", "p50"), ("p99 µs", "p99"), ("p99.9 µs", "p999"), ("max µs", "max")):
         assert number(final[title]) == round(latency[key] * 1000), title
+    # Thousands separators on every figure (µs values had none), as the report's own formats would write them.
+    assert final["Received"] == f"{row['received']:,}" and final["max µs"] == f"{round(latency['max'] * 1000):,}"
+    assert final["Received msg/s"] == f"{row['receive_rate_msgs']:,.1f}"
     for title, key in (("Lost", "lost"), ("Dup.", "duplicated"), ("Foreign", "foreign"), ("Errors", "errors")):
         assert number(final[title]) == row[key], title
     assert final["Generator"] == document["generator"]["verdict"]
@@ -154,8 +227,8 @@ def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path
     # The live figures were a part of the same run: counts below the final ones, rates and the median near them.
     assert number(second["Sent"]) <= row["sent"] and number(second["Received"]) <= row["received"]
     for live_row in (first, second):
-        assert abs(number(live_row["Sent/s"]) / row["send_rate_msgs"] - 1) < 0.15, live_row
-        assert abs(number(live_row["Received/s"]) / row["receive_rate_msgs"] - 1) < 0.15, live_row
+        assert abs(number(live_row["Sent msg/s"]) / row["send_rate_msgs"] - 1) < 0.15, live_row
+        assert abs(number(live_row["Received msg/s"]) / row["receive_rate_msgs"] - 1) < 0.15, live_row
         assert 0.5 <= number(live_row["p50 µs"]) / (latency["p50"] * 1000) <= 2.0, live_row
     run = {fact: value for fact, value in shown}  # the single facts (notes repeat "note")
     assert run["run id"] == document["run_id"] and run["generator"].startswith(document["generator"]["verdict"])

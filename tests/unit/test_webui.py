@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections import Counter
 from typing import ClassVar
@@ -10,7 +11,16 @@ from mqusers import StompConsumerUser, StompProducerUser, StompRequesterUser
 from mqusers.measure.recorder import Batch
 from mqusers.measure.series import Series
 from mqusers.options import OPTIONS
-from mqusers.webform import FIELDS, custom_parameters, posted_values, scenario_defaults
+from mqusers.webform import (
+    FIELDS,
+    GROUPS,
+    changed_during_a_run,
+    command_line_only,
+    custom_parameters,
+    field_notes,
+    posted_values,
+    scenario_defaults,
+)
 from mqusers.webtab import RATE_WINDOW, recent_rates
 
 T0 = 1_700_000_000
@@ -41,7 +51,7 @@ def test_an_argument_name_with_digits_is_garbled_and_posted_under_another_name()
 
 def test_every_web_ui_option_has_a_label_the_page_shows_and_posts_unchanged() -> None:
     assert set(FIELDS) == {option.name for option in OPTIONS if option.ui}
-    labels = [label for label, _ in FIELDS.values()]
+    labels = [label for label, _, _ in FIELDS.values()]
     assert len(set(labels)) == len(labels)
     for label in labels:
         key = page_camel(label)
@@ -50,7 +60,7 @@ def test_every_web_ui_option_has_a_label_the_page_shows_and_posts_unchanged() ->
 
 def test_the_scenario_attributes_named_exist_on_the_users() -> None:
     classes = (StompProducerUser, StompConsumerUser, StompRequesterUser)
-    for name, (_, attribute) in FIELDS.items():
+    for name, (_, attribute, _) in FIELDS.items():
         if attribute and attribute != "host":
             assert any(hasattr(c, attribute) for c in classes), name
 
@@ -74,18 +84,56 @@ def test_the_scenario_defaults_name_each_value_and_its_classes() -> None:
     assert scenario_defaults([Publisher], "fixed_count") == ""
 
 
-def test_custom_parameters_are_keyed_by_label_and_keep_other_extensions_fields() -> None:
+def test_custom_parameters_are_keyed_by_full_label_in_group_order_with_the_values_in_effect() -> None:
     locust_fields = {
-        "mq_rate": {"default_value": "", "help_text": "x", "is_secret": False},
         "mq_max_p99_ms": {"default_value": "", "help_text": "y", "is_secret": False},
+        "mq_rate": {"default_value": "", "help_text": "x", "is_secret": False},
+        "mq_destination": {"default_value": "", "help_text": "z", "is_secret": False},
         "other_extension": {"default_value": "1", "help_text": "z"},
     }
-    shown = custom_parameters(locust_fields, [Subscriber, Publisher], "stomp://h:1")
-    assert set(shown) == {"Rate per producer, msg/s", "Gate: highest receive latency, ms", "other_extension"}
-    rate_help = shown["Rate per producer, msg/s"]["help_text"]
-    assert rate_help.startswith("--mq-rate; empty = the scenario's 500 (Publisher); ")
-    assert shown["Gate: highest receive latency, ms"]["help_text"].startswith("--mq-max-p99-ms; gate: ")
+    in_effect = argparse.Namespace(mq_rate="250", mq_destination=None, mq_max_p99_ms=None)
+    shown = custom_parameters(locust_fields, in_effect)
+    # Groups in GROUPS' order (destination, load, ..., gates), then other extensions' fields as they are.
+    assert list(shown) == ["Destination", "Rate per producer, msg/s", "Gate: highest receive latency, ms",
+                           "other_extension"]  # fmt: skip
+    assert shown["Rate per producer, msg/s"]["default_value"] == "250"  # what the last start used
+    assert shown["Destination"]["default_value"] == ""
+    # Nothing squeezed into the label (the page cut "label (help)" short): the help is a line of its own.
+    assert all(shown[label]["help_text"] == "" for label in list(shown)[:3])
     assert shown["other_extension"] == locust_fields["other_extension"]
+
+
+def test_every_field_has_a_group_a_help_line_and_says_its_default() -> None:
+    notes = field_notes([Subscriber, Publisher], "stomp://h:1")
+    assert list(dict.fromkeys(note["group"] for note in notes.values())) == list(GROUPS)
+    assert len(notes) == 29
+    for option in OPTIONS:
+        if option.ui:
+            note = notes[FIELDS[option.name][0]]
+            assert note["flag"] == option.flag and note["help"] == option.help
+    assert notes["Rate per producer, msg/s"]["default"] == "empty = the scenario's 500 (Publisher)"
+    assert notes["Broker address"]["default"] == "empty = the scenario's stomp://h:1 (the Users' host or --host)"
+    assert notes["Drain idle timeout, s"]["default"] == "default 5"
+    assert notes["Gate: most errors"]["default"] == "empty = not set"
+
+
+def test_a_running_test_is_told_which_posted_values_it_does_not_use() -> None:
+    in_effect = argparse.Namespace(mq_destination="/topic/a", mq_rate=None, mq_size="1KB")
+    form = {"user_count": "4", "Destination": "/topic/b", "Rate per producer, msg/s": "", "Message size": "1KB"}
+    assert changed_during_a_run(form, in_effect) == ["Destination (in use: /topic/a)"]
+    assert changed_during_a_run({"Rate per producer, msg/s": "9"}, in_effect) == [
+        "Rate per producer, msg/s (in use: the scenario's)"
+    ]
+
+
+def test_the_options_only_the_command_line_sets_are_listed_without_secrets() -> None:
+    parsed = argparse.Namespace(mq_report_json="/r.json", mq_fault=["5:kill -9 1 --password=x"],
+                                mq_broker_metrics="auto", mq_broker_metrics_password="secret")  # fmt: skip
+    shown = dict(command_line_only(parsed))
+    assert shown["--mq-report-json"] == "/r.json" and shown["--mq-broker-metrics"] == "auto"
+    assert shown["--mq-fault"] == "1 given" and shown["--mq-report-html"] == "not set"
+    assert "--mq-password" not in shown and "--mq-broker-metrics-password" not in shown
+    assert "secret" not in str(shown) and "password=x" not in str(shown)
 
 
 def test_posted_values_by_label_or_argument_name() -> None:
