@@ -37,8 +37,12 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
     assert found.returncode == 0, found.stdout + found.stderr
     document = json.loads((tmp_path / "fm.json").read_text())
     max_rate = document["max_rate"]
-    assert document["kind"] == "find-max" and max_rate >= 2000 and document["bound"] == "found", document
-    assert f"highest rate kept up with: {max_rate:,.0f} msg/s" in found.stdout
+    assert document["kind"] == "find-max" and max_rate >= 2000, document
+    if document["limit"]:  # the generator or this shared machine failed first: only a lower bound, said so
+        assert document["bound"] == "lower" and f"limit: {document['limit']}, not the broker" in found.stdout
+        assert f"highest rate kept up with: at least {max_rate:,.0f} msg/s" in found.stdout
+    else:
+        assert document["bound"] == "found" and f"highest rate kept up with: {max_rate:,.0f} msg/s (" in found.stdout
     steps = document["steps"]
     # Bracketed: a failed step within 5 % above the maximum (14 steps leave room for reruns).
     assert document["ended"] == "bracketed within 5%", document["ended"]
@@ -47,6 +51,9 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
         row = json.loads(Path(step["report"]).read_text())["destinations"][0]
         assert step["achieved"] == pytest.approx(row["throughput_msgs"])
         assert step["sustained"] <= (row["lost"] == 0 and row["throughput_msgs"] >= 0.99 * step["rate"])
+        processes = json.loads(Path(step["report"]).read_text())["generator"]["processes"].values()
+        assert step["cpu_percent_max"] == max(p["cpu_percent_max"] for p in processes)  # the limit's evidence
+        assert step["processes"] == max(1, len(processes))
 
     # Independent runs on a fresh queue, judged from their own reports.
     plan = StepPlan(locustfile, broker.url, users=4, consumers=2, warmup=2, window=4, max_lag_ms=LAG_MS,
