@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mqusers import findmaxanswer
-from mqusers.findmax import Search, Step, curve_points, judge, search
+from mqusers.findmax import Search, curve_points, search
+from mqusers.findstep import Step, judge
 from mqusers.latencybound import DEFAULT, LatencyBound, parse
 
 #: A step may overrun its -t by the drain (at most --mq-drain-max, default 30 s) and start-up.

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mqusers.findmax import RATE_FRACTION, Search
+from mqusers.findmax import Search
+from mqusers.findstep import RATE_FRACTION
 from mqusers.latencybound import LatencyBound
 
 BOUNDS = ("found", "lower", "none")

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # findmax imports this module: only the type from there
-    from mqusers.findmax import Step
+if TYPE_CHECKING:  # only the type: findmax, which imports this module, uses findstep.Step
+    from mqusers.findstep import Step
 
 #: The figure's name in ``--slo`` and its field in a step.
 FIGURES = {"p50": "p50_ms", "p99": "p99_ms", "p99.9": "p999_ms", "max": "max_ms"}

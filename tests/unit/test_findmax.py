@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from mqusers.capacity import _masked, find_max
-from mqusers.findmax import Step, attempt, curve_points, curve_rates, judge, search
+from mqusers.findmax import attempt, curve_points, curve_rates, search
+from mqusers.findstep import Step, judge
 from mqusers.latencybound import parse
 
 

@@ -9,7 +9,8 @@ from html import escape
 import pytest
 
 from mqusers import findmaxanswer
-from mqusers.findmax import Search, Step
+from mqusers.findmax import Search
+from mqusers.findstep import Step
 from mqusers.htmlreport import chart_data, render
 from mqusers.latencybound import LatencyBound, parse
 
