@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # only the type: findmax, which imports this module, uses findstep.Step
-    from mqusers.findstep import Step
+from mqusers.findstep import Step
 
 #: The figure's name in ``--slo`` and its field in a step.
 FIGURES = {"p50": "p50_ms", "p99": "p99_ms", "p99.9": "p999_ms", "max": "max_ms"}
