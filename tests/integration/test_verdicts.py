@@ -1,24 +1,28 @@
 """The first screen's figures against independent truths: due times, rates, the generator's verdict.
 
 Messages are read back with plain stomp.py (not mqusers) to check their own stamps; the generator's
-verdict is judged on runs with a planted fault (a CPU hog beside the run, a generator given more
-than it can do).
+verdict is judged on runs with a planted fault: a CPU hog beside the run (contended), a broker
+frozen with SIGSTOP (broker-slow); the saturated generator is ``test_stress.py``'s.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 import stomp
 
+import services
 from mqusers.verdicts import LAG_LATE_MS
-from tests.integration.conftest import ROOT, Broker, locust_command, run_locust, started
+from tests.integration.broker_stats import activemq_destination_stats, wait_for
+from tests.integration.conftest import ROOT, Broker, locust_command, run_locust, start_locust, started
 
 
 class Collector(stomp.ConnectionListener):  # type: ignore[misc]
@@ -120,3 +124,29 @@ def test_a_generator_starved_by_a_cpu_hog_is_judged_contended_not_saturated(dest
     assert process["loop_lag_ms_max"] >= LAG_LATE_MS and process["cpu_wait_ms_max"] >= 100, process
     assert f"generator: {generator['sentence']}" in " ".join(output.split())  # the summary wraps at 100 columns
     assert "a machine of its own" in generator["sentence"] and "saturated" not in generator["sentence"]
+
+
+def test_a_broker_frozen_while_the_generator_keeps_time_is_judged_broker_slow(destination, tmp_path: Path) -> None:
+    """A light paced run whose broker is stopped (SIGSTOP) for 1.5 s: the deliveries are late, the loop is not."""
+    broker = started("activemq-stress")
+    pid = services.pid("activemq-stress")
+    queue = destination("queue")
+    running = start_locust(
+        "put_get.py", broker.url, "--mq-destination", queue, "--mq-rate", "100", "--mq-timeout", "5",
+        users=3, seconds=8, tmp_path=tmp_path,
+    )  # fmt: skip
+    try:
+        assert wait_for(lambda: activemq_destination_stats(broker.port, queue)["dequeueCount"] > 100, timeout=15)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(1.5)  # the planted fault's length, not a wait for an event
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    run = running.finish(timeout=40)
+    generator = run.report["generator"]
+    [process] = generator["processes"].values()
+    assert generator["verdict"] == "broker-slow", (generator, run.output[-3000:])
+    assert process["verdict"] == "ok" and process["loop_lag_ms_p99"] < LAG_LATE_MS, process
+    p99 = run.row(queue)["latency_ms"]["p99"]  # messages sent during the freeze arrive up to 1.5 s late
+    assert p99 >= 500 and f"receive {queue} p99" in generator["broker"], (p99, generator["broker"])
+    assert generator["sentence"].startswith("broker-slow: the broker is the limit")
+    assert f"generator: {generator['sentence']}" in " ".join(run.output.split())
