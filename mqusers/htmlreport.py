@@ -102,8 +102,10 @@ def _matrix_section(index: int, title: str | None, document: dict[str, Any]) -> 
              "Mbit/s", "lost", "run"], rows, f"matrix matrix-{escape(mode)}"))  # fmt: skip
     rate = document.get("rate") or 0
     pace = f"at {number(rate, 'msg/s')} msg/s" if rate else "unpaced"
+    notes = "".join(f'<p class="note">{escape(note)}</p>' for note in document.get("notes", []))
     return f"""<section class="matrix" id="doc-{index}">{_heading(title)}
-<p class="facts">{number(document.get("messages", 0))} messages per cell, {pace}</p>{"".join(tables)}</section>"""
+<p class="facts">{number(document.get("messages", 0))} messages per cell, {pace}</p>{"".join(tables)}{notes}
+</section>"""
 
 
 def chart_data(document: dict[str, Any]) -> dict[str, Any]:

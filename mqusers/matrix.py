@@ -199,4 +199,5 @@ def matrix_document(
     cells = [{"mode": cell.mode, "persistent": cell.persistent, "durable": cell.durable, "size": cell.size,
               **figures, "report": str(out / f"{cell.slug}.json")}
              for rows in results.values() for cell, figures in rows]  # fmt: skip
-    return {"kind": "matrix", "messages": messages, "rate": rate, "cells": cells}
+    notes = [NOT_PERSISTED] if any(cell.get("persisted") is False for cell in cells) else []
+    return {"kind": "matrix", "messages": messages, "rate": rate, "cells": cells, "notes": notes}

@@ -1,8 +1,10 @@
 """``mqusers matrix``'s tables and JSON from its cells' reports: the broker's store figure marks a
 persistent cell whose messages were not written anywhere."""
 
+from html import escape
 from typing import Any
 
+from mqusers.htmlreport import render
 from mqusers.matrix import NOT_PERSISTED, Cell, figures, markdown, matrix_document
 
 
@@ -31,3 +33,7 @@ def test_a_persistent_cell_on_a_store_holding_nothing_is_marked_in_the_table_and
     assert [(c["persisted"], c["store_bytes"]) for c in document["cells"]] == [(False, 0), (True, 33_554_432),
                                                                               (None, 0)]  # fmt: skip
     assert NOT_PERSISTED.startswith("store 0 B: ") and "memory-only" in NOT_PERSISTED
+    # The HTML page says it under the tables too; a grid with every store written says nothing.
+    assert document["notes"] == [NOT_PERSISTED] and f'<p class="note">{escape(NOT_PERSISTED)}</p>' in render(
+        [document], ["matrix"])  # fmt: skip
+    assert matrix_document({"queue": results[1:]}, 12_000, 0, tmp_path)["notes"] == []
