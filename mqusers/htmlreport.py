@@ -197,4 +197,6 @@ def main(argv: Sequence[str]) -> int:
         write_html(args.html, documents, args.reports)
     except OSError as error:
         parser.error(f"cannot write {args.html}: {error.strerror}")
+    kinds = ", ".join(f"{kind_of(d)} {path}" for d, path in zip(documents, args.reports, strict=True))
+    print(f"mqusers report: wrote {os.path.abspath(args.html)} ({os.path.getsize(args.html):,} bytes) from {kinds}")
     return 0

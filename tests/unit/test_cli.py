@@ -1,5 +1,7 @@
 """The ``mqusers`` command's own help: exit 0, every subcommand named with its line."""
 
+import json
+
 import pytest
 
 from mqusers.cli import COMMANDS, USAGE, main
@@ -26,3 +28,12 @@ def test_a_wrong_command_prints_the_usage_and_exits_2(capsys: pytest.CaptureFixt
     assert main(["no-such-command"]) == 2
     assert main([]) == 2
     assert capsys.readouterr().err == USAGE * 2
+
+
+def test_mqusers_report_says_what_it_wrote_and_where(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps({"kind": "matrix", "messages": 10, "rate": 0, "cells": []}))
+    out = tmp_path / "page.html"
+    assert main(["report", str(source), "--html", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said == f"mqusers report: wrote {out} ({out.stat().st_size:,} bytes) from matrix {source}\n"
