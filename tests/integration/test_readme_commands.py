@@ -1,0 +1,181 @@
+"""Every command the README shows runs, as written, with short durations (the README's own text is read).
+
+A command is run with only these changes: durations shortened (``-t``, find-max's and curve's
+``--warmup``/``--window``/``--budget``/``--percents``, the matrix's ``--messages``/``--sizes``),
+optional ``[...]`` parts left out, files written under the test's folder, ``MASTER`` and
+``BROKER`` this machine, the ports a parallel test could hold chosen free. Commands that cannot run here are listed in
+:data:`NOT_RUN` with the reason and the test that covers them; a README command in neither list
+fails :func:`test_every_readme_command_is_run_or_says_why_not`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.integration.conftest import ROOT, free_port, started
+
+README = ROOT / "README.md"
+BIN = str(Path(sys.executable).parent)
+#: Prefixes of README commands not run here: why, and what tests the same instead.
+NOT_RUN = {
+    "make test": "the whole suite (the lead runs it)",
+    "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
+    "python -m services start activemq-persistent postgresql": "six brokers; test_cluster_*.py start them",
+    "mqusers cluster-compare": "six brokers and their failovers: test_cluster_failover.py",
+    "docker ": "no Docker here; the image's files are checked by test_packaging.py",
+    "kubectl ": "no cluster here; the manifests are rendered and checked by test_kubernetes.py",
+    "pod=$(kubectl": "no cluster here",
+    "mqusers find-max -f /mnt/locust/": "a path inside the Kubernetes pod; find-max itself: test_capacity.py",
+    "python -m services start activemq-persistent": "kills the shared broker; test_failover.py runs this scenario",
+    "locust -f tests/integration/locustfiles/failover.py": "kills the shared broker; test_failover.py runs it",
+}
+
+
+def readme_commands() -> list[str]:
+    """Each command of the README's ``sh`` blocks: continuation lines joined, comments dropped."""
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", README.read_text(), re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            command = re.sub(r"\s+#.*$", "", line).strip()
+            if command:
+                commands.append(" ".join(command.split()))
+    return commands
+
+
+def not_run(command: str) -> bool:
+    return any(command.startswith(prefix) for prefix in NOT_RUN)
+
+
+def short(command: str, tmp_path: Path) -> str:
+    """The README's command with short durations and its files under ``tmp_path``."""
+    command = re.sub(r"\s*\[[^\]]*\]", "", command)  # optional parts
+    command = re.sub(r" -t \d+[sm]\b", " -t 4s", command)
+    command = re.sub(r"(--mq-report-json|--mq-report-html|--json|--html) (\S+)", rf"\1 {tmp_path}/\2", command)
+    command = re.sub(r"^mqusers report ((?:\S+\.json )+)", lambda m: "mqusers report " + " ".join(
+        f"{tmp_path}/{name}" for name in m.group(1).split()) + " ", command)  # fmt: skip
+    if command.startswith("mqusers find-max"):
+        command += " --warmup 1 --window 2 --budget 10"
+    if command.startswith("mqusers curve"):
+        command += " --warmup 1 --window 2 --percents 50"
+    if command.startswith("mqusers matrix"):
+        command = re.sub(r" --messages \d+", "", command) + " --messages 200 --sizes 1KB --out " + str(tmp_path / "m")
+    return command.replace("MASTER", "127.0.0.1").replace("BROKER", "127.0.0.1")
+
+
+def run(command: str, tmp_path: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+
+
+def commands_starting(prefix: str) -> list[str]:
+    found = [c for c in readme_commands() if c.startswith(prefix)]
+    assert found, f"the README has no command starting {prefix!r}"
+    return found
+
+
+def test_every_readme_command_is_run_or_says_why_not() -> None:
+    run_here = ("make demo", "locust -f locustfiles/pubsub.py --host", 'locust -f "$(mqusers locustfiles)/pubsub.py"',
+                "locust -f locustfiles/queue_balance.py", "mqusers report ", "mqusers find-max -f locustfiles/",
+                "mqusers curve -f locustfiles/", "mqusers matrix --host", "mqusers matrix --modes")  # fmt: skip
+    unhandled = [c for c in readme_commands() if not not_run(c) and not c.startswith(run_here)]
+    assert unhandled == [], "README commands no test runs: add them to a test below or to NOT_RUN with the reason"
+
+
+@pytest.mark.activemq
+def test_make_demo_and_the_headless_example_and_mqusers_report(tmp_path: Path) -> None:
+    started("activemq")
+    demo = run("make demo DEMO_SECONDS=8", tmp_path)
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert "mqusers summary: run " in demo.stdout + demo.stderr
+    [headless] = commands_starting("locust -f locustfiles/queue_balance.py --host")
+    done = run(short(headless, tmp_path), tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"files written: {tmp_path}/report.json" in " ".join((done.stdout + done.stderr).split())
+    for name in ("before.json", "after.json"):  # the README compares two runs' reports
+        shutil.copy(tmp_path / "report.json", tmp_path / name)
+    for command in commands_starting("mqusers report before.json"):
+        shown = run(short(command, tmp_path), tmp_path)
+        assert shown.returncode == 0 and (tmp_path / "compare.html").stat().st_size > 0, shown.stderr
+
+
+@pytest.mark.activemq
+def test_the_web_ui_examples_serve_the_ui(tmp_path: Path) -> None:
+    started("activemq")
+    for command in [*commands_starting("locust -f locustfiles/pubsub.py --host"),
+                    *commands_starting('locust -f "$(mqusers locustfiles)/pubsub.py"')]:  # fmt: skip
+        port = free_port()
+        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+        ui = subprocess.Popen(["bash", "-c", f"exec {command} --web-port {port}"], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    if requests.get(f"http://127.0.0.1:{port}/", timeout=2).ok:
+                        break
+                except requests.ConnectionError:
+                    time.sleep(0.2)  # bounded: until the deadline
+            else:
+                raise AssertionError(f"{command}: no web UI on {port} within 30 s")
+        finally:
+            ui.send_signal(signal.SIGTERM)
+            output, _ = ui.communicate(timeout=30)
+        assert ui.returncode == 0, output[-3000:]
+
+
+@pytest.mark.activemq
+def test_the_distributed_example_runs_and_ends(tmp_path: Path) -> None:
+    started("activemq")
+    [master] = commands_starting("locust -f locustfiles/queue_balance.py --master")
+    [worker] = commands_starting("locust -f locustfiles/queue_balance.py --worker")
+    port = free_port()
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    popen = {"cwd": ROOT, "env": env, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+    boss = subprocess.Popen(["bash", "-c", f"exec {short(master, tmp_path)} --master-bind-port {port}"], **popen)  # type: ignore[call-overload]
+    hands = [subprocess.Popen(["bash", "-c", f"exec {short(worker, tmp_path)} --master-port {port}"], **popen)  # type: ignore[call-overload]
+             for _ in range(2)]  # fmt: skip
+    try:
+        output, _ = boss.communicate(timeout=120)
+    finally:
+        for process in [boss, *hands]:
+            if process.poll() is None:
+                process.kill()
+        for hand in hands:
+            hand.communicate(timeout=30)
+    assert boss.returncode == 0, output[-3000:]
+    assert "mqusers summary: run " in output and "audit: nothing lost" in output, output[-3000:]
+    # Without workers the master gives up after --expect-workers-max-wait instead of waiting for ever.
+    assert "--expect-workers-max-wait" in shlex.split(master)
+
+
+@pytest.mark.activemq
+def test_the_capacity_examples_run(tmp_path: Path) -> None:
+    started("activemq")
+    for command in [*commands_starting("mqusers find-max -f locustfiles/"),
+                    *commands_starting("mqusers curve -f locustfiles/"),
+                    *commands_starting("mqusers report find-max.json")]:  # fmt: skip
+        done = run(short(command, tmp_path), tmp_path)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    assert (tmp_path / "capacity.html").stat().st_size > 0
+
+
+@pytest.mark.activemq
+def test_the_matrix_examples_run(tmp_path: Path) -> None:
+    started("activemq")
+    for command in commands_starting("mqusers matrix --"):
+        if not_run(command):
+            continue
+        done = run(short(command, tmp_path), tmp_path)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        assert "### queue" in done.stdout
