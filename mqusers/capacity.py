@@ -29,11 +29,12 @@ from mqusers import findmaxanswer
 from mqusers.findmax import Search, curve_points, search
 from mqusers.findstep import Step, judge
 from mqusers.latencybound import DEFAULT, LatencyBound, parse
+from mqusers.machineload import Sampler
 
 #: A step may overrun its -t by the drain (at most --mq-drain-max, default 30 s) and start-up.
 STEP_SLACK_S = 90.0
 COLUMNS = ("offered/s", "achieved/s", "keeps up", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "lag p99 ms", "drain s",
-           "processes", "latency", "generator")  # fmt: skip
+           "processes", "machine %", "latency", "generator")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,11 @@ class StepPlan:
 
     def run(self, rate: float, index: int, processes: int = 0) -> Step:
         report = self.workdir / f"step-{index:02d}.json"
-        document = run_locust(self.command(rate, report, index, processes), report,
-                              self.warmup + self.window + STEP_SLACK_S, at=f" at {rate:,.0f} msg/s")  # fmt: skip
-        return judge(document, rate, self.max_lag_ms, str(report), max(processes, self.size))
+        with Sampler() as load:
+            document = run_locust(self.command(rate, report, index, processes), report,
+                                  self.warmup + self.window + STEP_SLACK_S, at=f" at {rate:,.0f} msg/s")  # fmt: skip
+        busy = load.busy_percent(document.get("started", 0.0) + self.warmup, document.get("stopped", 0.0))
+        return judge(document, rate, self.max_lag_ms, str(report), max(processes, self.size), busy)
 
 
 def run_locust(command: list[str], report: Path, limit: float, at: str = "") -> dict[str, Any]:
@@ -111,7 +114,8 @@ def step_line(step: Step) -> str:
     latency = {True: "ok", False: "over", None: "-"}[step.latency_ok]
     cells = (f"{step.rate:,.0f}", f"{step.achieved:,.0f}", keeps_up, ms(step.p50_ms), ms(step.p99_ms),
              ms(step.p999_ms), ms(step.max_ms), ms(step.lag_p99_ms), f"{step.drain_s:.1f}", str(step.processes),
-             latency, step.verdict)  # fmt: skip
+             "-" if math.isnan(step.machine_busy_percent) else f"{step.machine_busy_percent:.0f}", latency,
+             step.verdict)  # fmt: skip
     line = "  ".join(f"{cell:>10}" for cell in cells)
     return f"{line}  {step.why}" if step.why else line
 

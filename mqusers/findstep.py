@@ -21,6 +21,8 @@ CPU_BOUND_PERCENT = 90.0
 #: A process this busy at its busiest second is near its limit (gevent runs on one core): a step
 #: that failed so is run again with more generator processes before the broker is blamed.
 BUSY_PERCENT = 70.0
+#: A failed step on a machine this busy (all cores, over its window) was the machine's limit.
+MACHINE_BUSY_PERCENT = 95.0
 #: What limited a failed step, worst first (the generator's verdict names it, :func:`generator_kind`).
 KINDS = ("generator", "machine", "broker", "ok")
 
@@ -54,6 +56,8 @@ class Step:
     processes: int = 1
     cpu_percent_max: float = math.nan
     loop_lag_ms_p99: float = math.nan
+    #: How busy all the machine's cores were over the window (NaN: not measured, not Linux).
+    machine_busy_percent: float = math.nan
     #: Failed with the generator not clearly idle: more processes are tried before the broker is blamed.
     generator_suspect: bool = False
     #: Failed once, then held on a rerun at the same generator size: not a plain "yes".
@@ -81,8 +85,16 @@ class Step:
         return self.sustained and self.latency_ok is not False
 
 
-def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str = "", processes: int = 1) -> Step:
-    """A step's verdict from its ``--mq-report-json`` document, offered ``rate`` msg/s in total."""
+def judge(
+    document: dict[str, Any],
+    rate: float,
+    max_lag_ms: float,
+    report: str = "",
+    processes: int = 1,
+    machine_busy: float = math.nan,
+) -> Step:
+    """A step's verdict from its ``--mq-report-json`` document, offered ``rate`` msg/s in total, and
+    how busy the machine's cores were over its window (% of all of them; NaN: not measured)."""
     rows = [row for row in document.get("destinations", []) if row.get("sent")]
     generator = document.get("generator") or {}
     kind, cpu, loop_lag = generator_kind(generator)
@@ -97,6 +109,7 @@ def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str 
         "drain_s": document.get("drain", {}).get("seconds", 0.0),
         "mb_per_s": sum(row["throughput_mbit"] for row in rows) / 8,
         "report": report, "processes": processes, "cpu_percent_max": cpu, "loop_lag_ms_p99": loop_lag,
+        "machine_busy_percent": machine_busy,
         **_worst_latency(rows),
     }  # fmt: skip
     reasons = []
@@ -116,14 +129,22 @@ def judge(document: dict[str, Any], rate: float, max_lag_ms: float, report: str 
     if not reasons:
         return Step(sustained=True, **evidence)
     lag_only = lagging and len(reasons) == 1
+    suspect = kind != "broker" and (kind != "ok" or cpu >= BUSY_PERCENT or lag_only)
     if kind == "ok" and loop_lag > max_lag_ms:
         # Its own loop was later than the schedule allows: sends were late before any broker could be
         # slow. With CPU to spare, other processes had the cores (the machine, not the broker).
-        kind = "generator" if cpu >= CPU_BOUND_PERCENT else "machine"
+        kind, suspect = "generator" if cpu >= CPU_BOUND_PERCENT else "machine", True
         reasons.append(f"generator loop lag p99 {loop_lag:.1f} ms > {max_lag_ms:g} ms at {cpu:.0f} % CPU")
-    return Step(reason="; ".join(reasons), limit=kind if kind in ("generator", "machine") else "broker",
-                lag_only=lag_only, generator_suspect=kind != "broker" and (kind != "ok" or cpu >= BUSY_PERCENT
-                                                                            or lag_only), **evidence)  # fmt: skip
+    elif kind == "ok" and machine_busy >= MACHINE_BUSY_PERCENT:
+        kind = "machine"  # every core was taken (a broker on this machine counts): more processes cannot help
+        reasons.append(f"the machine's cores {machine_busy:.0f} % busy")
+    return Step(
+        reason="; ".join(reasons),
+        limit=kind if kind in ("generator", "machine") else "broker",
+        lag_only=lag_only,
+        generator_suspect=suspect,
+        **evidence,
+    )
 
 
 def generator_kind(generator: dict[str, Any]) -> tuple[str, float, float]:

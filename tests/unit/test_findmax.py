@@ -289,3 +289,13 @@ def test_a_generator_loop_later_than_the_schedule_allows_is_not_the_brokers_limi
     assert kept.sustained and kept.reason == ""  # a late loop is evidence against a failed step, not a failure
     loose = judge(report(3900.0, lag_p99=47.7, cpu=26.2, loop_lag=24.4), 4000.0, 50.0)
     assert loose.limit == "broker"  # within a 50 ms schedule-lag bound a 24 ms loop explains nothing
+
+
+def test_a_failed_step_on_a_machine_whose_cores_were_all_busy_is_the_machines_limit() -> None:
+    document = report(3900.0, cpu=26.0, loop_lag=2.0)
+    busy = judge(document, 4000.0, 5.0, machine_busy=98.0)
+    assert busy.limit == "machine" and busy.reason.endswith("; the machine's cores 98 % busy")
+    assert not busy.generator_suspect and busy.machine_busy_percent == 98.0  # more processes cannot help
+    assert judge(document, 4000.0, 5.0, machine_busy=80.0).limit == "broker"
+    assert judge(document, 4000.0, 5.0).limit == "broker"  # not measured: nothing judged on it
+    assert judge(report(4000.0), 4000.0, 5.0, machine_busy=99.0).sustained  # evidence against a failure only
