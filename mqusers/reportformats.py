@@ -63,10 +63,10 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
     if broker := broker_table(report.facts.broker, [row.document() for row in report.rows]):
         lines.append(_render(broker))
     sentences = [*report.notes, _generator_line(report.facts.generator)]
-    for worker, clock in sorted(report.facts.clocks.items()):
-        estimate = f"{clock['offset_ms']:+,.3f} ms ± {clock['error_ms']:,.3f} ms against the master"
-        unapplied = "" if clock["applied_ms"] else " (within its error: not corrected)"
-        sentences.append(f"clock of {worker}: {estimate}{unapplied}")
+    if clocks := report.facts.clocks:  # one sentence for every worker: the first screen stays short
+        each = [f"{worker} {c['offset_ms']:+,.3f} ± {c['error_ms']:,.3f}" + ("" if c["applied_ms"] else " (within its "
+                "error: not corrected)") for worker, c in sorted(clocks.items())]  # fmt: skip
+        sentences.append(f"clocks against the master, ms: {', '.join(each)}")
     if files:
         sentences.append(f"files written: {', '.join(files)}")
     lines += [_wrap(sentence) for sentence in sentences]
