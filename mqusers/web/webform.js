@@ -81,6 +81,15 @@
     return response;
   };
 
-  new MutationObserver(decorate).observe(document.body, { childList: true, subtree: true });
+  // The page redraws its tables every 2 s: decorate at most once a frame, however many changes came.
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => {
+      queued = false;
+      decorate();
+    });
+  }).observe(document.body, { childList: true, subtree: true });
   decorate();
 })();
