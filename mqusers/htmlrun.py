@@ -91,6 +91,11 @@ def _option_text(value: Any) -> str:
     return number(value) if isinstance(value, int | float) else str(value)
 
 
+def _unbroken(text: str) -> Html:
+    """A date and time that wrap only between their parts, never at a date's hyphens."""
+    return Html(" ".join(f'<span class="nowrap">{escape(part)}</span>' for part in text.split(" ", 1)))
+
+
 def run_summary(document: dict[str, Any]) -> dict[str, Any]:
     """One run's line in the comparison: totals over its destinations, the worst receive latency."""
     rows = document.get("destinations", [])
@@ -99,7 +104,7 @@ def run_summary(document: dict[str, Any]) -> dict[str, Any]:
     return {
         "run": document.get("run_id", "?"),
         "broker": broker_named(document),
-        "started": when(document["started"]) if "started" in document else "-",
+        "started": _unbroken(when(document["started"])) if "started" in document else "-",
         "duration s": document.get("stopped", 0.0) - document.get("started", 0.0),
         "sent": sum(r["sent"] for r in rows),
         "received": sum(r["received"] for r in rows),
