@@ -88,7 +88,10 @@ def _option_text(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
-    return number(value) if isinstance(value, int | float) else str(value)
+    if isinstance(value, int | float):
+        # As a flag takes it (no thousands separator): the header line can be pasted back.
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return str(value)
 
 
 def _unbroken(text: str) -> Html:

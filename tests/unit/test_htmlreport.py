@@ -233,7 +233,7 @@ def test_every_figure_has_its_units_format_and_every_thousand_its_separator(tmp_
 
 def test_a_single_documents_page_names_it_once_and_says_what_ran() -> None:
     document = run_document()
-    document["options"]["rate"] = 250.0
+    document["options"]["rate"] = 1250.5
     document["options"]["broker"] = "stomp://broker:61613"
     document["scenario"] = {"locustfile": "pubsub.py", "server": "ActiveMQ/6.1.2", "users": {"Publisher": 3,
                             "Subscriber": 1200}, "rate": "250 msg/s asked per producer", "size": 1024}  # fmt: skip
@@ -243,6 +243,7 @@ def test_a_single_documents_page_names_it_once_and_says_what_ran() -> None:
     assert "<h1>mqusers run r1</h1>" in html and "<h2>" not in html.split('<section class="run"')[1].split("<h3>")[0]
     ran = html.split('<dl class="what-ran">')[1].split("</dl>")[0]
     assert f"<dd>{DESTINATION}</dd>".replace("<b>", "&lt;b&gt;").replace("</script>", "&lt;/script&gt;") in ran
-    assert "--mq-rate 250" in ran and "--mq-size 1,024" in ran and "hunter2" not in ran and "heartbeats" not in ran
+    # Flags as a command line takes them (no thousands separator), so the line can be pasted back.
+    assert "--mq-rate 1250.5" in ran and "--mq-size 1024" in ran and "hunter2" not in ran and "heartbeats" not in ran
     assert "<dd>pubsub.py</dd>" in ran and "<dd>stomp://broker:61613 (ActiveMQ/6.1.2)</dd>" in ran
     assert "<dd>users: Publisher 3, Subscriber 1,200; 250 msg/s asked per producer; 1,024 B messages</dd>" in ran
