@@ -7,10 +7,11 @@ Which component limits the figures, from what each load process saw each second
 (:mod:`mqusers.health`) and how late the broker's answers were:
 
 - ``saturated``: the loop ran late (lag >= ``LAG_LATE_MS``) while the process used a core
-  (CPU >= ``CPU_SATURATED`` % of one; gevent runs on one), or ran longer than it waited for one:
-  the generator itself is the limit.
-- ``contended``: the loop ran late while the process used less than a core and waited for one
-  longer than it ran: other processes (a broker on the same host, other jobs, the hypervisor's
+  (CPU >= ``CPU_SATURATED`` % of one; gevent runs on one), wanted one and ran more than it waited,
+  or was held by its own work (a lag its wait for a core does not explain): the generator itself is
+  the limit.
+- ``contended``: the loop ran late while the process used less than a core, and its wait for a
+  core explains the lag: other processes (a broker on the same host, other jobs, the hypervisor's
   steal) had the CPU.
 - ``broker-slow``: every loop kept time, yet the broker's answers were late (receive, receipt or
   request p99 >= ``BROKER_LATE_MS``) or it blocked producers: the figures are the broker's.
@@ -43,8 +44,8 @@ BROKER_TIMED = (RECEIVE, RECEIPT, REQUEST)
 WORDS = {
     "ok": ("the generator kept time (CPU max {cpu:.0f} % of a core, loop lag max {lag:.1f} ms)", ""),
     "saturated": (
-        "the load generator ({node}) is saturated: it used {cpu:.0f} % of a core and its loop ran up to "
-        "{lag:.0f} ms late ({late}): latency figures of this period are the generator's, not the broker's",
+        "the load generator ({node}) is saturated: its own work held its loop up to {lag:.0f} ms late ({late}), "
+        "at up to {cpu:.0f} % of a core: latency figures of this period are the generator's, not the broker's",
         "add processes (--processes) or workers, or lower the rate",
     ),
     "contended": (
@@ -108,16 +109,23 @@ class Generator(TypedDict):
 def second(cpu_percent: float, lag_ms: float, wait_ms: float | None = None) -> str:
     """One second of one process: ``ok``, or late and ``saturated`` or ``contended``.
 
-    Late with a core used, it is saturated. Below that, ``wait_ms`` (its loop's wait for a core in
-    that second, when known) says which: waiting longer than running, others had the CPU it wanted
-    (contended); running longer, its own work made it late (saturated: on a busy machine it gets less
-    than a core, yet the load is its own). Unknown, less than a core is contended.
+    Late with a core used, it is saturated. Below that, ``wait_ms`` (its loop thread's wait for a
+    core in that second, when known) says which: runnable nearly all the second and running more
+    than waiting, it wanted a core of its own (saturated: on a busy machine it gets less, yet the load
+    is its own); else a wait of at least half the lag explains the lateness (contended); a lag that
+    waiting does not explain is its own work holding the loop (saturated). Unknown, less than a core
+    is contended.
     """
     if lag_ms < LAG_LATE_MS:
         return "ok"
     if cpu_percent >= CPU_SATURATED:
         return "saturated"
-    return "contended" if wait_ms is None or wait_ms >= cpu_percent * 10.0 else "saturated"
+    if wait_ms is None:
+        return "contended"
+    running_ms = cpu_percent * 10.0
+    if running_ms + wait_ms >= CPU_SATURATED * 10.0 and running_ms >= wait_ms:
+        return "saturated"
+    return "contended" if wait_ms >= lag_ms / 2 else "saturated"
 
 
 def process_verdict(saturated_s: int, contended_s: int) -> str:

@@ -37,6 +37,8 @@ def test_a_late_loop_is_the_generators_only_when_it_used_a_core() -> None:
     assert second(23.0, 80.0, wait_ms=400.0) == "contended"  # it waited longer than it ran
     # Late on a busy machine with most of a core: it waited, but its own load is what it could not carry.
     assert second(87.0, 80.0, wait_ms=583.0) == "saturated"
+    assert second(15.0, 60.0, wait_ms=40.0) == "contended"  # one 40 ms wait for a core explains the lag
+    assert second(15.0, 60.0, wait_ms=5.0) == "saturated"  # waiting does not explain it: its own work did
     assert process_verdict(LATE_SECONDS, 0) == "saturated"
     assert process_verdict(LATE_SECONDS - 1, 1) == "contended"  # late enough, mostly not on its own CPU
     assert process_verdict(1, LATE_SECONDS - 2) == "ok"
