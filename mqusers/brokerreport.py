@@ -125,7 +125,7 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str
                      "(publishers are blocked while one is on)")  # fmt: skip
     if broker.get("failures"):
         errors = "; ".join(dict.fromkeys(broker["errors"].values()))
-        lines.append(f"broker figures: {broker['failures']} of the readings failed ({errors})")
+        lines.append(f"broker figures: {broker['failures']:,} of the readings failed ({errors})")
     if broker.get("stale_s") is not None and broker.get("destinations"):
         lines.append(f"broker figures: the broker did not answer at the end; its figures above are its last answer,"
                      f" {broker['stale_s']:.0f} s before the report, not compared with mqusers' counts")  # fmt: skip

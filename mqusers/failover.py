@@ -80,7 +80,7 @@ def failover_notes(failover: dict[str, Any], faults: list[FaultRecord]) -> list[
     lines = [fault_line(record) for record in faults]
     if failover.get("outages"):
         worst = failover["worst_window_ms"]
-        lines.append(f"failover: {failover['outages']} connection drop(s), the longest window without service "
+        lines.append(f"failover: {failover['outages']:,} connection drop(s), the longest window without service "
                      f"{worst:,.0f} ms (windows: last good operation to first after)")  # fmt: skip
         lines += failover["lines"]
     return lines

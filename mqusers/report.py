@@ -143,12 +143,12 @@ def notes(
         audit = row.audit
         if audit["unreceived"] or audit["unconfirmed"]:
             lines.append(
-                f"{row.destination}: {audit['unreceived']} unreceived (still queued at the broker or lost: the client "
-                f"cannot tell), {audit['unconfirmed']} unconfirmed (sent, outcome unknown)"
+                f"{row.destination}: {audit['unreceived']:,} unreceived (still queued at the broker or lost: the "
+                f"client cannot tell), {audit['unconfirmed']:,} unconfirmed (sent, outcome unknown)"
             )
         if audit["foreign"] or audit["other_run"]:
             lines.append(
-                f"{row.destination}: {audit['foreign']} foreign and {audit['other_run']} other runs' messages, "
+                f"{row.destination}: {audit['foreign']:,} foreign and {audit['other_run']:,} other runs' messages, "
                 "counted apart from this run's figures"
             )
     return lines
@@ -203,7 +203,7 @@ def gate_failures(report: RunReport) -> list[str]:
         if settings.max_p99_ms is not None and p99 is not None and p99 > settings.max_p99_ms:
             failures.append(f"{where}: p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
         if settings.max_lost is not None and row.audit["lost"] > settings.max_lost:
-            failures.append(f"{where}: {row.audit['lost']} lost > --mq-max-lost {settings.max_lost}")
+            failures.append(f"{where}: {row.audit['lost']:,} lost > --mq-max-lost {settings.max_lost}")
         if settings.min_rate is not None and rate < settings.min_rate:
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
     if report.facts.produces and not any(row.totals.sent for row in report.rows):
@@ -212,7 +212,7 @@ def gate_failures(report: RunReport) -> list[str]:
     # Every failed operation counts, broker ERROR frames and connects included, not only a destination's.
     errors = report.errors
     if settings.max_errors is not None and errors > settings.max_errors:
-        failures.append(f"{errors} errors in all operations > --mq-max-errors {settings.max_errors}")
+        failures.append(f"{errors:,} errors in all operations > --mq-max-errors {settings.max_errors}")
     verdict = report.facts.generator["verdict"]
     if settings.fail_on_saturation and verdict in ("saturated", "contended"):
         failures.append(f"the load generator's verdict is {verdict} and --mq-fail-on-saturation is set")
