@@ -150,19 +150,20 @@ def judge(
 def generator_kind(generator: dict[str, Any]) -> tuple[str, float, float]:
     """What the generator's verdict blames, with the busiest process's CPU % and loop lag p99 ms.
 
-    Read defensively: a verdict naming the machine (contended) or the broker is taken at its word; a
-    plain ``saturated`` one is the generator's own limit when it used its CPU, else the machine's (a
-    generator starved by other processes, a broker on the same cores, shows loop lag with CPU to spare).
+    The verdict (:mod:`mqusers.verdicts`) is taken at its word: ``contended`` is the machine's limit
+    (a generator starved by other processes or a broker on the same cores), ``saturated`` the
+    generator's own (its rule already tells the two apart by where the loop's lag went), ``broker-slow``
+    the broker's.
     """
     processes = [p for p in (generator.get("processes") or {}).values() if isinstance(p, dict)]
     cpu = max((float(p.get("cpu_percent_max") or 0.0) for p in processes), default=math.nan)
     loop_lag = max((float(p.get("loop_lag_ms_p99") or 0.0) for p in processes), default=math.nan)
-    verdicts = [(str(p.get("verdict", "ok")), float(p.get("cpu_percent_max") or 0.0)) for p in processes]
-    kinds = [_kind(v, c) for v, c in verdicts or [(str(generator.get("verdict", "ok")), cpu)]]
+    verdicts = [str(p.get("verdict", "ok")) for p in processes] or [str(generator.get("verdict", "ok"))]
+    kinds = [_kind(v) for v in verdicts]
     return min(kinds, key=KINDS.index, default="ok"), cpu, loop_lag
 
 
-def _kind(verdict: str, cpu: float) -> str:
+def _kind(verdict: str) -> str:
     words = verdict.lower()
     if words in ("", "ok"):
         return "ok"
@@ -170,7 +171,7 @@ def _kind(verdict: str, cpu: float) -> str:
         return "machine"
     if "broker" in words:
         return "broker"
-    return "generator" if cpu >= CPU_BOUND_PERCENT else "machine"
+    return "generator"
 
 
 def _worst_latency(rows: Sequence[dict[str, Any]]) -> dict[str, float]:

@@ -215,8 +215,8 @@ def test_a_failure_at_the_offered_rate_is_bisected_not_walked_down() -> None:
 @pytest.mark.parametrize(
     ("verdict", "cpu", "limit"),
     [
-        ("saturated", 95.0, "generator"),  # today's word: its CPU decides
-        ("saturated", 40.0, "machine"),
+        ("saturated", 95.0, "generator"),  # the verdict's own rule tells the generator from the machine
+        ("saturated", 40.0, "generator"),
         ("generator saturated", 95.0, "generator"),  # the three kinds, by name
         ("machine contended", 30.0, "machine"),
         ("contended", 30.0, "machine"),
