@@ -73,10 +73,24 @@ def start_faults(ctx: RunContext, secrets: tuple[str, ...]) -> None:
         ctx.faults.start()
 
 
+def start_warmup(environment: Environment, ctx: RunContext) -> None:
+    """Leave the warm-up out: every message sent before its end, wherever and whenever it arrives.
+
+    The recorder drops what was recorded before the instant (sends, schedule lag) and receivers what
+    was sent before it; events fired one by one (failures, other requests) are left out until then.
+    """
+    ctx.book.recording = ctx.series.recording = not ctx.settings.warmup
+    if not ctx.settings.warmup:
+        ctx.recorder.measure_from(0)
+        return
+    ctx.recorder.measure_from(time.time_ns() + round(ctx.settings.warmup * 1e9), lambda: end_warmup(environment, ctx))
+    gevent.spawn_later(ctx.settings.warmup, ctx.recorder.flush)  # opens the window with no traffic too
+
+
 def end_warmup(environment: Environment, ctx: RunContext) -> None:
-    ctx.recorder.flush()  # what was recorded during the warm-up stays out of the book
+    """The window opens (the recorder calls it before handing on any of the window's samples)."""
     ctx.book.recording = ctx.series.recording = True
-    # ... and out of Locust's tables, as --reset-stats does at the end of spawning: both tell one story.
+    # Locust's tables leave the warm-up out too, as --reset-stats does at the end of spawning: one story.
     environment.stats.reset_all()
 
 

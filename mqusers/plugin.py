@@ -178,10 +178,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     if not isinstance(environment.runner, WorkerRunner):
         lifecycle.start_faults(ctx, influx.secrets(environment))
         brokerwatch.start(environment, ctx)
-    if ctx.settings.warmup:
-        # Events of the warm-up are left out of the exact book and of Locust's stats alike.
-        ctx.book.recording = ctx.series.recording = False
-        gevent.spawn_later(ctx.settings.warmup, lifecycle.end_warmup, environment, ctx)
+    lifecycle.start_warmup(environment, ctx)
 
 
 def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:

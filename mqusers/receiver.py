@@ -66,6 +66,8 @@ class Receiver:
         #: The last delivery's and, since the last :meth:`reset`, the first's receive time (ns; 0: none).
         self.last_ns = self.first_ns = 0
         self._client = client
+        #: Where the measured window's start is read (``measured_from_ns``): set per test.
+        self._recorder = client.recorder
         self._fire = client.fire
         self._acks = ack != "auto"
         self._ack_every = max(1, ack_every) if ack == "client" else 1
@@ -92,8 +94,11 @@ class Receiver:
         if not own and self._stray(headers, len(body)):
             return
         size = len(body)
+        measured_from_ns = self._recorder.measured_from_ns
         if self._clock is not None and self._clock.offsets:
-            received_ns -= self._correction(headers.get(PRODUCER, b""))
+            correction = self._correction(headers.get(PRODUCER, b""))
+            received_ns -= correction
+            measured_from_ns -= correction  # onto the producer's clock, as its send time
         try:
             sent_ns = int(headers[SENT_NS])
             intact = int(headers[SIZE]) == size and zlib.crc32(body) == int(headers[CRC])
@@ -103,17 +108,20 @@ class Receiver:
             if not intact:
                 self._failed(size, _CORRUPT)
             else:
-                due = headers.get(DUE_NS)
-                if due is not None:
-                    # Coordinated omission corrected: measured from when the schedule wanted it sent.
-                    self._due.record((received_ns - int(due)) // 1000, size, received_ns)
                 if self.audit is not None and own:  # the audit is of this run's messages only
                     self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(_REDELIVERED) == b"true")
                 latency_us = (received_ns - sent_ns) // 1000
                 # Auto ack only: the broker sends on without waiting for our ACKs, so a pause throttles nothing.
                 if latency_us >= RECEIVE_BEHIND_US and not self._acks:
                     self._client.behind = True
-                self._receive.record(latency_us, size, received_ns)
+                # A message sent during the warm-up is left out of the figures whenever it arrives, as
+                # its send is: received on a topic stays subscribers x sent.
+                if sent_ns >= measured_from_ns:
+                    due = headers.get(DUE_NS)
+                    if due is not None:
+                        # Coordinated omission corrected: measured from when the schedule wanted it sent.
+                        self._due.record((received_ns - int(due)) // 1000, size, received_ns)
+                    self._receive.record(latency_us, size, received_ns)
         self.received += 1
         if self._acks:
             self._acknowledge(headers.get(b"ack"), self.received % self._ack_every == 0)

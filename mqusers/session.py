@@ -59,9 +59,9 @@ class Session:
         recorder: Recorder | None = None,
     ):
         self.config = config
-        self._recorder = recorder or Recorder(fire, per_message=True)
+        self.recorder = recorder or Recorder(fire, per_message=True)
         #: Fires one request event (failures, connects...), after the recorder's pending successes.
-        self.fire = self._recorder.fire
+        self.fire = self.recorder.fire
         self.dialect: Dialect = ACTIVEMQ
         self.server = ""
         self._transport: Transport = transport or StompTransport()
@@ -108,7 +108,7 @@ class Session:
 
     def operation(self, name: str) -> Record:
         """Where the per-message path records a success of ``name``."""
-        return self._recorder.operation(name)
+        return self.recorder.operation(name)
 
     @property
     def connected(self) -> bool:

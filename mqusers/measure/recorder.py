@@ -10,10 +10,15 @@ Failures are rare and carry the broker's message: they still fire one Locust req
 and the recorder flushes first, so every consumer sees events in the order they happened.
 With ``per_message`` the recorder hands out operations that fire an event per message instead
 (for users whose own request listeners must see every message).
+
+A warm-up (:meth:`Recorder.measure_from`) is cut at one instant: samples recorded before it are
+dropped. The cut costs the hot path nothing: it is one more boundary where an operation opens a
+new segment, as it does at each second.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -68,15 +73,17 @@ def _second_end_ns(second: int) -> int:
 class Operation:
     """One event name's successes since the last flush, cut into seconds."""
 
-    __slots__ = ("_bytes", "_dirty", "_end_ns", "_last_ns", "_samples", "_seconds", "name")
+    __slots__ = ("_bytes", "_dirty", "_end_ns", "_last_ns", "_recorder", "_samples", "_seconds", "name")
 
-    def __init__(self, name: str, dirty: Callable[[Operation], None]):
+    def __init__(self, name: str, recorder: Recorder):
         self.name = name
-        self._dirty = dirty
+        self._recorder = recorder
+        self._dirty = recorder._pending
         self._samples: list[int] = []
         self._bytes = 0
         self._last_ns = 0
-        #: (start index, second, bytes before, first ns, last ns) per second; the last one is open.
+        #: (start index, second, bytes before, first ns, last ns, kept) per second, and per side of
+        #: the warm-up's end (kept 0: before it); the last one is open.
         self._seconds: list[list[int]] = []
         self._end_ns = 0  # forces :meth:`_open` on the first record after a flush
 
@@ -101,8 +108,10 @@ class Operation:
         else:
             self._seconds[-1][4] = self._last_ns
         second = second_of(now_ns)
-        self._seconds.append([len(self._samples), second, self._bytes, now_ns, now_ns])
-        self._end_ns = _second_end_ns(second)
+        cut_ns = self._recorder.measured_from_ns
+        kept = now_ns >= cut_ns
+        self._seconds.append([len(self._samples), second, self._bytes, now_ns, now_ns, kept])
+        self._end_ns = _second_end_ns(second) if kept else min(_second_end_ns(second), cut_ns)
 
     def take(self) -> list[Batch]:
         """The batches since the last take, oldest first; then start afresh."""
@@ -112,10 +121,10 @@ class Operation:
         samples, seconds, total = self._samples, self._seconds, self._bytes
         self._samples, self._seconds, self._bytes, self._end_ns = [], [], 0, 0
         batches = []
-        for index, (start, second, bytes_before, first_ns, last_ns) in enumerate(seconds):
+        for index, (start, second, bytes_before, first_ns, last_ns, kept) in enumerate(seconds):
             end, bytes_after = (seconds[index + 1][0], seconds[index + 1][2]) if index + 1 < len(seconds) else (
                 len(samples), total)  # fmt: skip
-            if end > start:
+            if end > start and kept:
                 micros = Counter(samples[start:end])  # C-speed grouping of equal samples
                 batches.append(Batch(self.name, second, micros, end - start, bytes_after - bytes_before,
                                      first_ns, last_ns))  # fmt: skip
@@ -125,12 +134,14 @@ class Operation:
 class PerMessage:
     """An operation that fires one Locust request event per message (``--mq-request-events per-message``)."""
 
-    __slots__ = ("_fire", "name")
+    __slots__ = ("_fire", "_recorder", "name")
 
-    def __init__(self, name: str, fire: Fire):
-        self.name, self._fire = name, fire
+    def __init__(self, name: str, recorder: Recorder):
+        self.name, self._fire, self._recorder = name, recorder.fire, recorder
 
     def record(self, micros: int, size: int, now_ns: int) -> None:
+        if now_ns < self._recorder.measured_from_ns:
+            return  # the warm-up's
         # The same float the bulk path derives from the same µs, so both modes log identical values.
         self._fire(request_type=REQUEST_TYPE, name=self.name, response_time=micros / 1000.0,
                    response_length=size, exception=None, context={})  # fmt: skip
@@ -156,14 +167,28 @@ class Recorder:
         self._operations: dict[str, Record] = {}
         self._dirty: list[Operation] = []
         self._consumers: list[BatchConsumer] = []
+        #: Epoch ns the measured window starts at (0: no warm-up): earlier samples are dropped.
+        self.measured_from_ns = 0
+        #: Runs once, at the first flush or event at or after ``measured_from_ns``, before any consumer
+        #: sees the window's first sample (resets what counted the warm-up's events).
+        self._on_measured: Callable[[], None] | None = None
+
+    def measure_from(self, from_ns: int, on_measured: Callable[[], None] | None = None) -> None:
+        """Leave out samples recorded before ``from_ns``; ``on_measured()`` when the window opens."""
+        self.flush()
+        self.measured_from_ns, self._on_measured = from_ns, on_measured
+
+    def _opens(self, measured: bool = False) -> None:
+        """Run the window's callback once it has opened (or ``measured``: a sample of it is pending)."""
+        if self._on_measured is not None and (measured or time.time_ns() >= self.measured_from_ns):
+            on_measured, self._on_measured = self._on_measured, None
+            on_measured()
 
     def operation(self, name: str) -> Record:
         """The shared operation for ``name`` (every producer on a destination records into one)."""
         operation = self._operations.get(name)
         if operation is None:
-            operation = self._operations[name] = (
-                PerMessage(name, self._fire) if self.per_message else Operation(name, self._pending)
-            )
+            operation = self._operations[name] = PerMessage(name, self) if self.per_message else Operation(name, self)
         return operation
 
     def restart(self, per_message: bool) -> None:
@@ -181,12 +206,16 @@ class Recorder:
     def fire(self, **event: Any) -> None:
         if self._dirty:
             self.flush()
+        elif self._on_measured is not None:
+            self._opens()
         self._fire(**event)
 
     def flush(self) -> None:
         """Hand every pending sample to the consumers, in time order."""
         dirty, self._dirty = self._dirty, []
         batches = [batch for operation in dirty for batch in operation.take()]
+        if self._on_measured is not None:
+            self._opens(measured=bool(batches))  # batches hold no sample of the warm-up
         if not batches:
             return
         batches.sort(key=lambda batch: batch.second)  # stable: operations keep their order within a second

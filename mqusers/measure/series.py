@@ -63,7 +63,7 @@ class Series:
         self.width_s = 1
         self.traffic: dict[str, dict[int, Traffic]] = {}
         self.load: dict[str, dict[int, Load]] = {}
-        #: False during a warm-up, as the book's: nothing is counted.
+        #: False during a warm-up, as the book's: events and load seconds are not counted.
         self.recording = True
         #: (destination, bucket) of the buckets not sealed yet, and the newest bucket's start.
         self._unsealed: set[tuple[str, int]] = set()
@@ -136,8 +136,6 @@ class Series:
 
     def add_batches(self, batches: Sequence[Batch]) -> None:
         """The recorder's successes, one batch per operation and second."""
-        if not self.recording:
-            return
         for batch in batches:
             if (found := destination_operation(batch.name)) is None:
                 continue

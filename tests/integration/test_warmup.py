@@ -1,0 +1,44 @@
+"""The warm-up is cut per message by its send time: on a topic, received == subscribers x sent, exactly.
+
+A message sent just before the warm-up's end and received just after belongs to the warm-up on both
+sides; cut by recording time instead, it counted as received but not as sent and the per-second
+backlog went negative. The broker's own count, which includes the warm-up, shows something was
+left out; Locust's final table counts the same messages as the summary.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import run_locust, started
+
+pytestmark = pytest.mark.activemq
+
+SUBSCRIBERS = 3
+
+
+def test_a_topic_receives_subscribers_times_sent_after_a_warm_up(tmp_path: Path) -> None:
+    broker, topic = started("activemq"), f"/topic/warm.{uuid.uuid4().hex[:8]}"
+    run = run_locust("pubsub.py", broker.url, "--mq-destination", topic, "--mq-consumers", str(SUBSCRIBERS),
+                     "--mq-rate", "1000", "--mq-warmup", "2", users=2 * SUBSCRIBERS, seconds=5,
+                     tmp_path=tmp_path)  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    row = run.row(topic)
+    assert row["sent"] > 0
+    assert row["received"] == SUBSCRIBERS * row["sent"], row
+    backlog = run.report["series"]["destinations"][topic]["backlog"]
+    assert min(backlog) >= 0 and backlog[-1] == 0, backlog
+    # Something was left out: the broker counted the warm-up's messages too.
+    assert run.report["broker"]["destinations"][topic]["enqueued"] > row["sent"]
+    final = run.output[run.output.rindex("Shutting down (exit code") :]  # Locust's final table
+
+    def locust_count(operation: str) -> int:
+        found = re.search(rf"^STOMP +{operation} {re.escape(topic)} +(\d+) ", final, re.MULTILINE)
+        assert found, final
+        return int(found.group(1))
+
+    assert (locust_count("send"), locust_count("receive")) == (row["sent"], row["received"])
