@@ -82,21 +82,23 @@ class StompClient(Session):
         """
         frames = publisher.frames
         start = time.perf_counter()
+        sent_ns = time.time_ns()
         if sync:
             receipt = b"mq-%d" % next(self._ids)
             waiter = self._waiters[receipt] = AsyncResult()
-            data = frames.frame_with(seq, time.time_ns(), receipt_line(receipt, extra))
+            data = frames.frame_with(seq, sent_ns, receipt_line(receipt, extra))
         elif extra:
-            data = frames.frame_with(seq, time.time_ns(), extra)
+            data = frames.frame_with(seq, sent_ns, extra)
         else:
-            data = frames.frame(seq, time.time_ns())
-        if not self._write(publisher.send, start, frames.body_size, data):
+            data = frames.frame(seq, sent_ns)
+        measured = sent_ns >= self.recorder.measured_from_ns  # the warm-up is cut by send time
+        if not self._write(publisher.send, start, frames.body_size, data, measured):
             if sync:
                 self._waiters.pop(receipt, None)
             return Sent.FAILED
         if not sync:
             return Sent.WRITTEN
-        error = self._await(waiter, receipt, publisher.receipt, start, frames.body_size, "RECEIPT")
+        error = self._await(waiter, receipt, publisher.receipt, start, frames.body_size, "RECEIPT", measured)
         if error is None:
             return Sent.CONFIRMED
         # An ERROR frame answering the receipt is the broker refusing the message: it was not sent.
@@ -125,7 +127,7 @@ class StompClient(Session):
             for _ in range(count - whole):
                 self._fire(publisher.send.name, start, frames.body_size, error)
         finally:
-            if whole:
+            if whole and sent_ns >= self.recorder.measured_from_ns:  # the warm-up is cut by send time
                 elapsed_us = int((time.perf_counter() - start) * 1e6)
                 publisher.send.record_many(elapsed_us, frames.body_size, time.time_ns(), whole)
         return whole
@@ -144,15 +146,18 @@ class StompClient(Session):
         correlation = b"%s-%d" % (publisher.frames.producer_id, seq)
         waiter = self._waiters[correlation] = AsyncResult()
         start = time.perf_counter()
-        data = publisher.frames.frame_with(seq, time.time_ns(), request_lines(reply_to.encode(), correlation))
-        if not self._write(publisher.send, start, publisher.frames.body_size, data):
+        sent_ns = time.time_ns()
+        data = publisher.frames.frame_with(seq, sent_ns, request_lines(reply_to.encode(), correlation))
+        measured = sent_ns >= self.recorder.measured_from_ns
+        if not self._write(publisher.send, start, publisher.frames.body_size, data, measured):
             self._waiters.pop(correlation, None)
             return Sent.FAILED
-        error = self._await(waiter, correlation, publisher.request, start, publisher.frames.body_size, "reply")
+        size = publisher.frames.body_size
+        error = self._await(waiter, correlation, publisher.request, start, size, "reply", measured)
         return Sent.CONFIRMED if error is None else Sent.UNCONFIRMED
 
-    def _write(self, operation: Record, start: float, size: int, data: bytes) -> bool:
-        """Write one message's frame; a failure is recorded under ``operation``."""
+    def _write(self, operation: Record, start: float, size: int, data: bytes, measured: bool) -> bool:
+        """Write one message's frame; a failure is recorded under ``operation``, a success if ``measured``."""
         try:
             self.send_raw(data)
         except MqError as error:
@@ -161,7 +166,8 @@ class StompClient(Session):
         except BaseException:
             self._cut_whole = 0  # interrupted before the frame's last byte left: it never will
             raise
-        operation.record(int((time.perf_counter() - start) * 1e6), size, time.time_ns())
+        if measured:
+            operation.record(int((time.perf_counter() - start) * 1e6), size, time.time_ns())
         return True
 
     # -- subscriptions -----------------------------------------------------------------------

@@ -5,6 +5,8 @@
   global message indexes ``k`` from the conductor (the master, or the local runner). Message ``k``
   is due at ``t0 + k / rate`` whatever the number of producers or workers, and exactly N messages
   are sent in total.
+- **Warm-up**: the go carries the master's end of the warm-up; each worker cuts at that instant on
+  its own clock (until the go arrives, at its own start + warm-up).
 - **Clock offsets**: the master pings each worker and keeps the best estimate
   (:class:`mqusers.conductor.ClockEstimate`). Workers get every process's offset, so a consumer can
   put a remote producer's send time on its own clock.
@@ -41,6 +43,7 @@ class Go(TypedDict):
     t0_ns: int
     rate: float
     total: int
+    measured_from_ns: int  # the warm-up's end (master clock; 0: none)
 
 
 class BlockRequest(TypedDict):
@@ -77,6 +80,9 @@ class Follower:
         self.go = Event()
         self.offsets: dict[str, int] = {}
         self.own_offset_ns = 0
+        #: The master's warm-up end (its clock; 0: none) and who puts it on this process's clock.
+        self.measured_from_ns = 0
+        self.on_measured_from: Callable[[int], None] = lambda _: None
         self._requests: dict[int, AsyncResult] = {}
         self._ids = itertools.count()
 
@@ -87,6 +93,12 @@ class Follower:
     def reset(self) -> None:
         self.plan = None
         self.go.clear()
+        self.measured_from_ns = 0
+
+    def measure_from(self) -> None:
+        """Every process cuts the warm-up at the master's instant, on its own clock."""
+        if self.measured_from_ns:
+            self.on_measured_from(self.measured_from_ns + self.own_offset_ns)
 
 
 class Coordinator:
@@ -98,6 +110,8 @@ class Coordinator:
         #: Called when a --mq-total-messages run has sent everything, before it is stopped.
         self.on_all_sent = on_all_sent
         self.conductor: Conductor | None = None
+        #: The master's warm-up end (epoch ns; 0: none), sent to workers with the go.
+        self.measured_from_ns = 0
         self.follower = Follower()
         runner = environment.runner
         self.distributed = isinstance(runner, (MasterRunner, WorkerRunner))
@@ -167,7 +181,8 @@ class Coordinator:
             self._broadcast_go(plan)
 
     def _broadcast_go(self, plan: Plan) -> None:
-        self.environment.runner.send_message(_GO, Go(t0_ns=plan.t0_ns, rate=plan.rate, total=plan.total))
+        go = Go(t0_ns=plan.t0_ns, rate=plan.rate, total=plan.total, measured_from_ns=self.measured_from_ns)
+        self.environment.runner.send_message(_GO, go)
 
     def _on_block_request(self, environment: Any, msg: Any, **_: Any) -> None:
         asked: BlockRequest = msg.data
@@ -218,6 +233,8 @@ class Coordinator:
     def _on_go(self, environment: Any, msg: Any, **_: Any) -> None:
         go: Go = msg.data
         self.follower.start(Plan(int(go["t0_ns"]), float(go["rate"]), int(go["total"])))
+        self.follower.measured_from_ns = int(go.get("measured_from_ns", 0))
+        self.follower.measure_from()
 
     def _on_block(self, environment: Any, msg: Any, **_: Any) -> None:
         reply: BlockReply = msg.data
@@ -235,3 +252,4 @@ class Coordinator:
         offsets: Offsets = msg.data
         self.follower.offsets = {tag: int(offset) for tag, offset in offsets["offsets"].items()}
         self.follower.own_offset_ns = self.follower.offsets.get(self.process_tag, 0)
+        self.follower.measure_from()

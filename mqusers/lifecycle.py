@@ -78,13 +78,17 @@ def start_warmup(environment: Environment, ctx: RunContext) -> None:
 
     The recorder drops what was recorded before the instant (sends, schedule lag) and receivers what
     was sent before it; events fired one by one (failures, other requests) are left out until then.
+    Workers move to the master's instant when its go arrives (:mod:`mqusers.coordination`).
     """
-    ctx.book.recording = ctx.series.recording = not ctx.settings.warmup
-    if not ctx.settings.warmup:
-        ctx.recorder.measure_from(0)
-        return
-    ctx.recorder.measure_from(time.time_ns() + round(ctx.settings.warmup * 1e9), lambda: end_warmup(environment, ctx))
-    gevent.spawn_later(ctx.settings.warmup, ctx.recorder.flush)  # opens the window with no traffic too
+    warmup = ctx.settings.warmup
+    ctx.book.recording = ctx.series.recording = not warmup
+    measured_from_ns = time.time_ns() + round(warmup * 1e9) if warmup else 0
+    ctx.recorder.measure_from(measured_from_ns, (lambda: end_warmup(environment, ctx)) if warmup else None)
+    if warmup:
+        gevent.spawn_later(warmup, ctx.recorder.flush)  # opens the window with no traffic too
+    if ctx.coordinator is not None:  # distributed: workers take the master's instant with the go
+        ctx.coordinator.measured_from_ns = measured_from_ns
+        ctx.coordinator.follower.on_measured_from = ctx.recorder.move_measured_from
 
 
 def end_warmup(environment: Environment, ctx: RunContext) -> None:

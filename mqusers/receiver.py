@@ -56,6 +56,8 @@ class Receiver:
         self.name = event_name(RECEIVE, destination)
         self._receive = client.operation(self.name)
         self._due = client.operation(event_name(RECEIVE_DUE, destination))
+        # Cut by each message's send time here, not by its receive time (on the producer's clock).
+        self._receive.cut = self._due.cut = False
         #: Clock offsets of every process (distributed runs): remote send times onto this clock.
         self._clock = clock
         self._offsets: dict[str, int] | None = None

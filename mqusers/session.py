@@ -209,10 +209,18 @@ class Session:
     # -- answers -----------------------------------------------------------------------------
 
     def _await(
-        self, waiter: AsyncResult, key: bytes, target: Record | str, start: float, size: int, what: str
+        self,
+        waiter: AsyncResult,
+        key: bytes,
+        target: Record | str,
+        start: float,
+        size: int,
+        what: str,
+        measured: bool = True,
     ) -> MqError | None:
         """Wait for ``waiter``, record the outcome under ``target`` (an operation or an event name),
-        return the error (None: answered).
+        return the error (None: answered). An operation's success only if ``measured`` (sent after
+        the warm-up).
 
         ``wait`` returns on timeout instead of raising ``gevent.Timeout``, a BaseException that would
         end the User's greenlet (and could be another, outer timeout's).
@@ -227,7 +235,7 @@ class Session:
         elif waiter.successful():
             if isinstance(target, str):
                 self._fire(target, start, size, None, end=waiter.value)
-            else:
+            elif measured:
                 target.record(int((waiter.value - start) * 1e6), size, time.time_ns())
             return None
         else:

@@ -49,6 +49,7 @@ class Record(Protocol):
     """What the hot path holds per operation: ``record(micros, size, now_ns)`` for one success."""
 
     name: str
+    cut: bool
 
     def record(self, micros: int, size: int, now_ns: int) -> None: ...
 
@@ -73,10 +74,12 @@ def _second_end_ns(second: int) -> int:
 class Operation:
     """One event name's successes since the last flush, cut into seconds."""
 
-    __slots__ = ("_bytes", "_dirty", "_end_ns", "_last_ns", "_recorder", "_samples", "_seconds", "name")
+    __slots__ = ("_bytes", "_dirty", "_end_ns", "_last_ns", "_recorder", "_samples", "_seconds", "cut", "name")
 
     def __init__(self, name: str, recorder: Recorder):
         self.name = name
+        #: False: its caller leaves the warm-up out itself (a receiver, by each message's send time).
+        self.cut = True
         self._recorder = recorder
         self._dirty = recorder._pending
         self._samples: list[int] = []
@@ -109,7 +112,7 @@ class Operation:
             self._seconds[-1][4] = self._last_ns
         second = second_of(now_ns)
         cut_ns = self._recorder.measured_from_ns
-        kept = now_ns >= cut_ns
+        kept = now_ns >= cut_ns or not self.cut
         self._seconds.append([len(self._samples), second, self._bytes, now_ns, now_ns, kept])
         self._end_ns = _second_end_ns(second) if kept else min(_second_end_ns(second), cut_ns)
 
@@ -134,13 +137,13 @@ class Operation:
 class PerMessage:
     """An operation that fires one Locust request event per message (``--mq-request-events per-message``)."""
 
-    __slots__ = ("_fire", "_recorder", "name")
+    __slots__ = ("_fire", "_recorder", "cut", "name")
 
     def __init__(self, name: str, recorder: Recorder):
-        self.name, self._fire, self._recorder = name, recorder.fire, recorder
+        self.name, self._fire, self._recorder, self.cut = name, recorder.fire, recorder, True
 
     def record(self, micros: int, size: int, now_ns: int) -> None:
-        if now_ns < self._recorder.measured_from_ns:
+        if now_ns < self._recorder.measured_from_ns and self.cut:
             return  # the warm-up's
         # The same float the bulk path derives from the same µs, so both modes log identical values.
         self._fire(request_type=REQUEST_TYPE, name=self.name, response_time=micros / 1000.0,
@@ -177,6 +180,13 @@ class Recorder:
         """Leave out samples recorded before ``from_ns``; ``on_measured()`` when the window opens."""
         self.flush()
         self.measured_from_ns, self._on_measured = from_ns, on_measured
+
+    def move_measured_from(self, from_ns: int) -> None:
+        """The same window's start as another process set it (the master's): only before it opens."""
+        if self._on_measured is not None:
+            self.flush()
+            if self._on_measured is not None:
+                self.measured_from_ns = from_ns
 
     def _opens(self, measured: bool = False) -> None:
         """Run the window's callback once it has opened (or ``measured``: a sample of it is pending)."""
