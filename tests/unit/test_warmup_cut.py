@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from mqusers.coordination import Follower
 from mqusers.measure.recorder import Batch, Recorder
 from mqusers.receiver import Receiver
+from tests.unit.test_events import connected, environment, publisher
 
 T0_NS = 1_764_000_000_000_000_000
 CUT_NS = T0_NS + 500_000_123  # inside a second, as a warm-up's end is
@@ -132,3 +134,34 @@ def test_a_message_sent_in_the_warm_up_is_left_out_however_late_it_arrives(monke
     assert receiver.audit.seqs == [0, 1, 2, 3]  # type: ignore[attr-defined]
     receiver.flush()
     assert receiver.received == 4 and b"".join(client.acks).count(b"ACK\n") == 4  # every one acknowledged
+
+
+def test_a_send_stamped_before_the_instant_is_left_out_though_recorded_after_it(monkeypatch: Any) -> None:
+    env = environment()
+    client, _ = connected(env)
+    stamps = iter([CUT_NS - 1, CUT_NS + 5, CUT_NS, CUT_NS + 5])  # each publish: its stamp, then its record
+    monkeypatch.setattr("mqusers.client.time.time_ns", lambda: next(stamps))
+    client.recorder.measure_from(CUT_NS)
+    sender = publisher(client)
+    assert client.publish(sender, 1) and client.publish(sender, 2)
+    assert env.stats.get("send /queue/a", "STOMP").num_requests == 1  # the one stamped at the instant
+
+
+def test_a_worker_cuts_at_the_masters_instant_on_its_own_clock_until_its_window_opened(monkeypatch: Any) -> None:
+    now = [T0_NS]
+    monkeypatch.setattr("mqusers.measure.recorder.time.time_ns", lambda: now[0])
+    recorder, consumer, _ = recorder_from(CUT_NS + 3_000_000)  # its own start + warm-up, 3 ms after the master's
+    follower = Follower()
+    follower.on_measured_from = recorder.move_measured_from
+    follower.measured_from_ns = CUT_NS  # the go's (master clock)
+    follower.measure_from()
+    assert recorder.measured_from_ns == CUT_NS
+    follower.own_offset_ns = 40_000  # this worker's clock runs 40 us ahead of the master's
+    follower.measure_from()
+    assert recorder.measured_from_ns == CUT_NS + 40_000
+    now[0] = CUT_NS + 40_000
+    recorder.flush()
+    assert consumer.log == ["opened"]
+    follower.own_offset_ns = 0
+    follower.measure_from()  # too late: the window is open, its samples already judged
+    assert recorder.measured_from_ns == CUT_NS + 40_000
