@@ -76,8 +76,9 @@ def start_faults(ctx: RunContext, secrets: tuple[str, ...]) -> None:
 def start_warmup(environment: Environment, ctx: RunContext) -> None:
     """Leave the warm-up out: every message sent before its end, wherever and whenever it arrives.
 
-    The recorder drops what was recorded before the instant (sends, schedule lag) and receivers what
-    was sent before it; events fired one by one (failures, other requests) are left out until then.
+    Senders and receivers leave out each message stamped as sent before the instant (its send,
+    receipt, round trip, receives), the recorder anything else recorded before it (schedule lag);
+    events fired one by one (failures, other requests) are left out until the window opens.
     Workers move to the master's instant when its go arrives (:mod:`mqusers.coordination`).
     """
     warmup = ctx.settings.warmup
@@ -85,7 +86,8 @@ def start_warmup(environment: Environment, ctx: RunContext) -> None:
     measured_from_ns = time.time_ns() + round(warmup * 1e9) if warmup else 0
     ctx.recorder.measure_from(measured_from_ns, (lambda: end_warmup(environment, ctx)) if warmup else None)
     if warmup:
-        gevent.spawn_later(warmup, ctx.recorder.flush)  # opens the window with no traffic too
+        # Opens the window with no traffic too; 1 ms late so that a timer firing a hair early still does.
+        gevent.spawn_later(warmup + 0.001, ctx.recorder.flush)
     if ctx.coordinator is not None:  # distributed: workers take the master's instant with the go
         ctx.coordinator.measured_from_ns = measured_from_ns
         ctx.coordinator.follower.on_measured_from = ctx.recorder.move_measured_from
