@@ -21,10 +21,12 @@ pytestmark = pytest.mark.activemq
 SUBSCRIBERS = 3
 
 
-def test_a_topic_receives_subscribers_times_sent_after_a_warm_up(tmp_path: Path) -> None:
+# Master and workers: every worker cuts at the master's instant (carried with the go).
+@pytest.mark.parametrize("processes", [[], ["--processes", "2"]], ids=["local", "master and workers"])
+def test_a_topic_receives_subscribers_times_sent_after_a_warm_up(processes: list[str], tmp_path: Path) -> None:
     broker, topic = started("activemq"), f"/topic/warm.{uuid.uuid4().hex[:8]}"
     run = run_locust("pubsub.py", broker.url, "--mq-destination", topic, "--mq-consumers", str(SUBSCRIBERS),
-                     "--mq-rate", "1000", "--mq-warmup", "2", users=2 * SUBSCRIBERS, seconds=5,
+                     "--mq-rate", "1000", "--mq-warmup", "2", *processes, users=2 * SUBSCRIBERS, seconds=5,
                      tmp_path=tmp_path)  # fmt: skip
     assert run.code == 0, run.output[-3000:]
     row = run.row(topic)
