@@ -18,11 +18,12 @@ import itertools
 import logging
 import signal
 import time
+import weakref
 from typing import Any
 
 import gevent
 
-from mqusers import brokerwatch, endscreen, roles
+from mqusers import brokerwatch, endscreen, fdlimit, roles
 from mqusers.ending import DrainOutcome, arrival
 from mqusers.failover import failover_document
 from mqusers.faults import FaultSchedule, known_secrets
@@ -161,6 +162,7 @@ def catch_interrupts(environment: Environment) -> None:
     """
 
     def on_interrupt() -> None:
+        _signalled.add(environment)
         if context(environment).interrupt_drain():
             return
         hub = gevent.get_hub()
@@ -169,6 +171,12 @@ def catch_interrupts(environment: Environment) -> None:
     # Not the main thread (an embedding program): leave its signals alone.
     with contextlib.suppress(ValueError):
         gevent.signal_handler(signal.SIGINT, on_interrupt)
+        # Beside Locust's own SIGTERM handler (registered after this one, run after it): only notes the signal.
+        gevent.signal_handler(signal.SIGTERM, lambda: _signalled.add(environment))
+
+
+#: Environments that received Ctrl-C or SIGTERM: any other quit during a test is not an interruption.
+_signalled: weakref.WeakSet[Environment] = weakref.WeakSet()
 
 
 def on_quitting(environment: Environment, **_: Any) -> None:
@@ -192,7 +200,8 @@ def on_quitting(environment: Environment, **_: Any) -> None:
             environment.process_exit_code = max(environment.process_exit_code or 0, 2)
         return
     if runner.state in (STATE_RUNNING, STATE_SPAWNING):
-        ctx.ended_by = "interrupt"
+        # Without a signal Locust quits mid-test when its last greenlet died (an unhandled error).
+        ctx.ended_by = "interrupt" if environment in _signalled else "quit"
         runner.stop()
 
 
@@ -219,6 +228,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         broker=brokerwatch.document(ctx),
         produces=environment.runner is not None and roles.produces(environment.runner.user_classes),
         scenario=endscreen.scenario_of(environment, ctx),
+        out_of_files=fdlimit.failures(environment.stats.errors),
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series)
     written: list[str] = []
@@ -240,7 +250,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
     failures = gate_failures(report)
     if failures:
         environment.process_exit_code = 3
-    elif ctx.ended_by == "interrupt":
+    elif ctx.ended_by in ("interrupt", "quit"):
         environment.process_exit_code = max(environment.process_exit_code or 0, 1)
     ctx.summary = endscreen.Summary(report, written, failures) if ctx.book.tallies or ctx.generators else None
     if not endscreen.quits_after(environment):

@@ -21,7 +21,7 @@ from typing import Any
 
 import gevent
 
-from mqusers import brokerwatch, endscreen, lifecycle, roles, webui
+from mqusers import brokerwatch, endscreen, fdlimit, lifecycle, roles, webui
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain
@@ -40,6 +40,8 @@ FINAL_TALLIES = "mqusers_final_tallies"
 FINISH = "mqusers_finish"
 #: How long the master waits for workers' final tallies when Locust quits without stopping them.
 FINAL_WAIT_S = 15.0
+#: The web UI's address unless --web-host (or LOCUST_WEB_HOST) is given; Locust's own default is every interface.
+WEB_HOST = "127.0.0.1"
 
 
 def preflight(settings: Settings) -> None:
@@ -57,6 +59,8 @@ def _fail(message: str) -> None:
 @events.init_command_line_parser.add_listener
 def _on_parser(parser: Any, **_: Any) -> None:
     group = add_arguments(parser)  # one "mqusers" group in --help
+    # Anyone who reaches the web UI can start load against any host: loopback unless --web-host says otherwise.
+    parser.set_defaults(web_host=WEB_HOST)
     register(group, BROKER_OPTIONS)
     add_influx_arguments(group)
 
@@ -79,7 +83,8 @@ def _on_init(environment: Environment, **_: Any) -> None:
             _fail(str(error))
     if options.headless and not isinstance(environment.runner, WorkerRunner):
         # Locust makes a headless run's missing -u 1, after this listener.
-        problem = _arrangement(environment, ctx.settings, getattr(options, "num_users", None) or 1).problem
+        users = getattr(options, "num_users", None) or 1
+        problem = _arrangement(environment, ctx.settings, users).problem or _files_problem(environment, users)
         if problem:
             _fail(problem)
     # Master and workers both validate; only a process that will run Users can judge the broker.
@@ -88,6 +93,8 @@ def _on_init(environment: Environment, **_: Any) -> None:
             preflight(ctx.settings)
         except MqError as error:
             _fail(str(error))
+    if environment.runner is not None:
+        fdlimit.guard_monitor(environment.runner)
     coordinator_for(environment, ctx)  # registers its messages before any worker connects
     environment.events.test_start.add_listener(_on_test_start)
     environment.events.test_stopping.add_listener(lifecycle.on_test_stopping)
@@ -136,8 +143,12 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
             raise StopTest(f"mqusers: {arrangement.problem}")
         roles.apply(runner.user_classes, arrangement)
         producers = max(1, arrangement.count(roles.PRODUCER))
+        if options is not None and isinstance(runner, MasterRunner):
+            # Travels with the spawn messages: each worker raises its own open-file limit for its share.
+            setattr(options, fdlimit.USERS_OPTION, fdlimit.per_process(runner.target_user_count, runner.worker_count))
     else:
         ctx.run_id = ctx.settings.run_id or getattr(options, "mq_run_id_generated", "") or ctx.run_id
+        fdlimit.raise_for_worker(options)
     ctx.ordinals.clear()
     ctx.finals.clear()
     ctx.finals_arrived.clear()
@@ -186,7 +197,8 @@ def test_settings(environment: Environment, options: Any, host: str | None) -> S
     settings = read_settings(options, host, context(environment).brokers)
     if options is not None and not options.headless and not isinstance(environment.runner, WorkerRunner):
         # A web UI run was not checked at start-up: refuse it now rather than spawn a mix that cannot run.
-        problem = _arrangement(environment, settings, getattr(options, "num_users", None)).problem
+        users = getattr(options, "num_users", None)
+        problem = _arrangement(environment, settings, users).problem or _files_problem(environment, users)
         if problem:
             raise MqError(problem)
         if not isinstance(environment.runner, MasterRunner):
@@ -205,6 +217,21 @@ def _arrangement(environment: Environment, settings: Settings, users: int | None
     if environment.shape_class is not None:
         users = None
     return roles.arrange(roles.mix_of(classes, _DECLARED), users, settings.consumers)
+
+
+def _files_problem(environment: Environment, users: int | None) -> str | None:
+    """Whether this process (or the workers it forked) may open a file per User (:mod:`mqusers.fdlimit`)."""
+    runner = environment.runner
+    if users is None or environment.shape_class is not None:
+        return None  # a load shape decides the users as it goes
+    if isinstance(runner, MasterRunner):
+        options = environment.parsed_options
+        if not getattr(options, "processes", None):
+            return None  # workers started elsewhere: each raises its own limit at test start
+        # --processes forked the workers from this process: they share its hard limit.
+        workers = runner.worker_count or getattr(options, "expect_workers", 1)
+        return fdlimit.ensure(users, workers, raise_soft=False)
+    return fdlimit.ensure(users)
 
 
 def _consumer_target(environment: Environment) -> int:

@@ -25,7 +25,8 @@ AUDIT_KEYS = ("lost", "unreceived", "unconfirmed", "duplicated", "after_reconnec
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
-            "interrupt": "interrupted (Ctrl-C or SIGTERM)"}  # fmt: skip
+            "interrupt": "interrupted (Ctrl-C or SIGTERM)",
+            "quit": "ended early: Locust quit without a signal (an unhandled error: see its log)"}  # fmt: skip
 
 
 @dataclass
@@ -49,6 +50,8 @@ class RunFacts:
     #: What ran: ``locustfile``, ``server`` (the broker's CONNECTED header), ``users`` (per class) and
     #: ``rate`` (the rate asked, in words).
     scenario: dict[str, Any] = field(default_factory=dict)
+    #: Operations that failed for want of a file descriptor (:func:`mqusers.fdlimit.failures`).
+    out_of_files: int = 0
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,11 @@ def notes(
     lines = [
         f"{_ENDINGS.get(facts.ended_by, facts.ended_by)}; drain: {facts.drain.reason} ({facts.drain.seconds:.1f} s)"
     ]
+    if facts.out_of_files:
+        lines.append(
+            f"the generator ran out of file descriptors: {facts.out_of_files:,} operations failed (EMFILE); the "
+            "figures are those of the Users that had a connection: raise ulimit -n or use fewer users per process"
+        )
     for destination, episodes in sorted(blocked.items()):
         lines.append(
             f"producers to {destination} were blocked by the broker {episodes['episodes']:g} time(s), the longest "

@@ -215,10 +215,39 @@ def _why_unreachable(config: ClientConfig) -> str:
                 with context.wrap_socket(sock, server_hostname=host):
                     pass
     except ssl.SSLCertVerificationError as error:
+        if error.verify_code in _NAME_MISMATCH:
+            return f"TLS: the certificate is for {_certificate_names(config)}, not {host}"
         return f"TLS: {error.verify_message}; --mq-ca-file names the CA to trust"
     except OSError as error:
-        return error.strerror or str(error) or type(error).__name__
+        return _os_reason(error)
     return "a second try just after was accepted: the broker was starting, or its connector refuses some"
+
+
+#: OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH: a trusted certificate for another name.
+_NAME_MISMATCH = (62, 64)
+#: How a connect that found no free file descriptor is worded (the report counts these).
+OUT_OF_FILES = "out of file descriptors (EMFILE)"
+
+
+def _os_reason(error: OSError) -> str:
+    if error.errno == errno.EMFILE:
+        return f"{OUT_OF_FILES}: this process's ulimit -n is used up, not a broker fault"
+    return error.strerror or str(error) or type(error).__name__
+
+
+def _certificate_names(config: ClientConfig) -> str:
+    """The names a trusted certificate is for, read in a handshake that skips only the name check."""
+    host, port = config.address.hosts[0]
+    context = ssl.create_default_context(cafile=config.ca_file)
+    context.check_hostname = False
+    try:
+        with socket.create_connection((host, port), timeout=config.timeout) as sock, context.wrap_socket(sock) as tls:
+            cert: dict[str, Any] = dict(tls.getpeercert() or {})
+    except OSError:
+        return "another name"
+    names = [value for _, value in cert.get("subjectAltName", ())]
+    names = names or [value for rdn in cert.get("subject", ()) for key, value in rdn if key == "commonName"]
+    return ", ".join(names) or "another name"
 
 
 class StompTransport:
@@ -242,7 +271,7 @@ class StompTransport:
             raise Unreachable(_why_unreachable(config)) from None
         except OSError as error:  # CONNECT not written: reset by a broker dying or not yet serving
             connection.transport.close()
-            raise Unreachable(error.strerror or type(error).__name__) from None
+            raise Unreachable(_os_reason(error)) from None
         # After CONNECT the client only sends frames and closes: both are the transport's.
         transport: LeanTransport = connection.transport
         return transport
