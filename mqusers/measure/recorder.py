@@ -13,7 +13,8 @@ With ``per_message`` the recorder hands out operations that fire an event per me
 
 A warm-up (:meth:`Recorder.measure_from`) is cut at one instant: samples recorded before it are
 dropped. The cut costs the hot path nothing: it is one more boundary where an operation opens a
-new segment, as it does at each second.
+new segment, as it does at each second. Senders and receivers cut by each message's send stamp
+before they record (a receiver's operations opt out of the cut by record time: ``cut = False``).
 """
 
 from __future__ import annotations
