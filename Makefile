@@ -24,12 +24,15 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # A ~30 s headless pub/sub run on a local ActiveMQ: 3 producers, 3 subscribers, 1 KB messages.
-# The first 5 s (a freshly started broker's JIT warming up) are left out of the exact summary.
+# The first 5 s (a freshly started broker's JIT warming up) are left out of the exact summary;
+# the HTML report goes to reports/demo.html (git-ignored).
 # The broker's port follows MQUSERS_PORT_OFFSET, as the services scripts do.
 demo: install
+	@mkdir -p reports
 	$(call with_services,activemq,$(VENV)/bin/locust -f locustfiles/pubsub.py \
 		--host stomp://127.0.0.1:$$($(PY) -m services port activemq stomp) --headless \
-		-u 6 -r 6 -t $(DEMO_SECONDS)s --mq-consumers 3 --mq-rate 1000 --mq-warmup 5 --only-summary)
+		-u 6 -r 6 -t $(DEMO_SECONDS)s --mq-consumers 3 --mq-rate 1000 --mq-warmup 5 --only-summary \
+		--mq-report-html reports/demo.html)
 
 # Everything CI runs: lint, types, unit and integration tests against real brokers.
 # faketime gives one test a worker with a really skewed clock; ip netns needs root; the HTML report is

@@ -130,8 +130,7 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str
         lines.append(f"broker figures: the broker did not answer at the end; its figures above are its last answer,"
                      f" {broker['stale_s']:.0f} s before the report, not compared with mqusers' counts")  # fmt: skip
     if broker.get("warmup") and broker.get("destinations"):
-        lines.append("broker figures: the broker's counts include the warm-up the rows above leave out:"
-                     " not compared with mqusers' counts")  # fmt: skip
+        lines.append("broker figures: not compared with mqusers' counts (the broker's include the warm-up)")
     if broker.get("restarted"):
         lines.append("broker figures: the broker restarted during the test and its counters started again:"
                      " they are not compared with mqusers' counts")  # fmt: skip

@@ -87,8 +87,9 @@ def _what_ran(report: RunReport) -> list[str]:
     load = [f"{count(sum(users.values()))} users ({', '.join(f'{n} {name}' for name, n in sorted(users.items()))})"
             if users else "", scenario.get("rate", ""), f"{count(size)} B messages" if size else "",
             f"{facts.stopped - facts.started:,.1f} s"]  # fmt: skip
-    figures = (f"the {settings.warmup:g} s warm-up left out (of Locust's tables too); " if settings.warmup else ""
-               ) + "rates over each direction's own span (first to last send, first to last receive)"  # fmt: skip
+    figures = (f"the {settings.warmup:g} s warm-up left out (of Locust's tables too); rates over their spans "
+               "(send s, recv s)" if settings.warmup else "rates over their spans (send s: first to last send; "
+               "recv s: first to last receive)")  # fmt: skip
     return [
         f"mqusers summary: run {facts.run_id}" + (f", {where}" if where else ""),
         f"load: {', '.join(filter(None, load))}",
