@@ -42,7 +42,8 @@ _POLL_S = 0.02
 
 def build_environment(host: str) -> Environment:
     # No config files: a stray locust.conf or [tool.locust] must not change the benchmark.
-    parsed = get_parser(default_config_files=[]).parse_args(["--headless", "--host", host])
+    # -u 2 as run() starts: mqusers refuses a headless -u 1 (one consumer, no producer) at init.
+    parsed = get_parser(default_config_files=[]).parse_args(["--headless", "--host", host, "-u", "2"])
     return Environment(user_classes=[], events=events, parsed_options=parsed, host=host)
 
 
