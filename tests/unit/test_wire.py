@@ -5,6 +5,7 @@ import pytest
 
 from mqusers.wire import (
     FrameParser,
+    ProtocolError,
     SendFrames,
     ack_frame,
     due_line,
@@ -104,8 +105,58 @@ def test_whole_frames_in_a_cut_buffer_are_counted_exactly() -> None:
 
 def test_content_length_without_nul_is_an_error() -> None:
     _, parser = collect()
-    with pytest.raises(ValueError, match="not NUL-terminated"):
+    with pytest.raises(ProtocolError, match=r"^MESSAGE frame of content-length 2 is not followed by its NUL: 'c\\x00'"):
         parser.feed(b"MESSAGE\ncontent-length:2\n\nabc\x00", 0)
+
+
+def test_a_declared_length_over_the_limit_fails_before_any_body_is_kept() -> None:
+    _, parser = collect()
+    with pytest.raises(ProtocolError, match=r"^MESSAGE frame declares content-length 2,000,000,000, over the 134,217,728-byte limit"):
+        parser.feed(b"MESSAGE\nsubscription:1\ncontent-length:2000000000\n\n" + b"x" * 100, 0)
+    frame = encode_frame("MESSAGE", {}, b"y" * 900)
+    FrameParser(lambda *_: None, max_frame=len(frame)).feed(frame, 0)  # the limit itself is allowed
+    with pytest.raises(ProtocolError, match="over the"):
+        FrameParser(lambda *_: None, max_frame=len(frame) - 1).feed(frame, 0)
+
+
+def test_a_frame_without_length_or_nul_fails_at_the_limit() -> None:
+    parser = FrameParser(lambda *_: None, max_frame=1000)
+    parser.feed(b"MESSAGE\n\n" + b"z" * 500, 0)
+    with pytest.raises(ProtocolError, match=r"^MESSAGE frame without content-length has no NUL within 1,000"):
+        parser.feed(b"z" * 600, 0)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\x16\x03\x01\x02\x00garbage from a TLS port", r"^not a STOMP command: '\\x16\\x03\\x01\\x02\\x00garbage"),
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", r"^not a STOMP command: 'HTTP/1.1 400 Bad Request\\r\\n\\r\\n'$"),
+        (b"MESSAGE\n\n\x00HELLO\nworld", r"^not a STOMP command: 'HELLO\\nworld'$"),
+        (b"MESSAGE\ncontent-length:ten\n\n", r"^MESSAGE frame with content-length 'ten': not a length$"),
+        (b"MESSAGE\ncontent-length:-1\n\n", r"^MESSAGE frame with content-length '-1': not a length$"),
+        (b"MESSAGE\nk:" + b"v" * 1_100_000, r"^MESSAGE frame's headers run past 1,048,576 bytes: 'k:vvv"),
+        (b"x" * 5_000_000, r"^not a STOMP command: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... \(262,144 bytes\)$"),
+    ],
+)
+def test_what_is_not_stomp_is_named_escaped_and_bounded(data: bytes, message: str) -> None:
+    got, parser = collect()
+    with pytest.raises(ProtocolError, match=message) as caught:
+        for index in range(0, len(data), 256 * 1024):  # as a socket's reads bring it
+            parser.feed(data[index : index + 256 * 1024], 0)
+    assert len(str(caught.value)) < 200
+    assert len(got) == (1 if data.startswith(b"MESSAGE\n\n\x00") else 0)
+
+
+def test_a_large_frame_in_many_reads_is_held_and_handed_on_once_whole() -> None:
+    body = make_body(8 * 1024 * 1024)
+    frame = encode_frame("MESSAGE", {"subscription": "1"}, body)
+    held = []
+    got, parser = collect()
+    for index in range(0, len(frame), 64 * 1024):
+        parser.feed(frame[index : index + 64 * 1024], 0)
+        held.append(parser.pending)
+    assert [g[2] for g in got] == [body]
+    assert held == [*range(64 * 1024, len(frame), 64 * 1024), 0]  # every byte held until the NUL came
 
 
 def test_control_frames_hand_back_what_the_broker_sent() -> None:
