@@ -98,7 +98,8 @@ def main() -> None:
         print(f"large frame {mib:>3} MiB   {per_mib[mib]:8.3f} ms/MiB   [{min(runs):.3f}-{max(runs):.3f}]", flush=True)
     print(f"ratio 64 MiB / 1 MiB per MiB   {per_mib[64] / per_mib[1]:.2f}   (linear: about 1)")
     runs = [small(args.small) / (args.small // 8 * 8) * 1e6 for _ in range(args.repeat)]
-    print(f"small frames 1 KB ×{args.small:,}   {statistics.median(runs):.3f} µs/frame   [{min(runs):.3f}-{max(runs):.3f}]")
+    spread = f"[{min(runs):.3f}-{max(runs):.3f}]"
+    print(f"small frames 1 KB x {args.small:,}   {statistics.median(runs):.3f} µs/frame   {spread}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mqusers.parsing import BrokerAddress
+from mqusers.parsing import MAX_FRAME_DEFAULT, BrokerAddress
 from mqusers.wire import Headers
 
 #: ``on_frame(command, headers, body, received_ns)`` returns True when it consumed the frame.
@@ -32,6 +32,8 @@ class ClientConfig:
     client_id: str | None = None
     #: CA bundle to verify a stomp+ssl broker; None uses the system's trusted CAs.
     ca_file: str | None = None
+    #: The largest frame read from the broker (``--mq-max-frame``).
+    max_frame: int = MAX_FRAME_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class Listener:
     #: The frames of one read from the socket have all gone to ``on_frame``; returns the seconds the
     #: reader may wait before its next read (0: at once).
     on_read_done: Callable[[], float]
+    #: What the broker sent is not STOMP (the message says what); the connection is then dropped.
+    on_protocol_error: Callable[[str], None]
 
 
 class Unreachable(Exception):

@@ -6,7 +6,7 @@ Every end takes the same path. Locust fires ``test_stopping`` before it stops an
 
 1. stops every producer (workers hear it in one message),
 2. waits until every expected delivery of this run has arrived (the audit; :func:`arrival` says
-   so, or that nothing was sent or expected), or no delivery has
+   so, or that nothing was sent or expected, or that no subscription was confirmed), or no delivery has
    arrived for ``--mq-drain`` seconds (an idle timeout), or, for a run ended by time or by the user,
    ``--mq-drain-max`` seconds have passed or Ctrl-C came (again: see
    :func:`mqusers.lifecycle.catch_interrupts`).
@@ -33,6 +33,7 @@ AUDIT_EVERY_S = 0.25
 ALL_ARRIVED = "every expected message arrived"
 NOTHING_SENT = "nothing was sent by this run"
 NOTHING_EXPECTED = "nothing was expected: no subscription of this run reads what was sent"
+NONE_CONFIRMED = "no subscription was confirmed by the broker: no delivery could be checked"
 
 
 @dataclass
@@ -49,6 +50,8 @@ def arrival(figures: Iterable[Mapping[str, Any]]) -> str | None:
     read = [f for f in figures if f["subscriptions"]]
     if any(f["unreceived"] + f["unconfirmed"] + f["in_flight"] for f in read):
         return None
+    if read and not any(s["sessions"] for f in read for s in f.get("by_subscription", ())):
+        return NONE_CONFIRMED  # every SUBSCRIBE went unanswered or was refused
     if not sum(f["sent"] for f in figures):
         return NOTHING_SENT
     return ALL_ARRIVED if sum(f["expected"] for f in read) else NOTHING_EXPECTED

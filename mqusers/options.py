@@ -18,6 +18,7 @@ from mqusers.parsing import (
     BROKERS,
     MAX_CONSUMERS,
     MAX_COUNT,
+    MAX_FRAME_DEFAULT,
     MAX_HEARTBEAT_MS,
     MAX_PREFETCH,
     MAX_RATE,
@@ -38,6 +39,7 @@ from mqusers.parsing import (
     parse_ca_file,
     parse_destination,
     parse_fault,
+    parse_frame_size,
     parse_heartbeats,
     parse_run_id,
     parse_size,
@@ -69,6 +71,7 @@ class Settings:
     dialect: str = "auto"
     reply_to: str | None = None
     timeout: float = 10.0
+    max_frame: int = MAX_FRAME_DEFAULT
     run_id: str = ""
     report_json: str | None = None
     report_csv: str | None = None
@@ -211,6 +214,14 @@ OPTIONS: tuple[Option, ...] = (
         decimal(MAX_TIMEOUT, minimum=0.001, unit="seconds"),
         f"seconds to wait for CONNECTED, RECEIPT or a reply: 0.001 to {MAX_TIMEOUT:,}",
         default="10",
+    ),
+    Option(
+        "mq-max-frame",
+        "max_frame",
+        parse_frame_size,
+        "largest frame read from the broker, 64KB to 1024MiB: a larger one is a failure and drops the connection",
+        default="128MiB",
+        ui=False,
     ),
     Option(
         "mq-run-id",

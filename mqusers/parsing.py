@@ -32,6 +32,9 @@ MAX_COUNT = 10**12  # messages
 MAX_PREFETCH = MAX_CONSUMERS = 1_000_000
 MAX_HEARTBEAT_MS = 3_600_000
 MAX_DESTINATION = 255  # RabbitMQ's limit for a queue name
+MAX_SIZE = 64 * 1024 * 1024  # --mq-size
+#: --mq-max-frame: the default is twice --mq-size's limit; a frame over 1 GiB is no broker's.
+MAX_FRAME_DEFAULT, MIN_FRAME, MAX_FRAME = 2 * MAX_SIZE, 64 * 1024, 1024 * 1024 * 1024
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)(i?)[bB]?\s*$")
 # Destinations are embedded in pre-encoded frames, so they must not need STOMP header escaping, and a
@@ -78,14 +81,26 @@ def utf8(value: str, option: str) -> str:
 
 def parse_size(value: str, option: str = "--mq-size") -> int:
     """``100``, ``646``, ``1KB``, ``10KB``, ``20KB``, ``1MiB`` -> bytes (K and KiB both mean 1024)."""
+    size = _bytes(value, option)
+    if not 1 <= size <= MAX_SIZE:
+        raise OptionError(f"{option}: {value!r} is out of range; use 1 byte to 64MiB")
+    return size
+
+
+def parse_frame_size(value: str, option: str = "--mq-max-frame") -> int:
+    """The largest frame a broker may send: 64KB to 1024MiB."""
+    size = _bytes(value, option)
+    if not MIN_FRAME <= size <= MAX_FRAME:
+        raise OptionError(f"{option}: {value!r} is out of range; use 64KB to 1024MiB")
+    return size
+
+
+def _bytes(value: str, option: str) -> int:
     match = _SIZE_RE.match(value)
     if not match:
         raise OptionError(f"{option}: {value!r} is not a size; use bytes or a unit, e.g. 100, 646, 1KB, 20KB, 1MiB")
     number, unit = float(match.group(1)), match.group(2).upper()
-    size = int(number * {"": 1, "K": 1024, "M": 1024 * 1024}[unit])
-    if not 1 <= size <= 64 * 1024 * 1024:
-        raise OptionError(f"{option}: {value!r} is out of range; use 1 byte to 64MiB")
-    return size
+    return int(number * {"": 1, "K": 1024, "M": 1024 * 1024}[unit])
 
 
 def parse_bool(value: str, option: str) -> bool:

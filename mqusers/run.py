@@ -228,6 +228,7 @@ def client_config(settings: Settings, client_id: str | None = None) -> ClientCon
         dialect=settings.dialect,
         client_id=client_id,
         ca_file=settings.ca_file,
+        max_frame=settings.max_frame,
     )
 
 

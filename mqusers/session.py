@@ -142,7 +142,11 @@ class Session:
         self.closing = False
         self._last_subscribe = None
         listener = Listener(
-            self._take_frame, self._on_connected, lambda: self._on_disconnected(handshake), self._read_done
+            self._take_frame,
+            self._on_connected,
+            lambda: self._on_disconnected(handshake),
+            self._read_done,
+            self._on_protocol_error,
         )
         try:
             self._connection = self._transport.open(config, headers, listener)
@@ -227,6 +231,12 @@ class Session:
         """
         try:
             waiter.wait(self.config.timeout)
+        except BaseException:
+            # The User was stopped while it waited (the run ended): the operation stays unconfirmed,
+            # and says so as a failure rather than vanishing with the greenlet.
+            unconfirmed = MqError(f"unconfirmed: the User stopped before the broker's {what}")
+            self._fire(target if isinstance(target, str) else target.name, start, size, unconfirmed)
+            raise
         finally:
             self._waiters.pop(key, None)
         error: MqError | None
@@ -302,6 +312,12 @@ class Session:
             self._last_subscribe = None
             self._fire(event_name(SUBSCRIBE, subscribed[0]), subscribed[1], 0, error)
             return
+        self._fire(event_name(ERROR, self.config.address), time.perf_counter(), 0, error)
+
+    def _on_protocol_error(self, what: str) -> None:
+        """The broker sent something that is not STOMP: a failure naming it; the transport then drops
+        the connection (pending answers fail with it) and the User reconnects with back-off."""
+        error = MqError(f"protocol error, connection dropped: {what}")
         self._fire(event_name(ERROR, self.config.address), time.perf_counter(), 0, error)
 
     def _on_connected(self, headers: Mapping[str, str]) -> None:

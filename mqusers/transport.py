@@ -35,7 +35,7 @@ from stomp.transport import Transport
 from stomp.utils import Frame
 
 from mqusers.connection import ClientConfig, FrameTaker, Listener, Unreachable
-from mqusers.wire import FrameParser, Headers
+from mqusers.wire import FrameParser, Headers, ProtocolError
 
 # The client reports connection failures itself, in one line; stomp.py would add a warning per attempt.
 logging.getLogger("stomp.py").setLevel(logging.ERROR)
@@ -57,11 +57,21 @@ def _text(value: bytes) -> str:
 
 
 class LeanTransport(Transport):  # type: ignore[misc]
-    def __init__(self, *args: Any, on_frame: FrameTaker, on_read_done: Callable[[], float], **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        on_frame: FrameTaker,
+        on_read_done: Callable[[], float],
+        on_protocol_error: Callable[[str], None],
+        max_frame: int,
+        **kwargs: Any,
+    ):
         super().__init__(*args, **kwargs)
         self.on_frame = on_frame
         self.on_read_done = on_read_done
-        self._parser = FrameParser(self._dispatch)
+        self.on_protocol_error = on_protocol_error
+        self.max_frame = max_frame
+        self._parser = FrameParser(self._dispatch, max_frame)
         self._send_lock = threading.Lock()
         #: Read by the health monitor: a send in progress whose count does not move is blocked.
         self.in_send = False
@@ -88,7 +98,7 @@ class LeanTransport(Transport):  # type: ignore[misc]
         sock.settimeout(None)
         # Nagle's algorithm holds small frames for up to 40 ms: latency figures would measure it.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._parser = FrameParser(self._dispatch)
+        self._parser = FrameParser(self._dispatch, self.max_frame)
 
     def send(self, encoded_frame: bytes) -> None:
         sock = self.socket
@@ -146,7 +156,13 @@ class LeanTransport(Transport):  # type: ignore[misc]
         if self.beats_in:
             self.listeners["protocol-listener"].on_heartbeat()  # any bytes from the broker prove it alive
         # One clock read per read, not per frame: what was read together arrived together.
-        self._parser.feed(data, time.time_ns())
+        try:
+            self._parser.feed(data, time.time_ns())
+        except ProtocolError as error:
+            # Nothing after bytes that are not STOMP can be trusted: report, then end the connection
+            # the way a close by the broker does (stomp.py then tells the listener it dropped).
+            self.on_protocol_error(str(error))
+            raise stomp_exception.ConnectionClosedException() from None
         pause = self.on_read_done()
         if pause and len(data) < _PAUSE_BELOW_BYTES:
             gevent.sleep(pause)
@@ -167,6 +183,8 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
         *,
         on_frame: FrameTaker,
         on_read_done: Callable[[], float],
+        on_protocol_error: Callable[[str], None],
+        max_frame: int,
         heartbeats: tuple[int, int],
         vhost: str,
         connect_timeout: float,
@@ -177,6 +195,8 @@ class LeanConnection(stomp.Connection12):  # type: ignore[misc]
             hosts,
             on_frame=on_frame,
             on_read_done=on_read_done,
+            on_protocol_error=on_protocol_error,
+            max_frame=max_frame,
             # Failover follows the user's order; retries are the User's business, not a blocking loop here.
             prefer_localhost=False,
             try_loopback_connect=False,
@@ -258,6 +278,8 @@ class StompTransport:
             list(config.address.hosts),
             on_frame=listener.on_frame,
             on_read_done=listener.on_read_done,
+            on_protocol_error=listener.on_protocol_error,
+            max_frame=config.max_frame,
             heartbeats=config.heartbeats,
             vhost=config.vhost,
             connect_timeout=config.timeout,

@@ -17,6 +17,8 @@ import os
 import zlib
 from collections.abc import Callable, Mapping
 
+from mqusers.parsing import MAX_FRAME_DEFAULT
+
 RUN = b"mq-run"
 PRODUCER = b"mq-producer"
 SEQ = b"mq-seq"
@@ -192,14 +194,12 @@ def parse_headers(block: bytes) -> tuple[bytes, Headers]:
     return lines[0], headers
 
 
-#: The largest frame read by default (``--mq-max-frame``): twice ``--mq-size``'s 64 MiB limit.
-DEFAULT_MAX_FRAME = 128 * 1024 * 1024
 #: A header block this long is not a broker's: ActiveMQ and RabbitMQ refuse headers far shorter.
 MAX_HEADER_BYTES = 1024 * 1024
 #: Every STOMP 1.2 command (client frames too: the unit tests' broker reads the client's frames).
 COMMANDS = frozenset(
-    b"CONNECTED MESSAGE RECEIPT ERROR SEND SUBSCRIBE UNSUBSCRIBE ACK NACK BEGIN COMMIT ABORT DISCONNECT CONNECT STOMP"
-    .split()
+    b"CONNECTED MESSAGE RECEIPT ERROR SEND SUBSCRIBE UNSUBSCRIBE ACK NACK BEGIN COMMIT ABORT DISCONNECT CONNECT"
+    b" STOMP".split()
 )
 #: The longest command line, with its CR.
 _COMMAND_LINE_MAX = max(map(len, COMMANDS)) + 1
@@ -234,7 +234,7 @@ class FrameParser:
     by its NUL. The parser is then spent: the caller drops the connection.
     """
 
-    def __init__(self, handler: FrameHandler, max_frame: int = DEFAULT_MAX_FRAME):
+    def __init__(self, handler: FrameHandler, max_frame: int = MAX_FRAME_DEFAULT):
         self._handler = handler
         self._max_frame = max_frame
         self._pending = b""

@@ -194,7 +194,8 @@ class Audit:
                     fig["foreign"] += len(stream.bag)
             if sub.kind == "queue":
                 own["received"] = sub.deliveries
-                queues.add(destination)
+                if sub.sessions:  # a queue nobody was confirmed to read expects no delivery
+                    queues.add(destination)
                 continue
             for name, p in producers.items():
                 received = sub.streams[name].bag if name in sub.streams else IntervalBag()
@@ -209,7 +210,8 @@ class Audit:
                 received = self._queues.get((destination, name), IntervalBag())
                 _tally((out[destination],), p, p.bag.distinct, received, zone, settled)
         for destination, producers in known.items():
-            if not out[destination]["subscriptions"]:  # a put-only fill: no delivery expected, sends still unsure
+            # A put-only fill, or no SUBSCRIBE confirmed: no delivery expected, sends still unsure.
+            if not any(sub["sessions"] for sub in out[destination]["by_subscription"]):
                 out[destination]["unconfirmed"] = sum(len(p.bag.distinct.intersection(p.unconfirmed))
                                                       for p in producers.values())  # fmt: skip
         for fig in out.values():

@@ -190,7 +190,8 @@ class Subscription:
         self.key, self.destination, self.kind, self.durable = key, destination, kind, durable
         self.sessions: list[Session] = []
         self._streams: dict[str | bytes, _Received] = {}
-        self._dirty = False
+        # Shipped before its SUBSCRIBE is confirmed: the audit knows a subscription was tried.
+        self._dirty = True
         #: Deliveries without mqusers headers, and deliveries stamped by another run: kept apart.
         self.foreign = self.other_run = 0
         #: Sessions that ended with the connection dropping (not an orderly leave).

@@ -1,11 +1,12 @@
 """The drain's three ways to end, the shared schedule's end, and the generator's judgement: no broker."""
 
 import time
+from typing import Any
 
 import gevent
 
 from mqusers.conductor import Conductor
-from mqusers.ending import ALL_ARRIVED, NOTHING_EXPECTED, NOTHING_SENT, Drain, arrival
+from mqusers.ending import ALL_ARRIVED, NONE_CONFIRMED, NOTHING_EXPECTED, NOTHING_SENT, Drain, arrival
 from mqusers.health import BLOCKED_S, Health
 
 
@@ -23,9 +24,12 @@ def test_the_drain_ends_when_everything_arrived() -> None:
     assert outcome.settled and outcome.reason == "every expected message arrived" and outcome.seconds < 2
 
 
-def figures(sent: int = 0, subscriptions: int = 0, expected: int = 0, missing: int = 0) -> dict[str, int]:
+def figures(
+    sent: int = 0, subscriptions: int = 0, expected: int = 0, missing: int = 0, confirmed: bool = True
+) -> dict[str, Any]:
     return {"sent": sent, "subscriptions": subscriptions, "expected": expected, "unreceived": missing,
-            "unconfirmed": 0, "in_flight": 0}  # fmt: skip
+            "unconfirmed": 0, "in_flight": 0,
+            "by_subscription": [{"sessions": int(confirmed)} for _ in range(subscriptions)]}  # fmt: skip
 
 
 def test_the_drain_says_nothing_arrived_when_nothing_was_sent_or_expected() -> None:
@@ -35,6 +39,14 @@ def test_the_drain_says_nothing_arrived_when_nothing_was_sent_or_expected() -> N
     assert arrival([figures(sent=50, subscriptions=2, expected=100)]) == ALL_ARRIVED
     assert arrival([figures(sent=50, subscriptions=2, expected=100, missing=1)]) is None
     assert arrival([figures(sent=50), figures(subscriptions=1, missing=1)]) is None
+
+
+def test_the_drain_never_says_all_arrived_when_no_subscription_was_confirmed() -> None:
+    # Every SUBSCRIBE unanswered: the subscriptions expect nothing, which proves nothing.
+    unanswered = figures(sent=50, subscriptions=2, confirmed=False)
+    assert arrival([unanswered]) == arrival([unanswered, figures(sent=5)]) == NONE_CONFIRMED
+    assert arrival([figures(subscriptions=1, confirmed=False)]) == NONE_CONFIRMED  # whether or not any was sent
+    assert arrival([unanswered, figures(sent=5, subscriptions=1, expected=5)]) == ALL_ARRIVED
 
 
 def test_the_drain_ends_after_its_idle_timeout_and_that_settles_it() -> None:

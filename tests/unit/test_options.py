@@ -6,8 +6,16 @@ from pathlib import Path
 import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
-from mqusers.options import class_brokers, read_settings
-from mqusers.parsing import BrokerAddress, Fault, OptionError, parse_broker_url, parse_destination, parse_size
+from mqusers.options import Settings, class_brokers, read_settings
+from mqusers.parsing import (
+    BrokerAddress,
+    Fault,
+    OptionError,
+    parse_broker_url,
+    parse_destination,
+    parse_frame_size,
+    parse_size,
+)
 from mqusers.sinks.settings import read_influx_settings
 from mqusers.wire import make_body
 
@@ -40,6 +48,15 @@ def test_bad_sizes_name_the_option_and_the_form(text: str) -> None:
     assert message.startswith("--mq-size: ")
     assert "\n" not in message
     assert "1KB" in message or "range" in message
+
+
+def test_the_largest_frame_defaults_to_twice_the_largest_message_and_is_bounded() -> None:
+    assert Settings().max_frame == parse_frame_size("128MiB") == 2 * parse_size("64MiB")
+    assert parse_frame_size("64KB") == 65536 and parse_frame_size("1024MiB") == 1 << 30
+    for text, fragment in [("10KB", "out of range; use 64KB to 1024MiB"), ("1025MiB", "out of range"),
+                           ("2GB", "is not a size")]:  # fmt: skip
+        with pytest.raises(OptionError, match=f"^--mq-max-frame: '{text}' .*{fragment}"):
+            parse_frame_size(text)
 
 
 def test_broker_urls() -> None:

@@ -101,7 +101,7 @@ def read_from_writer(
             return pause_s
 
         config = ClientConfig(parse_broker_url(f"stomp://127.0.0.1:{port}"), timeout=5)
-        listener = Listener(on_frame, lambda headers: answered.set(), lambda: None, on_read_done)
+        listener = Listener(on_frame, lambda headers: answered.set(), lambda: None, on_read_done, lambda _: None)
         connection = StompTransport().open(config, {}, listener)
         with gevent.Timeout(20):
             answered.wait()

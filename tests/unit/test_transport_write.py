@@ -27,7 +27,7 @@ def test_an_interrupted_write_says_what_left_and_refuses_to_write_after_it() -> 
 
     peer = gevent.spawn(broker)
     answered = Event()
-    listener = Listener(lambda *_: False, lambda headers: answered.set(), lambda: None, lambda: 0.0)
+    listener = Listener(lambda *_: False, lambda headers: answered.set(), lambda: None, lambda: 0.0, lambda _: None)
     config = ClientConfig(parse_broker_url(f"stomp://127.0.0.1:{server.getsockname()[1]}"), timeout=5)
     connection = StompTransport().open(config, {}, listener)
     assert answered.wait(5)
