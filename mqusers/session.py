@@ -232,10 +232,11 @@ class Session:
         try:
             waiter.wait(self.config.timeout)
         except BaseException:
-            # The User was stopped while it waited (the run ended): the operation stays unconfirmed,
-            # and says so as a failure rather than vanishing with the greenlet.
-            unconfirmed = MqError(f"unconfirmed: the User stopped before the broker's {what}")
-            self._fire(target if isinstance(target, str) else target.name, start, size, unconfirmed)
+            # The User was stopped while it waited (the run ended). A control frame (SUBSCRIBE...) stays
+            # unconfirmed and says so as a failure rather than vanishing with the greenlet; a message's
+            # send is the audit's `unconfirmed` already (producers stop mid-wait at every end).
+            if isinstance(target, str):
+                self._fire(target, start, size, MqError(f"unconfirmed: the User stopped before the broker's {what}"))
             raise
         finally:
             self._waiters.pop(key, None)

@@ -359,3 +359,17 @@ def test_connect_sends_the_client_id_and_reads_the_dialect_from_the_server() -> 
     client.connect()
     assert transport.connection.connect_headers == {"client-id": "durable-1"}
     assert (client.server, client.dialect.name) == ("RabbitMQ/3.13.7", "rabbitmq")
+
+
+def test_a_subscribe_cut_by_the_users_stop_is_an_unconfirmed_failure_and_a_send_is_not() -> None:
+    env = environment()
+    client, _ = connected(env, ClientConfig(parse_broker_url(ADDRESS), timeout=30))
+    waiting = gevent.spawn(client.subscribe, "/topic/t", lambda *_: None, ack="auto", headers={})
+    sending = gevent.spawn(client.publish, publisher(client), 1, sync=True)
+    gevent.idle()  # both wait for a RECEIPT the broker never sends
+    gevent.killall([waiting, sending])  # as Locust stops a User at the end of a run
+    failures = {name: entry.num_failures for (name, _), entry in env.stats.entries.items()}
+    assert failures.get("subscribe /topic/t") == 1
+    assert not failures.get("receipt /queue/a")  # a message's fate is the audit's `unconfirmed`
+    [error] = [e for e in env.stats.errors.values() if e.name == "subscribe /topic/t"]
+    assert str(error.error) == "unconfirmed: the User stopped before the broker's RECEIPT"
