@@ -83,8 +83,10 @@ def test_a_hard_limit_too_low_refuses_the_run_before_load(destination, tmp_path:
     assert last.startswith("mqusers: 400 users need about ") and "ulimit -n allows 256 (hard limit 256)" in last
     assert "Ramping" not in run.output and run.report == {}
     # With --processes the need is each worker's share: 200 users per process still do not fit.
+    port = str(free_port())  # the forked workers connect to --master-port: never another run's master
     split = limited("256:256", "put_get.py", "--mq-consumers", "399", "--mq-destination", queue, "--processes", "2",
-                    "--master-bind-port", str(free_port()), users=400, seconds=5, tmp_path=tmp_path)  # fmt: skip
+                    "--master-bind-port", port, "--master-port", port, users=400, seconds=5,
+                    tmp_path=tmp_path)  # fmt: skip
     assert split.code == 2, split.output[-3000:]
     assert "mqusers: 200 users per process need about " in split.output and "Ramping" not in split.output
 
