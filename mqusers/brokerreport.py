@@ -82,12 +82,14 @@ def _count(value: Any) -> str:
     return "-" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
-def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers: bool = False) -> list[str]:
     """A line per destination where the broker's counts and mqusers' disagree beyond what was in flight.
 
     Sent against enqueued: they may differ by the sends whose outcome mqusers does not know
     (``unconfirmed``). Received against dequeued (each message acknowledged once, whatever its
-    redeliveries): by what the broker still had dispatched and unacknowledged at the end.
+    redeliveries): by what the broker still had dispatched and unacknowledged at the end. With
+    ``lost_workers``, more enqueued or dequeued than mqusers counted is what a lost worker did after
+    its last report: the line says so, with the ``worker_lost`` it bounds.
     """
     lines = []
     figures_of = broker.get("destinations", {})
@@ -99,7 +101,13 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]
         enqueued, dequeued = figures.get("enqueued"), figures.get("dequeued")
         if enqueued is not None and abs(enqueued - row["sent"]) > unconfirmed:
             gap = abs(enqueued - row["sent"]) - unconfirmed
-            other = " (another producer on this destination?)" if enqueued > row["sent"] else ""
+            other = (
+                ""
+                if enqueued < row["sent"]
+                else " (a lost worker's sends after its last report)"
+                if lost_workers
+                else " (another producer on this destination?)"
+            )
             lines.append(f"{name}: the broker enqueued {enqueued:,}, mqusers sent {row['sent']:,} "
                          f"({unconfirmed:,} unconfirmed): {gap:,} unexplained{other}")  # fmt: skip
         # Messages of other runs and foreign ones are acknowledged (so dequeued) but counted apart.
@@ -108,12 +116,15 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]
         slack = figures.get("unacked", 0)
         if dequeued is not None and abs(dequeued - distinct) > slack:
             gap = abs(dequeued - distinct) - slack
+            lost = row.get("worker_lost", 0)
+            why = (f" (a lost worker's receipts after its last report; {lost:,} worker-lost)"
+                   if lost_workers and dequeued > distinct else "")  # fmt: skip
             lines.append(f"{name}: the broker dequeued {dequeued:,}, mqusers received {distinct:,} distinct "
-                         f"({slack:,} unacknowledged at the end): {gap:,} unexplained")  # fmt: skip
+                         f"({slack:,} unacknowledged at the end): {gap:,} unexplained{why}")  # fmt: skip
     return lines
 
 
-def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers: bool = False) -> list[str]:
     """The summary's lines: why there are no broker figures, the sampling's failures, the cross-check."""
     if not broker:
         return []
@@ -134,7 +145,7 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str
     if broker.get("restarted"):
         lines.append("broker figures: the broker restarted during the test and its counters started again:"
                      " they are not compared with mqusers' counts")  # fmt: skip
-    disagreements = cross_check(broker, rows)
+    disagreements = cross_check(broker, rows, lost_workers)
     figures_of = broker.get("destinations", {})
     compared = [row["destination"] for row in rows if (figures := figures_of.get(row["destination"]))
                 and figures.get("comparable") and figures.get("enqueued") is not None]  # fmt: skip

@@ -23,7 +23,7 @@ from typing import Any
 
 import gevent
 
-from mqusers import brokerwatch, endscreen, fdlimit, roles
+from mqusers import brokerwatch, endscreen, fdlimit, lostworkers, roles
 from mqusers.ending import DrainOutcome, arrival
 from mqusers.failover import failover_document
 from mqusers.faults import FaultSchedule, known_secrets
@@ -136,7 +136,7 @@ def refresh(environment: Environment, ctx: RunContext) -> None:
 
 def all_arrived(environment: Environment, ctx: RunContext) -> str | None:
     runner = environment.runner
-    if isinstance(runner, MasterRunner) and not set(runner.clients.keys()) <= ctx.progressed:
+    if isinstance(runner, MasterRunner) and not lostworkers.alive(runner) <= ctx.progressed:
         return None  # some worker's last sends may not be in the audit yet
     return arrival(ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=False).values())
 
@@ -214,7 +214,9 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
     """The run's report: summary, the JSON / HTML / CSV files asked for, the web UI's tab, gates and exit code."""
     settings = ctx.settings
     outcome = (ctx.drain.outcome if ctx.drain else None) or DrainOutcome(False, 0.0, "no drain")
-    verdict = ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=outcome.settled)
+    lost = lostworkers.lost_workers(ctx, ctx.finals, ctx.audit) if isinstance(environment.runner, MasterRunner) else []
+    gone = frozenset(worker["process"] for worker in lost)
+    verdict = ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=outcome.settled, lost_processes=gone)
     facts = RunFacts(
         run_id=ctx.run_id,
         started=ctx.started,
@@ -229,6 +231,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         produces=environment.runner is not None and roles.produces(environment.runner.user_classes),
         scenario=endscreen.scenario_of(environment, ctx),
         out_of_files=fdlimit.failures(environment.stats.errors),
+        lost_workers=[dict(worker) for worker in lost],
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series)
     written: list[str] = []

@@ -21,7 +21,7 @@ from typing import Any
 
 import gevent
 
-from mqusers import brokerwatch, endscreen, fdlimit, lifecycle, roles, webui
+from mqusers import brokerwatch, endscreen, fdlimit, lifecycle, lostworkers, roles, webui
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.client import MqError, StompClient
 from mqusers.ending import Drain
@@ -96,6 +96,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     if environment.runner is not None:
         fdlimit.guard_monitor(environment.runner)
     coordinator_for(environment, ctx)  # registers its messages before any worker connects
+    lostworkers.attach(environment, ctx)
     environment.events.test_start.add_listener(_on_test_start)
     environment.events.test_stopping.add_listener(lifecycle.on_test_stopping)
     environment.events.test_stop.add_listener(_on_test_stop)
@@ -151,6 +152,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         fdlimit.raise_for_worker(options)
     ctx.ordinals.clear()
     ctx.finals.clear()
+    ctx.heard.clear()
     ctx.finals_arrived.clear()
     ctx.final_received.clear()
     ctx.reported.clear()
@@ -171,7 +173,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         lambda: lifecycle.deliveries(ctx),
         lambda: lifecycle.all_arrived(environment, ctx),
         lambda: lifecycle.refresh(environment, ctx),
-        deserted=lambda: isinstance(runner, MasterRunner) and not runner.clients,
+        deserted=lambda: isinstance(runner, MasterRunner) and not lostworkers.alive(runner),
     )
     ctx.flusher = gevent.spawn(lifecycle.flush_every, environment, ctx)
     if not isinstance(environment.runner, MasterRunner):
@@ -255,20 +257,24 @@ def _on_final(ctx: RunContext, runner: MasterRunner, msg: Any) -> None:
     ctx.shipping.take(msg.data, msg.node_id)
     runner.send_message(lifecycle.FINAL_RECEIVED, {}, client_id=msg.node_id)
     ctx.finals.add(msg.node_id)
-    if set(runner.clients.keys()) <= ctx.finals:
+    if lostworkers.alive(runner) <= ctx.finals:
         ctx.finals_arrived.set()
 
 
 def _collect_finals(ctx: RunContext, runner: MasterRunner) -> None:
-    """On quit (e.g. --run-time) Locust stops the master before its workers: ask them to stop now."""
-    pending = set(runner.clients.keys()) - ctx.finals
-    if not pending:
-        return
+    """On quit (e.g. --run-time) Locust stops the master before its workers: ask them to stop now.
+
+    Workers Locust marks missing (no heartbeat) are not waited for, even one going missing meanwhile.
+    """
+    pending = lostworkers.alive(runner) - ctx.finals
     for worker in pending:
         runner.send_message(FINISH, {}, client_id=worker)
-    if not ctx.finals_arrived.wait(FINAL_WAIT_S):
-        missing = ", ".join(sorted(set(runner.clients.keys()) - ctx.finals))
-        logger.warning("mqusers: no final tallies from %s; the summary lacks their last seconds", missing)
+    deadline = time.monotonic() + FINAL_WAIT_S
+    while not lostworkers.alive(runner) <= ctx.finals and time.monotonic() < deadline:
+        ctx.finals_arrived.wait(min(1.0, deadline - time.monotonic()))
+    missing = sorted(set(ctx.heard) - ctx.finals)
+    if missing:
+        logger.warning("mqusers: no final tallies from %s: reported as lost", ", ".join(missing))
 
 
 def _on_test_stop(environment: Environment, **_: Any) -> None:

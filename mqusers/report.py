@@ -20,8 +20,8 @@ from mqusers.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.options import Settings
 from mqusers.verdicts import Generator, blocked_by_destination, overall
 
-AUDIT_KEYS = ("lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered", "redelivered",
-              "in_flight", "resent", "foreign", "other_run")  # fmt: skip
+AUDIT_KEYS = ("lost", "worker_lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered",
+              "redelivered", "in_flight", "resent", "foreign", "other_run")  # fmt: skip
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
@@ -52,6 +52,8 @@ class RunFacts:
     scenario: dict[str, Any] = field(default_factory=dict)
     #: Operations that failed for want of a file descriptor (:func:`mqusers.fdlimit.failures`).
     out_of_files: int = 0
+    #: Workers lost mid-test (:class:`mqusers.lostworkers.LostWorker`): their last seconds are unknown.
+    lost_workers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -145,8 +147,9 @@ def notes(
         )
     if (line := shortfall(book, settings)) is not None:
         lines.append(line)
+    lines += [lost_worker_line(worker) for worker in facts.lost_workers]
     lines += failover_notes(facts.failover, facts.faults)
-    lines += broker_notes(facts.broker, [row.document() for row in rows])
+    lines += broker_notes(facts.broker, [row.document() for row in rows], bool(facts.lost_workers))
     for row in rows:
         audit = row.audit
         if audit["unreceived"] or audit["unconfirmed"]:
@@ -154,12 +157,26 @@ def notes(
                 f"{row.destination}: {audit['unreceived']:,} unreceived (still queued at the broker or lost: the "
                 f"client cannot tell), {audit['unconfirmed']:,} unconfirmed (sent, outcome unknown)"
             )
+        if audit["worker_lost"]:
+            lines.append(
+                f"{row.destination}: {audit['worker_lost']} worker-lost (sent or possibly received by a lost worker "
+                "after its last report: the client cannot tell)"
+            )
         if audit["foreign"] or audit["other_run"]:
             lines.append(
                 f"{row.destination}: {audit['foreign']:,} foreign and {audit['other_run']:,} other runs' messages, "
                 "counted apart from this run's figures"
             )
     return lines
+
+
+def lost_worker_line(worker: dict[str, Any]) -> str:
+    """Who was lost, when (s since the start) and what its last report had."""
+    beat, reported = worker["last_heartbeat_s"], worker["reported"]
+    heard = f"last heartbeat at {beat:.1f} s, " if beat is not None else ""
+    return (f"worker {worker['worker']} (host {worker['host']}) was lost: {heard}last report at "
+            f"{worker['last_report_s']:.1f} s, with {reported['sent']:,} sent and {reported['received']:,} received "
+            "until then; what it sent or received after is worker-lost, not lost")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -214,6 +231,8 @@ def gate_failures(report: RunReport) -> list[str]:
             failures.append(f"{where}: {row.audit['lost']:,} lost > --mq-max-lost {settings.max_lost}")
         if settings.min_rate is not None and rate < settings.min_rate:
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+    for worker in report.facts.lost_workers:
+        failures.append(f"worker {worker['worker']} was lost mid-test: its last figures are unknown")
     if report.facts.produces and not any(row.totals.sent for row in report.rows):
         after = f" after the {settings.warmup:g} s warm-up" if settings.warmup else ""
         failures.append(f"nothing was sent{after}: the run has producers and not one message of theirs went out")

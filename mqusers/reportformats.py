@@ -22,8 +22,9 @@ WIDTH = 99
 #: Latency columns of the summary (every figure is in the JSON), each header with its unit.
 _LATENCY_COLUMNS = ("p50", "p90", "p99", "p99.9", "max")
 #: The audit's columns, shown as a table only when one of them is not 0.
-_AUDIT_COLUMNS = {"lost": "lost", "unreceived": "unreceived", "unconfirmed": "unconfirmed", "duplicated": "dup",
-                  "after_reconnect": "dup-reconnect", "reordered": "reord", "redelivered": "redeliv"}  # fmt: skip
+_AUDIT_COLUMNS = {"lost": "lost", "worker_lost": "worker-lost", "unreceived": "unreceived",
+                  "unconfirmed": "unconfirmed", "duplicated": "dup", "after_reconnect": "dup-reconnect",
+                  "reordered": "reord", "redelivered": "redeliv"}  # fmt: skip
 
 
 # One number format per kind, with thousands separators.
@@ -168,6 +169,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "generator": facts.generator,
         "failover": facts.failover,
         "faults": facts.faults,
+        "lost_workers": facts.lost_workers,
         "broker": facts.broker,
         "destinations": [row.document() for row in report.rows],
         "operations": report.operations,

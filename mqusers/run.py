@@ -101,6 +101,10 @@ class RunContext:
     #: Workers whose final tallies the master has merged this test.
     finals: set[str] = field(default_factory=set)
     finals_arrived: Event = field(default_factory=Event)
+    #: Master: each worker heard from this test, its process tag and last shipment's time (:mod:`mqusers.lostworkers`).
+    heard: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: Master: each worker's last heartbeat (time.time()).
+    heartbeats: dict[str, float] = field(default_factory=dict)
     #: Worker: the master confirmed this test's final shipment.
     final_received: Event = field(default_factory=Event)
     #: This test's end is over (master or local runner: its report written); quitting waits for it.

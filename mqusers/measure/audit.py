@@ -46,6 +46,12 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   consumers went idle): a later message arrived, so this one is not merely still queued.
 - ``unreceived``: the rest of the missing: still queued at the broker or lost, the client cannot
   tell (every missing one when not ``settled``).
+- ``worker_lost``: with ``lost_processes`` (processes whose worker died: their last shipment never
+  came), what would be ``lost`` or ``unreceived`` where a lost process took part: its producer sent
+  the seq (it may never have left the dying process), or the seq's receiver may have been it (a
+  queue group with a subscription of it; its own topic subscription), which got it after its last
+  shipment, acknowledged or not. Never ``lost``: the client cannot tell. A lost process's
+  subscriptions count as a drop each (what it had not acknowledged comes again).
 - ``drops``: subscription sessions that ended with the connection dropping; on such a destination
   the duplicates are reported as ``after_reconnect`` (at-least-once redelivery), not ``duplicated``.
 - ``by_subscription``: each subscription's own expected, received (a queue's: its share of the
@@ -64,10 +70,10 @@ from mqusers.measure.sendrecord import SendRecord
 
 FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
-           "other_run", "drops", "unexpected")  # fmt: skip
+           "other_run", "drops", "unexpected", "worker_lost")  # fmt: skip
 #: A subscription's own share of its destination's figures (a queue's only receives and order).
 SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
-               "redelivered", "unexpected")  # fmt: skip
+               "redelivered", "unexpected", "worker_lost")  # fmt: skip
 Figures = dict[str, Any]
 _END = (1 << 63) - 1
 
@@ -142,6 +148,12 @@ class Audit:
             group = self._queues.setdefault((q["destination"], q["producer"]), IntervalBag())
             group.merge(IntervalBag.decode(q["seqs"]))
 
+    def shipped_by(self, process: str) -> dict[str, int]:
+        """What one process's ledgers shipped: distinct seqs sent and deliveries taken, over all destinations."""
+        sent = sum(len(p.bag.distinct) for p in self._producers.values() if p.process == process)
+        received = sum(s.deliveries for s in self._subs.values() if s.process == process)
+        return {"sent": sent, "received": received}
+
     def snapshot(self) -> Delta:
         """The whole state as one canonical delta: merging it into an empty Audit reproduces it."""
         return {
@@ -155,13 +167,21 @@ class Audit:
         }  # fmt: skip
 
     def verdict(
-        self, now_ns: int, drain_ns: int, clock_offsets: dict[str, int] | None = None, *, settled: bool = True
+        self,
+        now_ns: int,
+        drain_ns: int,
+        clock_offsets: dict[str, int] | None = None,
+        *,
+        settled: bool = True,
+        lost_processes: frozenset[str] = frozenset(),
     ) -> dict[str, Figures]:
         """Figures per destination (see the module docs); ``now_ns`` is on the master's clock.
 
         ``settled`` says the consumers went idle before the end: a missing message below one that
         arrived from the same producer is then lost; otherwise every missing one is unreceived.
+        ``lost_processes``: processes whose worker died (``worker_lost``).
         """
+        gone = lost_processes
         offsets = clock_offsets or {}
         horizon = now_ns - drain_ns
         out: dict[str, Figures] = {}
@@ -175,13 +195,16 @@ class Audit:
                 fig["skipped"] += sent.missing_in(min(1, sent.first or 0), sent.last or 0)
             known.setdefault(destination, {})[name] = p
         queues: set[str] = set()
+        touched: set[str] = set()  # queues a lost process consumed from
         for (destination, key), sub in sorted(self._subs.items()):
             fig, producers = _figures(out, destination), known.get(destination, {})
             fig["subscriptions"] += 1
             fig["kind"] = sub.kind if fig["kind"] in (None, sub.kind) else "mixed"
             fig["foreign"] += sub.foreign
             fig["other_run"] += sub.other_run
-            fig["drops"] += sub.drops
+            fig["drops"] += sub.drops + (sub.process in gone)
+            if sub.process in gone and sub.kind == "queue":
+                touched.add(destination)
             own = _sub_figures(key, sub)
             fig["by_subscription"].append(own)
             for name, stream in sub.streams.items():
@@ -200,7 +223,8 @@ class Audit:
             for name, p in producers.items():
                 received = sub.streams[name].bag if name in sub.streams else IntervalBag()
                 window, zone = _topic_window(sub, p, offsets, drain_ns, horizon)
-                _tally((fig, own), p, p.bag.distinct.intersection(window), received, zone, settled)
+                lost = p.process in gone or sub.process in gone
+                _tally((fig, own), p, p.bag.distinct.intersection(window), received, zone, settled, lost)
         for (destination, name), received in sorted(self._queues.items()):
             if name not in known.get(destination, {}):
                 out[destination]["foreign"] += len(received)
@@ -208,7 +232,8 @@ class Audit:
             for name, p in known.get(destination, {}).items():
                 zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, _END)])
                 received = self._queues.get((destination, name), IntervalBag())
-                _tally((out[destination],), p, p.bag.distinct, received, zone, settled)
+                lost = p.process in gone or destination in touched
+                _tally((out[destination],), p, p.bag.distinct, received, zone, settled, lost)
         for destination, producers in known.items():
             # A put-only fill, or no SUBSCRIBE confirmed: no delivery expected, sends still unsure.
             if not any(sub["sessions"] for sub in out[destination]["by_subscription"]):
@@ -264,9 +289,16 @@ def _topic_window(
 
 
 def _tally(
-    into: tuple[Figures, ...], p: SendRecord, expected: IntervalSet, bag: IntervalBag, zone: IntervalSet, settled: bool
+    into: tuple[Figures, ...],
+    p: SendRecord,
+    expected: IntervalSet,
+    bag: IntervalBag,
+    zone: IntervalSet,
+    settled: bool,
+    worker_lost: bool = False,
 ) -> None:
-    """Add one producer's expected-versus-received figures to each of ``into`` (computed once)."""
+    """Add one producer's expected-versus-received figures to each of ``into`` (computed once);
+    ``worker_lost``: a lost process sent them or may have received them, so none is lost or unreceived."""
     received = bag.distinct
     missing = expected.difference(received)
     unconfirmed = missing.intersection(p.unconfirmed)
@@ -275,11 +307,14 @@ def _tally(
     top = received.last
     # Evidence of loss: a later message of the same producer arrived, and the consumers went idle.
     lost = len(waiting.intersection(IntervalSet([(0, top)]))) if settled and top is not None else 0
+    if worker_lost:
+        lost = 0
     figures = {
         "expected": len(expected),
         "received": len(received),
         "lost": lost,
-        "unreceived": len(waiting) - lost,
+        "unreceived": 0 if worker_lost else len(waiting) - lost,
+        "worker_lost": len(waiting) if worker_lost else 0,
         "unconfirmed": len(unconfirmed),
         "in_flight": len(rest) - len(waiting),
         "unexpected": len(received.difference(expected)),

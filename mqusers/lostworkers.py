@@ -1,0 +1,68 @@
+"""Workers lost mid-test (killed, out of memory, unreachable): who, when, and what they had reported.
+
+The master learns each worker's process tag and the time of its every shipment (a ``Shipping``
+part) and of its last heartbeat (Locust's ``heartbeat_sent``: the master's answer to one). A worker
+Locust marks missing (no heartbeat for ``HEARTBEAT_LIVENESS`` s) is waited for no longer; at the
+end, a worker heard from this test whose final shipment never came is lost: its last seconds are
+unknown, so the audit counts what it may have sent or received as ``worker_lost``
+(:mod:`mqusers.measure.audit`) and a gate fails on it (:func:`mqusers.report.gate_failures`, which words it).
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+from locust.runners import STATE_MISSING, MasterRunner
+
+import time
+from typing import TypedDict
+
+from mqusers.measure.audit import Audit
+from mqusers.run import RunContext
+
+PROCESS = "mqusers_process"
+
+
+class LostWorker(TypedDict):
+    """A worker whose final shipment never came; times in s since the test's start (None: never heard)."""
+
+    worker: str
+    #: Its Locust client id's host part (ids are "<host>_<random>").
+    host: str
+    #: Its process tag: the ``process`` of its producers and subscriptions in the audit.
+    process: str
+    last_heartbeat_s: float | None
+    last_report_s: float
+    #: What its last shipment had: distinct seqs sent and deliveries taken, all destinations.
+    reported: dict[str, int]
+
+
+def attach(environment: Environment, ctx: RunContext) -> None:
+    """Both sides: workers ship their process tag; the master notes who shipped when, and heartbeats."""
+
+    def heard(tag: str, node: str) -> None:
+        ctx.heard[node] = (tag, time.time())
+
+    def beat(client_id: str, timestamp: float, **_: object) -> None:
+        ctx.heartbeats[client_id] = timestamp
+
+    ctx.shipping.register(PROCESS, lambda _: ctx.process_tag, heard)
+    environment.events.heartbeat_sent.add_listener(beat)  # type: ignore[no-untyped-call]
+
+
+def alive(runner: MasterRunner) -> set[str]:
+    """The workers Locust has not marked missing: the only ones worth waiting for."""
+    return {node for node, worker in runner.clients.items() if worker.state != STATE_MISSING}
+
+
+def lost_workers(ctx: RunContext, finals: set[str], audit: Audit) -> list[LostWorker]:
+    """Workers heard from this test (``ctx.heard``) whose final shipment is not in ``finals``."""
+    since = ctx.started
+    out = []
+    for node, (tag, last) in sorted(ctx.heard.items()):
+        if node in finals:
+            continue
+        beat = ctx.heartbeats.get(node)
+        out.append(LostWorker(worker=node, host=node.rsplit("_", 1)[0], process=tag,
+                              last_heartbeat_s=None if beat is None else round(beat - since, 3),
+                              last_report_s=round(last - since, 3), reported=audit.shipped_by(tag)))  # fmt: skip
+    return out
