@@ -214,7 +214,8 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
     """The run's report: summary, the JSON / HTML / CSV files asked for, the web UI's tab, gates and exit code."""
     settings = ctx.settings
     outcome = (ctx.drain.outcome if ctx.drain else None) or DrainOutcome(False, 0.0, "no drain")
-    lost = lostworkers.lost_workers(ctx, ctx.finals, ctx.audit) if isinstance(environment.runner, MasterRunner) else []
+    runner = environment.runner
+    lost = lostworkers.lost_workers(ctx, runner) if isinstance(runner, MasterRunner) else []
     gone = frozenset(worker["process"] for worker in lost)
     verdict = ctx.audit.verdict(time.time_ns(), 0, offsets(ctx), settled=outcome.settled, lost_processes=gone)
     facts = RunFacts(

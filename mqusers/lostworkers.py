@@ -16,7 +16,6 @@ from locust.runners import STATE_MISSING, MasterRunner
 import time
 from typing import TypedDict
 
-from mqusers.measure.audit import Audit
 from mqusers.run import RunContext
 
 PROCESS = "mqusers_process"
@@ -31,7 +30,7 @@ class LostWorker(TypedDict):
     #: Its process tag: the ``process`` of its producers and subscriptions in the audit.
     process: str
     last_heartbeat_s: float | None
-    last_report_s: float
+    last_report_s: float | None
     #: What its last shipment had: distinct seqs sent and deliveries taken, all destinations.
     reported: dict[str, int]
 
@@ -54,15 +53,16 @@ def alive(runner: MasterRunner) -> set[str]:
     return {node for node, worker in runner.clients.items() if worker.state != STATE_MISSING}
 
 
-def lost_workers(ctx: RunContext, finals: set[str], audit: Audit) -> list[LostWorker]:
-    """Workers heard from this test (``ctx.heard``) whose final shipment is not in ``finals``."""
-    since = ctx.started
+def lost_workers(ctx: RunContext, runner: MasterRunner) -> list[LostWorker]:
+    """This test's workers (every one heard from, and Locust's whose clock was read at the start, missing
+    ones too) whose final shipment did not come; one never heard from has its clock answers' tag."""
+    since, tags = ctx.started, ctx.coordinator.conductor.tags if ctx.coordinator and ctx.coordinator.conductor else {}
     out = []
-    for node, (tag, last) in sorted(ctx.heard.items()):
-        if node in finals:
-            continue
+    for node in sorted(((set(runner.clients) & set(tags)) | set(ctx.heard)) - ctx.finals):
+        tag, last = ctx.heard.get(node, (tags.get(node, ""), None))
         beat = ctx.heartbeats.get(node)
         out.append(LostWorker(worker=node, host=node.rsplit("_", 1)[0], process=tag,
                               last_heartbeat_s=None if beat is None else round(beat - since, 3),
-                              last_report_s=round(last - since, 3), reported=audit.shipped_by(tag)))  # fmt: skip
+                              last_report_s=None if last is None else round(last - since, 3),
+                              reported=ctx.audit.shipped_by(tag)))  # fmt: skip
     return out

@@ -172,11 +172,12 @@ def notes(
 
 def lost_worker_line(worker: dict[str, Any]) -> str:
     """Who was lost, when (s since the start) and what its last report had."""
-    beat, reported = worker["last_heartbeat_s"], worker["reported"]
+    beat, last, reported = worker["last_heartbeat_s"], worker["last_report_s"], worker["reported"]
     heard = f"last heartbeat at {beat:.1f} s, " if beat is not None else ""
-    return (f"worker {worker['worker']} (host {worker['host']}) was lost: {heard}last report at "
-            f"{worker['last_report_s']:.1f} s, with {reported['sent']:,} sent and {reported['received']:,} received "
-            "until then; what it sent or received after is worker-lost, not lost")  # fmt: skip
+    said = (f"last report at {last:.1f} s, with {reported['sent']:,} sent and {reported['received']:,} received until "
+            "then" if last is not None else "it never reported")  # fmt: skip
+    return (f"worker {worker['worker']} (host {worker['host']}) was lost: {heard}{said}; what it sent or received "
+            "after is worker-lost, not lost")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,9 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   the seq (it may never have left the dying process), or the seq's receiver may have been it (a
   queue group with a subscription of it; its own topic subscription), which got it after its last
   shipment, acknowledged or not. Never ``lost``: the client cannot tell. A lost process's
-  subscriptions count as a drop each (what it had not acknowledged comes again).
+  subscriptions count as a drop each (what it had not acknowledged comes again); deliveries from
+  its producers' unshipped sends are not ``foreign``; a lost process that shipped nothing may have
+  consumed from any destination.
 - ``drops``: subscription sessions that ended with the connection dropping; on such a destination
   the duplicates are reported as ``after_reconnect`` (at-least-once redelivery), not ``duplicated``.
 - ``by_subscription``: each subscription's own expected, received (a queue's: its share of the
@@ -182,6 +184,9 @@ class Audit:
         ``lost_processes``: processes whose worker died (``worker_lost``).
         """
         gone = lost_processes
+        # A lost process that never shipped a thing may have consumed from any destination.
+        seen = {p.process for p in self._producers.values()} | {sub.process for sub in self._subs.values()}
+        blind = bool(gone - seen)
         offsets = clock_offsets or {}
         horizon = now_ns - drain_ns
         out: dict[str, Figures] = {}
@@ -203,7 +208,7 @@ class Audit:
             fig["foreign"] += sub.foreign
             fig["other_run"] += sub.other_run
             fig["drops"] += sub.drops + (sub.process in gone)
-            if sub.process in gone and sub.kind == "queue":
+            if (blind or sub.process in gone) and sub.kind == "queue":
                 touched.add(destination)
             own = _sub_figures(key, sub)
             fig["by_subscription"].append(own)
@@ -213,7 +218,7 @@ class Audit:
                     fig["redelivered"] += stream.redelivered
                     own["reordered"] += stream.reordered
                     own["redelivered"] += stream.redelivered
-                else:
+                elif not _of(name, gone):
                     fig["foreign"] += len(stream.bag)
             if sub.kind == "queue":
                 own["received"] = sub.deliveries
@@ -223,10 +228,10 @@ class Audit:
             for name, p in producers.items():
                 received = sub.streams[name].bag if name in sub.streams else IntervalBag()
                 window, zone = _topic_window(sub, p, offsets, drain_ns, horizon)
-                lost = p.process in gone or sub.process in gone
+                lost = blind or p.process in gone or sub.process in gone
                 _tally((fig, own), p, p.bag.distinct.intersection(window), received, zone, settled, lost)
         for (destination, name), received in sorted(self._queues.items()):
-            if name not in known.get(destination, {}):
+            if name not in known.get(destination, {}) and not _of(name, gone):
                 out[destination]["foreign"] += len(received)
         for destination in queues:
             for name, p in known.get(destination, {}).items():
@@ -244,6 +249,11 @@ class Audit:
                 # At-least-once: what a dropped connection had not acknowledged comes again.
                 fig["after_reconnect"], fig["duplicated"] = fig["duplicated"], 0
         return out
+
+
+def _of(producer: str, processes: frozenset[str]) -> bool:
+    """The producer id (``<process tag>.<class>.<ordinal>``) is of one of ``processes``."""
+    return producer.split(".", 1)[0] in processes
 
 
 def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:

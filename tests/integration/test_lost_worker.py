@@ -1,0 +1,69 @@
+"""A worker SIGKILLed mid-run (master + 2 workers, real ActiveMQ): named, its messages worker-lost, never lost.
+
+What the dead worker did after its last report is unknown to mqusers; the broker's own counters,
+read here without mqusers, bound it: more enqueued than mqusers counted sent (its unreported sends),
+and the messages the audit calls worker-lost are within what the broker dequeued beyond mqusers'
+receipts, plus what is still queued.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration import broker_stats
+from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
+
+pytestmark = pytest.mark.activemq
+
+
+def test_a_killed_worker_is_named_and_its_messages_are_worker_lost_not_lost(destination: Any, tmp_path: Path) -> None:
+    broker = started("activemq")
+    queue = destination("queue")
+    port, report = free_port(), tmp_path / "master.json"
+    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "queue_balance.py")]
+    master = subprocess.Popen(
+        [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "8s", "--host", broker.url, "--only-summary",
+         "--mq-destination", queue, "--mq-rate", "200", "--mq-max-lost", "0", "--mq-report-json", str(report)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+    )  # fmt: skip
+    worker = [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
+    # 3 consumers and 2 producers dealt round-robin: each worker runs both kinds.
+    survivor, victim = (subprocess.Popen(worker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+                        for _ in range(2))  # fmt: skip
+    try:
+        # The broker's own counters say ~3 s of messages flowed both ways (400 msg/s): each worker has sent
+        # the master a report (Locust's every 3 s, from its connect, before the spawn).
+        assert broker_stats.wait_for(
+            lambda: broker_stats.activemq_destination_stats(broker.port, queue)["dequeueCount"] >= 1200, timeout=20
+        )
+        victim.kill()  # SIGKILL: no final shipment, no goodbye
+        output, _ = master.communicate(timeout=40)
+        survivor.wait(timeout=20)
+    finally:
+        for process in (master, survivor, victim):
+            if process.poll() is None:
+                process.kill()
+    assert master.returncode == 3, output[-3000:]
+    document = json.loads(report.read_text())
+    [lost] = document["lost_workers"]
+    assert lost["reported"]["sent"] > 0 and lost["reported"]["received"] > 0, lost
+    assert 0 < lost["last_report_s"] < 8 and lost["worker"] in output
+    assert "gate failed: worker " in output and "was lost mid-test" in output
+    assert "lost > --mq-max-lost" not in output, output[-3000:]  # not a false loss
+    [row] = [r for r in document["destinations"] if r["destination"] == queue]
+    assert row["lost"] == 0 and row["unreceived"] == 0 and row["worker_lost"] > 0, row
+    truth = broker_stats.activemq_destination_stats(broker.port, queue)
+    # The dead worker's sends after its last report are in the broker's count, not in mqusers'.
+    assert truth["enqueueCount"] >= row["sent"]
+    distinct = row["received"] - row["duplicated"] - row["after_reconnect"]
+    # Each worker-lost message is one the dead worker took after its last report (dequeued by the
+    # broker, counted by no one here) or one still queued.
+    assert row["worker_lost"] <= truth["dequeueCount"] - distinct + truth["size"], (row, truth)
+    assert any("a lost worker's" in note for note in document["notes"]) or truth["enqueueCount"] == row["sent"]
