@@ -113,8 +113,10 @@ def _audit(report: RunReport) -> list[str]:
     """The audit's verdict: one line when it found nothing, else its table."""
     if not any(row.audit[key] for row in report.rows for key in _AUDIT_COLUMNS):
         return ["audit: nothing lost, unreceived, duplicated, reordered or redelivered"]
-    table = [["audit", *_AUDIT_COLUMNS.values()]]
-    table += [[row.destination, *(count(row.audit[key]) for key in _AUDIT_COLUMNS)] for row in report.rows]
+    # worker-lost only in a run that lost a worker: every other run's table stays as narrow as it was
+    keys = [key for key in _AUDIT_COLUMNS if key != "worker_lost" or any(row.audit[key] for row in report.rows)]
+    table = [["audit", *(_AUDIT_COLUMNS[key] for key in keys)]]
+    table += [[row.destination, *(count(row.audit[key]) for key in keys)] for row in report.rows]
     return [_render(table)]
 
 

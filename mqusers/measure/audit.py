@@ -53,7 +53,8 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   shipment, acknowledged or not. Never ``lost``: the client cannot tell. A lost process's
   subscriptions count as a drop each (what it had not acknowledged comes again); deliveries from
   its producers' unshipped sends are not ``foreign``; a lost process that shipped nothing may have
-  consumed from any destination.
+  consumed from any destination, and deliveries above its producer's last shipped seq are not
+  ``unexpected``.
 - ``drops``: subscription sessions that ended with the connection dropping; on such a destination
   the duplicates are reported as ``after_reconnect`` (at-least-once redelivery), not ``duplicated``.
 - ``by_subscription``: each subscription's own expected, received (a queue's: its share of the
@@ -317,8 +318,11 @@ def _tally(
     top = received.last
     # Evidence of loss: a later message of the same producer arrived, and the consumers went idle.
     lost = len(waiting.intersection(IntervalSet([(0, top)]))) if settled and top is not None else 0
+    unexpected = received.difference(expected)
     if worker_lost:
         lost = 0
+        # Above the last seq shipped as sent: a lost producer's sends that never reached its ledger.
+        unexpected = unexpected.intersection(IntervalSet([(0, p.bag.distinct.last or 0)]))
     figures = {
         "expected": len(expected),
         "received": len(received),
@@ -327,7 +331,7 @@ def _tally(
         "worker_lost": len(waiting) if worker_lost else 0,
         "unconfirmed": len(unconfirmed),
         "in_flight": len(rest) - len(waiting),
-        "unexpected": len(received.difference(expected)),
+        "unexpected": len(unexpected),
         # deliveries beyond sends: received more than k times, sent at most k times
         "duplicated": sum(len(bag.layers[k].difference(p.bag.above(k))) for k in range(1, len(bag.layers))),
     }

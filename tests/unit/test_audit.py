@@ -425,3 +425,49 @@ def test_a_put_only_fill_reports_its_unsure_sends_as_unconfirmed() -> None:
     fig = verdict(sent)[Q]
     assert (fig["sent"], fig["subscriptions"], fig["expected"], fig["unconfirmed"]) == (100, 0, 0, 40)
     assert fig["lost"] == fig["unreceived"] == fig["in_flight"] == 0
+
+
+def test_what_a_lost_worker_may_have_taken_is_worker_lost_not_lost() -> None:
+    """Producer on w1; queue consumers on w1 and w2; w2 dies after shipping: what it took since is unknown."""
+    sent, survivor, dead = SentLedger("w1"), ReceiveLedger("w1"), ReceiveLedger("w2")
+    mine, theirs = survivor.subscription("w1/0", Q, "queue", 0), dead.subscription("w2/0", Q, "queue", 0)
+    for seq in range(1, 101):
+        sent.producer(Q, "w1.P.0").record(seq, S + seq * MS)
+    audit = Audit()
+    for seq in range(1, 41):
+        (mine if seq % 2 else theirs).record("w1.P.0", seq)
+    for ledger in (sent, survivor, dead):
+        audit.merge(json.loads(json.dumps(ledger.drain())))
+    for seq in range(41, 101):  # w2 takes its share, then dies with it unshipped
+        (mine if seq % 2 else theirs).record("w1.P.0", seq)
+    audit.merge(survivor.drain())
+    judged = audit.verdict(1000 * S, 5 * S)[Q]
+    assert (judged["lost"], judged["unreceived"], judged["worker_lost"]) == (29, 1, 0)  # unaware: a false loss
+    fig = audit.verdict(1000 * S, 5 * S, lost_processes=frozenset({"w2"}))[Q]
+    assert (fig["lost"], fig["unreceived"], fig["worker_lost"], fig["received"]) == (0, 0, 30, 70)
+    assert fig["drops"] == 1  # what it had not acknowledged comes again: at-least-once
+    assert audit.shipped_by("w2") == {"sent": 0, "received": 20} and audit.shipped_by("w1")["sent"] == 100
+
+
+def test_a_lost_producers_unshipped_sends_are_not_foreign_and_its_shipped_ones_not_lost() -> None:
+    """w2's producer shipped seqs 1-50, sent 51-60 unshipped, then died; w1's consumer got 1-45 and 51-60."""
+    sent, received = SentLedger("w2"), ReceiveLedger("w1")
+    sub = received.subscription("w1/0", Q, "queue", 0)
+    for seq in range(1, 51):
+        sent.producer(Q, "w2.P.0").record(seq, S + seq * MS)
+    for seq in [*range(1, 46), *range(51, 61)]:
+        sub.record("w2.P.0", seq)
+    lost = frozenset({"w2"})
+    audit = Audit()
+    for ledger in (sent, received):
+        audit.merge(json.loads(json.dumps(ledger.drain())))
+    assert (audit.verdict(1000 * S, 5 * S)[Q]["foreign"], audit.verdict(1000 * S, 5 * S)[Q]["lost"]) == (0, 5)
+    fig = audit.verdict(1000 * S, 5 * S, lost_processes=lost)[Q]
+    assert (fig["foreign"], fig["lost"], fig["worker_lost"], fig["unexpected"]) == (0, 0, 5, 0)
+    # A producer never shipped at all: its deliveries are the lost worker's, not foreign; the worker
+    # shipped nothing, so it may have consumed from any destination.
+    other = ReceiveLedger("w1")
+    other.subscription("w1/0", T, "queue", 0).record("w3.P.0", 1)
+    audit.merge(json.loads(json.dumps(other.drain())))
+    assert audit.verdict(1000 * S, 5 * S)[T]["foreign"] == 1
+    assert audit.verdict(1000 * S, 5 * S, lost_processes=frozenset({"w3"}))[T]["foreign"] == 0

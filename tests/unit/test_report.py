@@ -207,3 +207,22 @@ def test_the_json_carries_each_operations_histogram_and_the_series() -> None:
     assert set(document["histograms"]) == set(book.tallies)
     assert document["series"]["generators"]["local"] == {"t": [1_700_000_000], "cpu_percent": [12.0],
                                                          "loop_lag_ms": [0.5]}  # fmt: skip
+
+
+def test_a_lost_worker_is_named_fails_a_gate_and_its_messages_are_not_lost() -> None:
+    book = book_of([1.0] * 90, sent=100)
+    worker = {"worker": "host-b_9f2c", "host": "host-b", "process": "ab12", "last_heartbeat_s": 7.9,
+              "last_report_s": 6.0, "reported": {"sent": 1500, "received": 1400}}  # fmt: skip
+    run = facts()
+    run.lost_workers = [worker]
+    verdict = {"/queue/a": {"lost": 0, "worker_lost": 10, "by_subscription": []}}
+    report = build_report(book, verdict, run, Settings(max_lost=0))
+    assert gate_failures(report) == ["worker host-b_9f2c was lost mid-test: its last figures are unknown"]
+    assert report.notes[1] == (
+        "worker host-b_9f2c (host host-b) was lost: last heartbeat at 7.9 s, last report at 6.0 s, with 1,500 sent "
+        "and 1,400 received until then; what it sent or received after is worker-lost, not lost"
+    )
+    assert any(n.startswith("/queue/a: 10 worker-lost") for n in report.notes)
+    document = report_document(report)
+    assert document["lost_workers"] == [worker] and document["destinations"][0]["worker_lost"] == 10
+    assert "worker-lost" in format_summary(report, [])
