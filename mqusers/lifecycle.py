@@ -186,6 +186,13 @@ def on_quitting(environment: Environment, **_: Any) -> None:
         return
     ctx = context(environment)
     if isinstance(runner, WorkerRunner):
+        if lostworkers.master_gone(runner):
+            logger.error("mqusers: no heartbeat from the master for %g s: this worker stops, its figures reach no "
+                         "report", lostworkers.MASTER_TIMEOUT_S)  # fmt: skip
+            environment.process_exit_code = 1
+            if not ctx.stopped:
+                runner.stop()
+            return
         if not ctx.stopped:
             # Its own Ctrl-C: stop now (the final shipment goes out) and wait until the master has it,
             # or the process exits with the message still queued in its socket.

@@ -6,12 +6,16 @@ Locust marks missing (no heartbeat for ``HEARTBEAT_LIVENESS`` s) is waited for n
 end, a worker heard from this test whose final shipment never came is lost: its last seconds are
 unknown, so the audit counts what it may have sent or received as ``worker_lost``
 (:mod:`mqusers.measure.audit`) and a gate fails on it (:func:`mqusers.report.gate_failures`, which words it).
+
+The other way round, a worker whose master is gone stops after ``MASTER_TIMEOUT_S`` without its
+heartbeat and exits 1: its figures reach no report.
 """
 
 from __future__ import annotations
 
+from locust import runners
 from locust.env import Environment
-from locust.runners import STATE_MISSING, MasterRunner
+from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
 import time
 from typing import TypedDict
@@ -19,6 +23,8 @@ from typing import TypedDict
 from mqusers.run import RunContext
 
 PROCESS = "mqusers_process"
+#: A worker that has heard no heartbeat from its master for this long stops (Locust's own: 60 s, exit 0).
+MASTER_TIMEOUT_S = 15
 
 
 class LostWorker(TypedDict):
@@ -66,3 +72,14 @@ def lost_workers(ctx: RunContext, runner: MasterRunner) -> list[LostWorker]:
                               last_report_s=None if last is None else round(last - since, 3),
                               reported=ctx.audit.shipped_by(tag)))  # fmt: skip
     return out
+
+
+def watch_master() -> None:
+    """A worker: Locust's heartbeat checker reads this module global every second."""
+    runners.MASTER_HEARTBEAT_TIMEOUT = MASTER_TIMEOUT_S
+
+
+def master_gone(runner: WorkerRunner) -> bool:
+    """No heartbeat from the master for ``MASTER_TIMEOUT_S``: Locust's checker quits the worker."""
+    last = runner.last_heartbeat_timestamp
+    return last is not None and time.time() - last > MASTER_TIMEOUT_S

@@ -106,6 +106,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     lifecycle.catch_interrupts(environment)
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
+        lostworkers.watch_master()
         environment.events.report_to_master.add_listener(lambda data, **_: data.update(ctx.shipping.payload()))
         runner.register_message(FINISH, lambda msg, **_: gevent.spawn(runner.stop))
         runner.register_message(lifecycle.FINAL_RECEIVED, lambda msg, **_: ctx.final_received.set())

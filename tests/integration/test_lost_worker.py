@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from mqusers.lostworkers import MASTER_TIMEOUT_S
 from tests.integration import broker_stats
 from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
 
@@ -72,3 +73,36 @@ def test_a_killed_worker_is_named_and_its_messages_are_worker_lost_not_lost(dest
     # broker, counted by no one here) or one still queued.
     assert row["worker_lost"] <= truth["dequeueCount"] - distinct + truth["size"], (row, truth)
     assert any("a lost worker's" in note for note in document["notes"]) or truth["enqueueCount"] == row["sent"]
+
+
+def test_a_worker_whose_master_was_killed_stops_within_the_bound_and_exits_1(destination: Any) -> None:
+    broker = started("activemq")
+    queue = destination("queue")
+    port = free_port()
+    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "queue_balance.py")]
+    master = subprocess.Popen(
+        [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--expect-workers", "1", "-u", "5", "-r", "5", "-t", "60s", "--host", broker.url,
+         "--mq-destination", queue, "--mq-rate", "100"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+    )  # fmt: skip
+    worker = subprocess.Popen(
+        [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        assert broker_stats.wait_for(
+            lambda: broker_stats.activemq_destination_stats(broker.port, queue)["dequeueCount"] >= 100, timeout=20
+        )
+        master.kill()
+        killed = time.monotonic()
+        output, _ = worker.communicate(timeout=MASTER_TIMEOUT_S + 15)
+        took = time.monotonic() - killed
+    finally:
+        for process in (master, worker):
+            if process.poll() is None:
+                process.kill()
+    # The README's bound: MASTER_TIMEOUT_S since the last heartbeat, then the Users' end (--mq-timeout, 5 s).
+    assert MASTER_TIMEOUT_S - 1.5 <= took < MASTER_TIMEOUT_S + 7, (took, output[-2000:])  # heartbeats: 1 a s
+    assert worker.returncode == 1, output[-2000:]
+    assert f"no heartbeat from the master for {MASTER_TIMEOUT_S} s" in output
