@@ -471,3 +471,22 @@ def test_a_lost_producers_unshipped_sends_are_not_foreign_and_its_shipped_ones_n
     audit.merge(json.loads(json.dumps(other.drain())))
     assert audit.verdict(1000 * S, 5 * S)[T]["foreign"] == 1
     assert audit.verdict(1000 * S, 5 * S, lost_processes=frozenset({"w3"}))[T]["foreign"] == 0
+
+
+def test_a_lost_workers_topic_subscription_is_worker_lost_and_a_survivors_is_judged_as_ever() -> None:
+    """w1 publishes 1-100 to a topic; w2's subscriber shipped 1-40 then died; w1's own lost 50 in the broker."""
+    sent, survivor, dead = SentLedger("w1"), ReceiveLedger("w1"), ReceiveLedger("w2")
+    mine, theirs = survivor.subscription("w1/0", T, "topic", 0), dead.subscription("w2/0", T, "topic", 0)
+    for seq in range(1, 101):
+        sent.producer(T, "w1.P.0").record(seq, S + seq * MS)
+        if seq != 50:
+            mine.record("w1.P.0", seq)
+        if seq <= 40:
+            theirs.record("w1.P.0", seq)
+    audit = Audit()
+    for ledger in (sent, survivor, dead):
+        audit.merge(json.loads(json.dumps(ledger.drain())))
+    fig = audit.verdict(1000 * S, 5 * S, lost_processes=frozenset({"w2"}))[T]
+    assert (fig["lost"], fig["worker_lost"], fig["unreceived"], fig["expected"]) == (1, 60, 0, 200)
+    by = {s["key"]: s for s in fig["by_subscription"]}
+    assert (by["w1/0"]["lost"], by["w2/0"]["worker_lost"], by["w2/0"]["lost"]) == (1, 60, 0)
