@@ -90,6 +90,11 @@ class StompConsumerUser(StompUser):
         # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
         audit.join(time.time_ns())
         if first:
+            self.count_as_joined()
+
+    def count_as_joined(self) -> None:
+        """Count this consumer at the start barrier, once: subscribed, or never will (its on_start raised)."""
+        if not self._joined:
             self._joined = True
             coordinator_for(self.environment, self.mq).joined()
 

@@ -240,6 +240,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         scenario=endscreen.scenario_of(environment, ctx),
         out_of_files=fdlimit.failures(environment.stats.errors),
         lost_workers=[dict(worker) for worker in lost],
+        start_failures=ctx.start_failures.document(),
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series)
     written: list[str] = []

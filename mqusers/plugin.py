@@ -34,6 +34,7 @@ from mqusers.parsing import OptionError
 from mqusers.run import RunContext, client_config, context, coordinator_for
 from mqusers.sinks import influx
 from mqusers.sinks.settings import add_influx_arguments
+from mqusers.usererrors import StartFailures
 
 logger = logging.getLogger(__name__)
 FINAL_TALLIES = "mqusers_final_tallies"
@@ -153,6 +154,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         fdlimit.raise_for_worker(options)
     ctx.ordinals.clear()
     ctx.finals.clear()
+    ctx.start_failures = StartFailures()
     ctx.heard.clear()
     ctx.finals_arrived.clear()
     ctx.final_received.clear()

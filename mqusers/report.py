@@ -52,6 +52,8 @@ class RunFacts:
     scenario: dict[str, Any] = field(default_factory=dict)
     #: Operations that failed for want of a file descriptor (:func:`mqusers.fdlimit.failures`).
     out_of_files: int = 0
+    #: Users whose on_start raised: ``user`` (class), ``error``, ``users`` (how many).
+    start_failures: list[dict[str, Any]] = field(default_factory=list)
     #: Workers lost mid-test (:class:`mqusers.lostworkers.LostWorker`): their last seconds are unknown.
     lost_workers: list[dict[str, Any]] = field(default_factory=list)
 
@@ -147,6 +149,10 @@ def notes(
         )
     if (line := shortfall(book, settings)) is not None:
         lines.append(line)
+    lines += [
+        f"{f['users']:,} {f['user']} user(s) never ran: on_start raised {f['error']}; fewer Users ran than asked"
+        for f in facts.start_failures
+    ]
     lines += [lost_worker_line(worker) for worker in facts.lost_workers]
     lines += failover_notes(facts.failover, facts.faults)
     lines += broker_notes(facts.broker, [row.document() for row in rows], bool(facts.lost_workers))

@@ -172,6 +172,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "failover": facts.failover,
         "faults": facts.faults,
         "lost_workers": facts.lost_workers,
+        "start_failures": facts.start_failures,
         "broker": facts.broker,
         "destinations": [row.document() for row in report.rows],
         "operations": report.operations,

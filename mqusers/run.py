@@ -36,6 +36,7 @@ from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
 from mqusers.options import Settings, class_brokers, read_settings
+from mqusers.usererrors import StartFailures, count_start_failures
 from mqusers.verdicts import HealthReport
 
 T = TypeVar("T")
@@ -103,6 +104,8 @@ class RunContext:
     finals_arrived: Event = field(default_factory=Event)
     #: Master: each worker heard from this test, its process tag and last shipment's time (:mod:`mqusers.lostworkers`).
     heard: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: Users whose on_start raised (merged on the master): the summary names them.
+    start_failures: StartFailures = field(default_factory=StartFailures)
     #: Master: each worker's last heartbeat (time.time()).
     heartbeats: dict[str, float] = field(default_factory=dict)
     #: Worker: the master confirmed this test's final shipment.
@@ -192,6 +195,7 @@ def context(environment: Environment) -> RunContext:
         ctx.sent.process = ctx.received.process = ctx.outages.process = ctx.process_tag
         environment.events.request.add_listener(ctx.book.on_request)
         environment.events.request.add_listener(ctx.series.on_request)
+        count_start_failures(environment, lambda: ctx.start_failures)
         ctx.recorder = Recorder(environment.events.request.fire, ctx.settings.request_events == "per-message")
         ctx.recorder.add_consumer(ctx.book.add_batches)
         ctx.recorder.add_consumer(ctx.series.add_batches)
@@ -212,6 +216,7 @@ def context(environment: Environment) -> RunContext:
         ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda delta, _: ctx.audit.merge(delta))
         ctx.outages.listeners.append(lambda o: ctx.annotate("outage", describe(o, time.time_ns()), window_start(o)))
         ship("mqusers_outages", ctx.outages.drain, lambda outages, _: ctx.outages.merge(outages))
+        ship("mqusers_start_failures", lambda _: ctx.start_failures.drain(), lambda s, _: ctx.start_failures.merge(s))
         ship("mqusers_series", lambda _: ctx.series.drain(), lambda payload, _: ctx.series.merge(payload))
         ship(
             "mqusers_health", lambda _: ctx.health.report(), lambda report, node: ctx.generators.update({node: report})
