@@ -3,7 +3,7 @@
 Locust's own table rounds receive latency to whole milliseconds and its RPS chart adds sends and
 receives together; these rows keep them apart and keep microseconds. Live, they read the run
 state as the report would (the book's µs HdrHistograms since the start, the audit's running
-verdict, the generator's health) plus the recent rates from the per-second series; at the end they
+verdict; the generator's health in the run tab) plus the recent rates from the per-second series; at the end they
 are the report's own rows, so the page and ``--mq-report-json`` say the same. Pure: no Flask.
 """
 
@@ -26,8 +26,10 @@ RATE_WINDOW = 5
 COLUMNS = (("destination", "Destination"), ("sent", "Sent"), ("received", "Received"),
            ("sent_per_s", "Sent msg/s"), ("received_per_s", "Received msg/s"), ("backlog", "Backlog"),
            ("p50_us", "p50 µs"), ("p99_us", "p99 µs"), ("p999_us", "p99.9 µs"), ("max_us", "max µs"),
-           ("lost", "Lost"), ("duplicated", "Dup."), ("foreign", "Foreign"), ("errors", "Errors"),
-           ("generator", "Generator"))  # fmt: skip
+           ("lost", "Lost"), ("duplicated", "Dup."), ("foreign", "Foreign"),
+           ("errors", "Errors"))  # fmt: skip
+#: The generator's verdict is the run's, not a destination's: it is in the run table (one column fewer
+#: keeps the destination table inside a 1280 px window).
 #: The run table: one fact per row, the first says whether the figures are live or final.
 FACT_COLUMNS = (("fact", "Run"), ("value", "Value"))
 
@@ -65,7 +67,7 @@ def _rate(value: float) -> str:
     return f"{value:,.1f}"
 
 
-def _row(totals: DestinationRow, audit: dict[str, Any], verdict: str) -> dict[str, Any]:
+def _row(totals: DestinationRow, audit: dict[str, Any]) -> dict[str, Any]:
     latency = totals.receive.latency_ms()
     counts = {"sent": totals.sent, "received": totals.received, "backlog": totals.backlog,
               "lost": audit.get("lost", 0), "duplicated": audit.get("duplicated", 0),
@@ -75,17 +77,16 @@ def _row(totals: DestinationRow, audit: dict[str, Any], verdict: str) -> dict[st
         "destination": totals.destination,
         **{key: f"{value:,}" for key, value in counts.items()},
         **{f"{key}_us": _us(latency, key) for key in ("p50", "p99", "p999", "max")},
-        "generator": verdict,  # the figures behind it are in the run tab
     }
 
 
-def live_rows(ctx: RunContext, generator: Generator, lag_s: float, now: float | None = None) -> list[dict[str, Any]]:
+def live_rows(ctx: RunContext, lag_s: float, now: float | None = None) -> list[dict[str, Any]]:
     """Each destination's figures so far; rates over the last :data:`RATE_WINDOW` complete seconds."""
     now = time.time() if now is None else now
     verdict = ctx.audit.verdict(int(now * 1e9), int(ctx.settings.drain * 1e9))
     rows = []
     for totals in destination_rows(ctx.book.tallies):
-        row = _row(totals, verdict.get(totals.destination, {}), generator["verdict"])
+        row = _row(totals, verdict.get(totals.destination, {}))
         rates = recent_rates(ctx.series, totals.destination, now, lag_s)
         row["sent_per_s"], row["received_per_s"] = (_rate(r) for r in rates) if rates else (None, None)
         rows.append(row)
@@ -97,7 +98,7 @@ def final_rows(report: RunReport) -> list[dict[str, Any]]:
     rows = []
     for line in report.rows:
         totals = line.totals
-        row = _row(totals, line.audit, report.facts.generator["verdict"])
+        row = _row(totals, line.audit)
         row["sent_per_s"], row["received_per_s"] = _rate(totals.send_rate_msgs), _rate(totals.receive_rate_msgs)
         rows.append(row)
     return rows

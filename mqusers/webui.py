@@ -194,7 +194,7 @@ def tables(environment: Environment) -> dict[str, list[dict[str, Any]]]:
     # A second's counts are complete after the recorder's flush here, after a worker's report on a master.
     lag_s = WORKER_REPORT_INTERVAL + 1.0 if isinstance(environment.runner, MasterRunner) else FLUSH_EVERY_S + 0.8
     generator = _generator(environment, ctx)
-    return {TAB: live_rows(ctx, generator, lag_s), RUN_TAB: live_facts(ctx, generator, lag_s)}
+    return {TAB: live_rows(ctx, lag_s), RUN_TAB: live_facts(ctx, generator, lag_s)}
 
 
 def show_report(environment: Environment, report: RunReport) -> None:

@@ -39,6 +39,10 @@ TABLE_JS = """() => {
 }"""
 
 
+#: Whether the table's right edge is inside the window (Locust's page clips what runs past it).
+TABLE_FITS_JS = '() => document.querySelector("table").getBoundingClientRect().right <= innerWidth'
+
+
 def table(page: Any) -> list[dict[str, str]]:
     shown = page.evaluate(TABLE_JS)
     return [dict(zip(shown["heads"], row, strict=True)) for row in shown["rows"]]
@@ -161,7 +165,7 @@ def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path
     topic = destination("topic")
     report_json, report_html = tmp_path / "run.json", tmp_path / "run.html"
     extra = ("--mq-report-json", str(report_json), "--mq-report-html", str(report_html))
-    with serve("pubsub.py", tmp_path, *extra) as (base, log), opened(base + "/", width=1440) as browser:
+    with serve("pubsub.py", tmp_path, *extra) as (base, log), opened(base + "/", width=1280) as browser:
         page = browser.page
         start_form(page)
         page.locator('input[name="userCount"]').fill("3")
@@ -197,6 +201,8 @@ def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path
         page.get_by_role("button", name="Stop").click()
         assert wait_for(lambda: facts()["figures"].startswith("final"), timeout=40)
         final = next(row for row in table(page) if row["Destination"] == topic)
+        # Every column inside a 1280 px window (a Generator column was cut off at its right edge).
+        assert page.evaluate(TABLE_FITS_JS), page.evaluate(TABLE_FITS_JS.replace("<= innerWidth", ""))
         page.screenshot(path=str(tmp_path / "final.png"), full_page=True)
         page.get_by_role("tab", name="mqusers run").click()
         shown = page.evaluate(TABLE_JS)["rows"]
@@ -222,7 +228,6 @@ def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path
     assert final["Received msg/s"] == f"{row['receive_rate_msgs']:,.1f}"
     for title, key in (("Lost", "lost"), ("Dup.", "duplicated"), ("Foreign", "foreign"), ("Errors", "errors")):
         assert number(final[title]) == row[key], title
-    assert final["Generator"] == document["generator"]["verdict"]
     assert number(final["Backlog"]) == 0 and row["received"] == 2 * row["sent"]  # two subscribers, nothing lost
     # The live figures were a part of the same run: counts below the final ones, rates and the median near them.
     assert number(second["Sent"]) <= row["sent"] and number(second["Received"]) <= row["received"]
