@@ -1,4 +1,4 @@
-"""Real services for mqusers' tests and benchmarks, from Debian packages.
+"""Real services for mqusers' tests and benchmarks, from Debian packages (Artemis, Classic 6: from Maven Central).
 
 Each service runs in its own folder ``<state dir>/<name>/`` (default
 ``<project root>/.services``, env ``MQUSERS_SERVICES_DIR``), listens on
@@ -14,6 +14,10 @@ from the caller), as tests/integration/test_netns.py uses them.
     services.PORTS["activemq"]["stomp"]  # 61613 (+ offset)
     services.stop("activemq")
 
+``artemis`` is ActiveMQ Artemis 2.40.0, downloaded once (SHA-512 checked) into ``<project>/.services/cache/``
+by the first start; its STOMP acceptor is 61713 (+ offset). ``activemq6`` is ActiveMQ Classic 6.1.8
+assembled from its Maven Central jars the same way (STOMP 61620).
+
 Master/slave pairs (services/cluster.py): ``activemq-shared-a``/``-b`` share one KahaDB
 folder, ``activemq-jdbc-a``/``-b`` one PostgreSQL database (start ``postgresql`` first).
 Start both of a pair; ``master_of(PAIRS["shared"])`` says which one serves STOMP.
@@ -24,13 +28,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import activemq, cluster, control, metrics, postgresql, rabbitmq
+from . import activemq, activemq6, artemis, cluster, control, metrics, postgresql, rabbitmq
 from .base import ServiceError, live_pid, port_offset, state_dir
 from .control import Service
 
 SERVICES: dict[str, Service] = {
     service.name: service
-    for service in [*activemq.SERVICES, rabbitmq.SERVICE, *metrics.SERVICES, postgresql.SERVICE, *cluster.SERVICES]
+    for service in [
+        *activemq.SERVICES,
+        activemq6.SERVICE,
+        artemis.SERVICE,
+        rabbitmq.SERVICE,
+        *metrics.SERVICES,
+        postgresql.SERVICE,
+        *cluster.SERVICES,
+    ]
 }
 
 __all__ = [

@@ -278,6 +278,35 @@ def poll_until(probe: Callable[[], bool], pid: int, deadline: float) -> bool:
     return probe()
 
 
+# ------------------------------------------------------------- downloads (Maven)
+
+
+def cache_dir() -> Path:
+    """Distributions downloaded from Maven Central, shared by every state dir (`make clean` removes them)."""
+    return ROOT / ".services" / "cache"
+
+
+@contextlib.contextmanager
+def cache_lock() -> Iterator[None]:
+    """Two starts (pytest workers, two services) must not download or unpack at once."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with open(cache_dir() / "lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def maven(args: list[str], what: str) -> None:
+    """Run ``mvn`` in batch mode with strict checksums: a download whose SHA-1 differs from
+    Maven Central's fails instead of being used (Maven's default only warns)."""
+    ensure_package("maven")
+    print(f"downloading {what} from Maven Central ...", file=sys.stderr)
+    argv = ["mvn", "-q", "-B", "--strict-checksums", *args]
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=cache_dir())
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-5:])
+        raise ServiceError(f"{what}: {' '.join(argv)} failed\n{tail}")
+
+
 # --------------------------------------------------------------------------- apt
 
 

@@ -50,6 +50,8 @@ class Service:
     logs: Callable[[Ctx], list[Path]] | None = None
     # Optional: what a running instance is now, for status (a master/slave pair's "master", "slave").
     role: Callable[[Ctx], str] | None = None
+    # Optional: fetch what launch needs (a download), before the start timeout begins to count.
+    prepare: Callable[[], None] | None = None
     # Listens on MQUSERS_BIND_HOST and runs in MQUSERS_NETNS (launch and ready must use ctx.host).
     placeable: bool = False
 
@@ -99,6 +101,8 @@ def start(service: Service, timeout: float = START_TIMEOUT) -> bool:
     Returns False (and does nothing) if our instance already runs and answers.
     """
     ctx = service.ctx()
+    if service.prepare is not None:
+        service.prepare()
     with locked(ctx):
         return _start(service, ctx, timeout)
 
