@@ -36,7 +36,7 @@ def limited(nofile: str, locustfile: str, *args: str, users: int, seconds: float
     """
     report = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
     log = tmp_path / f"locust-{uuid.uuid4().hex[:6]}.log"
-    host = "stomp://127.0.0.1:61613"
+    host = started("activemq").url  # MQUSERS_PORT_OFFSET applied
     command = [
         "prlimit", f"--nofile={nofile}",
         *locust_command(locustfile, host, *args, users=users, seconds=seconds, report=report),
@@ -65,7 +65,7 @@ def test_a_soft_limit_below_the_users_needs_is_raised_when_the_hard_one_allows(d
     assert run.code == 0, run.output[-3000:]
     assert "mqusers: raised the open-file limit (ulimit -n) from 256 to 2,048 for 400 users" in run.output
     # Every User connected (Locust alone could not raise it: its 10,000 is above the hard limit).
-    connect = run.operation("connect stomp://127.0.0.1:61613")
+    connect = run.operation(f"connect {started('activemq').url}")
     assert (connect["count"], connect["errors"]) == (400, 0)
     assert run.operation(f"subscribe {queue}")["count"] == 399
     assert (run.row(queue)["sent"], run.row(queue)["received"]) == (200, 200)
@@ -105,10 +105,10 @@ def test_running_out_mid_run_fails_connects_with_that_cause_and_ends_by_time(des
     assert "Traceback" not in run.output
     assert run.report["ended_by"] == "time"
     assert run.code == 1  # Locust's exit code for a run with failures
-    connect = run.operation("connect stomp://127.0.0.1:61613")
+    connect = run.operation(f"connect {started('activemq').url}")
     # The one failure kind: every failed operation is a connect, and each for want of a file descriptor.
     assert {op["name"] for op in run.report["operations"] if op["errors"]} == {connect["name"]}
-    assert f'{connect["errors"]} STOMP connect stomp://127.0.0.1:61613: MqError("cannot reach the broker' in (
+    assert f'{connect["errors"]} STOMP connect {started("activemq").url}: MqError("cannot reach the broker' in (
         " ".join(run.output.split())
     )
     assert "out of file descriptors (EMFILE)" in run.output
@@ -184,7 +184,7 @@ def test_the_web_ui_listens_on_loopback_unless_told_otherwise() -> None:
 @pytest.mark.activemq
 def test_the_web_ui_refuses_a_start_the_open_file_limit_cannot_hold(destination) -> None:
     with web_ui(nofile="256:256") as (port, _):
-        form = {"user_count": "400", "spawn_rate": "400", "host": "stomp://127.0.0.1:61613",
+        form = {"user_count": "400", "spawn_rate": "400", "host": started("activemq").url,
                 "mq_destination": destination("queue")}  # fmt: skip
         refused = requests.post(f"http://127.0.0.1:{port}/swarm", data=form, timeout=10).json()
         assert not refused["success"]
