@@ -29,7 +29,7 @@ README = ROOT / "README.md"
 BIN = str(Path(sys.executable).parent)
 #: Prefixes of README commands not run here: why, and what tests the same instead.
 NOT_RUN = {
-    "make test": "the whole suite (the lead runs it)",
+    "make test": "the suite this test is part of (.ci/run runs it)",
     "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
     "python -m services start activemq-persistent postgresql": "six brokers; test_cluster_*.py start them",
     "mqusers cluster-compare": "six brokers and their failovers: test_cluster_failover.py",
