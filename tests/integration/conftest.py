@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -116,6 +117,13 @@ class LocustRun:
         rows = [r for r in self.report.get("operations", []) if r["name"] == name]
         assert rows, f"no operation {name} in:\n{self.output[-3000:]}"
         return rows[0]
+
+    def locust_count(self, operation: str, destination: str) -> int:
+        """The request count Locust's own final table printed for ``<operation> <destination>``."""
+        final = self.output[self.output.rindex("Shutting down (exit code") :]
+        found = re.search(rf"^STOMP +{operation} {re.escape(destination)} +(\d+) ", final, re.MULTILINE)
+        assert found, final
+        return int(found.group(1))
 
 
 def locust_command(locustfile: str, host: str, *args: str, users: int, seconds: float, report: Path) -> list[str]:

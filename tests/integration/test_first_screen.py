@@ -8,7 +8,6 @@ the warm-up, is the independent truth that something was left out.
 from __future__ import annotations
 
 import csv
-import re
 import uuid
 from pathlib import Path
 
@@ -45,15 +44,9 @@ def test_the_summary_is_printed_last_names_every_file_and_agrees_with_locusts_ta
     assert any(f.endswith(".json") for f in files)
 
     row = run.row(topic)
-    final = run.output[run.output.rindex("Shutting down (exit code") :]  # Locust's final table
-
-    def locust_count(operation: str) -> int:
-        found = re.search(rf"^STOMP +{operation} {re.escape(topic)} +(\d+) ", final, re.MULTILINE)
-        assert found, final
-        return int(found.group(1))
 
     # The same messages in both: the warm-up left out of Locust's stats as of mqusers' ...
-    assert (locust_count("send"), locust_count("receive")) == (row["sent"], row["received"])
+    assert (run.locust_count("send", topic), run.locust_count("receive", topic)) == (row["sent"], row["received"])
     # ... and something was left out: the broker counted the warm-up's messages too.
     assert run.report["broker"]["destinations"][topic]["enqueued"] > row["sent"] > 0
     # Locust's median keeps sub-millisecond digits (its buckets: 10 µs below 1 ms, 0.1 ms below 10 ms);
