@@ -13,18 +13,21 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
+from mqusers.measure.cpu import parse_stat
+
 Reading = tuple[float, int, int]  # (epoch s, busy jiffies, all jiffies)
 
 
 def read_jiffies(path: str = "/proc/stat") -> tuple[int, int] | None:
-    """(busy, all) jiffies summed over every core since boot; None without a /proc/stat."""
+    """(busy, all) jiffies summed over every core since boot; None without a /proc/stat.
+
+    Steal counts as busy here: a core another guest ran on was not free for this machine's work."""
     try:
         with open(path, encoding="ascii") as stat:
-            fields = [int(value) for value in stat.readline().split()[1:9]]
-    except (OSError, ValueError):
+            times = parse_stat(stat.read())
+    except (OSError, ValueError, IndexError):
         return None
-    idle = sum(fields[3:5])  # idle and iowait: a core waiting is free for anyone
-    return sum(fields) - idle, sum(fields)
+    return times.busy + times.steal, times.total
 
 
 def busy_percent(readings: list[Reading], start: float, end: float) -> float:
