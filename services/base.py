@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -105,6 +106,8 @@ def spawn(
     if ctx.netns:
         argv = ["ip", "netns", "exec", ctx.netns, *argv]
     ctx.dir.mkdir(parents=True, exist_ok=True)
+    if user:
+        reachable_by_others(ctx.dir)
     with open(log or ctx.log_file, "ab") as out:
         proc = subprocess.Popen(
             argv,
@@ -120,6 +123,18 @@ def spawn(
         )
     ctx.pid_file.write_text(f"{proc.pid}\n")
     return proc.pid
+
+
+def reachable_by_others(folder: Path) -> None:
+    """Let a service's own OS user (rabbitmq, postgres) reach ``folder``: traverse, never read, each parent.
+
+    A project cloned under ``mktemp -d`` (mode 0700) hid its folder from them: RabbitMQ died with
+    "eacces" reading its cookie there.
+    """
+    for parent in folder.parents:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            parent.chmod(mode | stat.S_IXOTH)
 
 
 @contextlib.contextmanager

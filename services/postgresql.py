@@ -13,7 +13,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from .base import LOOPBACK, Ctx, ServiceError, poll_until, spawn, wait_exit
+from .base import LOOPBACK, Ctx, ServiceError, poll_until, reachable_by_others, spawn, wait_exit
 from .control import Service
 
 USER = "postgres"  # the server refuses to run as root
@@ -59,6 +59,7 @@ def _initdb(ctx: Ctx) -> None:
         return
     shutil.rmtree(data, ignore_errors=True)  # a half-made cluster from an interrupted initdb
     data.mkdir(parents=True)
+    reachable_by_others(data)
     shutil.chown(data, USER, USER)
     argv = [_bin("initdb"), "-D", str(data), "-U", USER, "--auth-local=peer", "--auth-host=scram-sha-256"]
     done = _as_postgres([*argv, "--encoding=UTF8", "--locale=C.UTF-8"])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
 
 from services import activemq6, artemis
-from services.base import ServiceError
+from services.base import ServiceError, reachable_by_others
 
 
 def test_artemis_tarball_with_a_wrong_sha512_is_refused_and_deleted(
@@ -37,3 +38,14 @@ def test_activemq6_cache_folder_follows_the_pom(tmp_path: Path, monkeypatch: pyt
     pom.write_text(activemq6.POM.read_text().replace(activemq6.VERSION, "6.1.7"))
     monkeypatch.setattr(activemq6, "POM", pom)
     assert activemq6.lib() != before  # a changed pom never reuses the old jars
+
+
+def test_a_service_user_may_traverse_but_not_read_the_folders_above_its_own(tmp_path: Path) -> None:
+    """A clone under ``mktemp -d`` (0700) hid RabbitMQ's folder from its user: "eacces" on the cookie."""
+    hidden = tmp_path / "clone"
+    own = hidden / ".services" / "rabbitmq"
+    own.mkdir(parents=True)
+    hidden.chmod(0o700)
+    reachable_by_others(own)
+    assert stat.S_IMODE(hidden.stat().st_mode) == 0o701  # search only: nothing listed to others
+    assert stat.S_IMODE(tmp_path.stat().st_mode) & stat.S_IXOTH
