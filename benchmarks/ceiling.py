@@ -5,7 +5,7 @@
 Three measurements in this process (user+sys CPU from ``getrusage``), each printed per message:
 
 - **receive path**: ActiveMQ-shaped MESSAGE frames (13 headers, 1 KB body, 8 per socket read) fed
-  through mqusers' own parser, session routing, :class:`~mqusers.receiver.Receiver` (run id,
+  through mqusers' own parser, session routing, :class:`~mqusers.stomp.receiver.Receiver` (run id,
   size and CRC-32 checks, the latency), the audit ledger and the recorder, into the book and
   Locust's stats: everything a delivery costs except reading the socket.
 - **send path**: ``publish_many`` 64 messages at a time into a connection that drops the bytes,
@@ -34,14 +34,14 @@ from collections.abc import Callable, Mapping
 
 import gevent
 
-from mqusers.client import StompClient
-from mqusers.connection import ClientConfig, Listener
 from mqusers.measure.book import Book
 from mqusers.measure.ledgers import SentLedger, Subscription
 from mqusers.measure.recorder import Recorder
-from mqusers.parsing import parse_broker_url
-from mqusers.receiver import Receiver
-from mqusers.wire import FrameParser, SendFrames, make_body
+from mqusers.options.parsing import parse_broker_url
+from mqusers.stomp.client import StompClient
+from mqusers.stomp.connection import ClientConfig, Listener
+from mqusers.stomp.receiver import Receiver
+from mqusers.stomp.wire import FrameParser, SendFrames, make_body
 
 RUN, PRODUCER, QUEUE = "0123456789ab", "ab12cd34.BenchProducer.0", "/queue/bench.ceiling"
 

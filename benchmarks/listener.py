@@ -42,7 +42,7 @@ def child(options: argparse.Namespace) -> None:
 
     from benchmarks import mq_locust
     from benchmarks.common import child_main
-    from mqusers.run import context
+    from mqusers.run.context import context
     from mqusers.sinks.listener import InfluxSink
     from mqusers.sinks.settings import InfluxSettings
 

@@ -34,7 +34,7 @@ from gevent.event import Event
 import mqusers  # noqa: F401  (registers the --mq-* options and the init listener)
 from benchmarks.common import BenchError, Deadline, Meter, child_main, throughput_result
 from mqusers import StompConsumerUser, StompProducerUser
-from mqusers.run import context
+from mqusers.run.context import context
 
 #: Completion poll period: adds at most this much to the wall time, ~50 wake-ups/s of CPU.
 _POLL_S = 0.02

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import locust  # noqa: F401  (gevent's monkey-patching must come before any socket or ssl import)
 
-from mqusers import plugin  # noqa: F401  (registers the --mq-* options and the per-Environment wiring)
-from mqusers.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
-from mqusers.consumers import StompConsumerUser, StompResponderUser
-from mqusers.dialects import Dialect, dialect_for
 from mqusers.measure.book import Book, Tally
-from mqusers.options import Settings, read_settings
-from mqusers.parsing import BrokerAddress, OptionError, parse_broker_url, parse_size
-from mqusers.producers import StompProducerUser, StompRequesterUser
-from mqusers.receiver import Receiver, Replier
-from mqusers.users import StompUser
+from mqusers.options.parsing import BrokerAddress, OptionError, parse_broker_url, parse_size
+from mqusers.options.table import Settings, read_settings
+from mqusers.stomp.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
+from mqusers.stomp.dialects import Dialect, dialect_for
+from mqusers.stomp.receiver import Receiver, Replier
+from mqusers.users.base import StompUser
+from mqusers.users.consumers import StompConsumerUser, StompResponderUser
+from mqusers.users.producers import StompProducerUser, StompRequesterUser
+from mqusers.wiring import plugin  # noqa: F401  (registers the --mq-* options and the per-Environment wiring)
 
 __version__ = "0.1.0"
 

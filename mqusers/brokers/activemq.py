@@ -26,9 +26,9 @@ from gevent.event import Event
 from gevent.lock import Semaphore
 
 from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsError
-from mqusers.client import ClientConfig, MqError, StompClient
-from mqusers.connection import Transport
-from mqusers.wire import Headers, unescape
+from mqusers.stomp.client import ClientConfig, MqError, StompClient
+from mqusers.stomp.connection import Transport
+from mqusers.stomp.wire import Headers, unescape
 
 BROKER_QUERY = "/queue/ActiveMQ.Statistics.Broker"
 DESTINATION_PREFIX = "ActiveMQ.Statistics.Destination."
@@ -164,7 +164,7 @@ class _Pending:
 
 class ActiveMQStatistics:
     """:class:`~mqusers.brokers.model.Source` for ActiveMQ Classic, over STOMP, with the credentials
-    of ``config`` (the load's). ``transport`` as for :class:`~mqusers.client.StompClient`."""
+    of ``config`` (the load's). ``transport`` as for :class:`~mqusers.stomp.client.StompClient`."""
 
     name = "activemq"
     #: ActiveMQ counts a send without a receipt a moment after it arrives (milliseconds).

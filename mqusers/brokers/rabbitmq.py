@@ -25,7 +25,7 @@ import gevent
 import requests
 
 from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsError
-from mqusers.parsing import BrokerAddress
+from mqusers.options.parsing import BrokerAddress
 
 MANAGEMENT_PORT = 15672
 #: RabbitMQ's STOMP port by default, and where this project's services put it (beside ActiveMQ's 61613).

@@ -1,7 +1,7 @@
 """The ``--mq-broker-metrics*`` and ``--mq-broker-pid`` options, declared once in :data:`OPTIONS`.
 
 Like every ``--mq-*`` option a value is validated once into a frozen settings object; a bad value
-is one :class:`~mqusers.parsing.OptionError` line. Not in the web UI: the sampler starts with the
+is one :class:`~mqusers.options.parsing.OptionError` line. Not in the web UI: the sampler starts with the
 test on the master, and the management password must never be embedded in a page.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqusers.optionspec import Option, read
-from mqusers.parsing import choice, decimal, parse_http_url, text, whole
+from mqusers.options.optionspec import Option, read
+from mqusers.options.parsing import choice, decimal, parse_http_url, text, whole
 
 MODES = ("auto", "off", "activemq", "rabbitmq")
 
@@ -78,5 +78,5 @@ OPTIONS: tuple[Option, ...] = (
 
 
 def read_broker_metrics_settings(options: Any) -> BrokerMetricsSettings:
-    """Validated values; raises :class:`~mqusers.parsing.OptionError` with one line."""
+    """Validated values; raises :class:`~mqusers.options.parsing.OptionError` with one line."""
     return BrokerMetricsSettings(**read(options, OPTIONS))

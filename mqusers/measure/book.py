@@ -1,7 +1,7 @@
 """Exact per-operation tallies with microsecond HdrHistograms, mergeable across Locust workers.
 
 The book listens to ``events.request`` and keeps, per event name (``"receive /topic/x"``..., and
-``"GET /api/x"`` for other request types: :func:`~mqusers.names.request_key`), the count,
+``"GET /api/x"`` for other request types: :func:`~mqusers.measure.names.request_key`), the count,
 failures, bytes and a histogram of successful response times in microseconds (3 significant
 digits, 1 µs to 1 h). Workers ship :meth:`Book.drain` output with their reports; the master
 :meth:`Book.merge`\\ s it, so percentiles come from the merged histogram, never from an average of
@@ -20,8 +20,8 @@ from typing import Any, TypedDict
 
 from hdrh.histogram import HdrHistogram
 
+from mqusers.measure.names import REQUEST_TYPE, destination_operation, request_key
 from mqusers.measure.recorder import Batch
-from mqusers.names import REQUEST_TYPE, destination_operation, request_key
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000

@@ -3,7 +3,7 @@
 A send or a delivery costs one :meth:`Operation.record`: a list append and two attribute updates.
 Every :meth:`Recorder.flush` (a few times a second, before each report, at stop) turns each
 operation's samples into one :class:`Batch` per second and gives the batches, in time order, to
-every consumer: the exact book, Locust's own statistics (:mod:`mqusers.locust_stats`), the
+every consumer: the exact book, Locust's own statistics (:mod:`mqusers.run.locust_stats`), the
 InfluxDB interval book. Each consumer gets what one event per message would have given it.
 
 Failures are rare and carry the broker's message: they still fire one Locust request event each,
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mqusers.names import REQUEST_TYPE
+from mqusers.measure.names import REQUEST_TYPE
 
 Fire = Callable[..., Any]
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from mqusers.measure.buckets import Load, Traffic, percentile_of, slot
+from mqusers.measure.names import RECEIVE, REQUEST_TYPE, SEND, destination_operation
 from mqusers.measure.recorder import Batch
-from mqusers.names import RECEIVE, REQUEST_TYPE, SEND, destination_operation
 
 #: Buckets kept per series before the width doubles: 15 min at 1 s (a 30-minute run has 2 s buckets).
 MAX_BUCKETS = 900
@@ -170,7 +170,7 @@ class Series:
                 bucket.latency[slot(round(response_time * 1000.0))] += 1
 
     def add_second(self, node: str, second: int, cpu_percent: float, lag_ms: float) -> None:
-        """One second of a load process's health (:class:`mqusers.health.Health` calls it)."""
+        """One second of a load process's health (:class:`mqusers.run.health.Health` calls it)."""
         if not self.recording:
             return
         load = self._load(node, second)

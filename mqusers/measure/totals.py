@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mqusers.measure.book import Tally, by_destination
-from mqusers.names import RECEIVE, SEND, SUBSCRIBE, destination_kind
+from mqusers.measure.names import RECEIVE, SEND, SUBSCRIBE, destination_kind
 
 #: Rates divide by at least this (s): one send and its receive in the same instant have no span.
 MIN_SPAN_S = 1e-3

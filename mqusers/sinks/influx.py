@@ -17,8 +17,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from mqusers.parsing import OptionError
-from mqusers.run import context
+from mqusers.options.parsing import OptionError
+from mqusers.run.context import context
 from mqusers.sinks.listener import AuditSource, InfluxSink, RunInfo, listen
 from mqusers.sinks.settings import add_influx_arguments, read_influx_settings
 

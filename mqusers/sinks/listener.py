@@ -3,7 +3,7 @@
 Each process keeps a second :class:`Book` on ``events.request`` and, every ``--influx-interval``
 (aligned on multiples of it since the epoch, so all workers' intervals coincide), turns what it
 drained into ``mqusers_ops`` points tagged with its own worker id. Workers also ship the encoded
-interval tallies to the master through mqusers' shipping (:class:`mqusers.run.Shipping`, with the
+interval tallies to the master through mqusers' shipping (:class:`mqusers.run.context.Shipping`, with the
 last partial interval in the final shipment); the master merges them per interval into
 ``mqusers_merged`` and writes run-wide points (users, workers, backlog, audit totals, the
 whole-run summary once every worker's intervals are in), the test's events and each broker-metrics
@@ -25,10 +25,10 @@ from typing import Any, Protocol, TypedDict
 import gevent
 
 from mqusers.brokers.model import BrokerSample
-from mqusers.health import PROBE, IntervalLag
 from mqusers.measure.book import EncodedTallies
 from mqusers.measure.recorder import Recorder
-from mqusers.run import Shipping
+from mqusers.run.context import Shipping
+from mqusers.run.health import PROBE, IntervalLag
 from mqusers.sinks import points, schema
 from mqusers.sinks.settings import InfluxSettings, http_sender
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain

@@ -1,7 +1,7 @@
 """The ``--influx-*`` options, each declared once in :data:`OPTIONS`, and the InfluxDB v2 HTTP sender.
 
 Like ``--mq-*``, every value is a string in the parser and is validated once into a frozen
-settings object; a bad value is one :class:`~mqusers.parsing.OptionError` line. None of them is in
+settings object; a bad value is one :class:`~mqusers.options.parsing.OptionError` line. None of them is in
 the web UI: the listener starts with the process, so an edit there could not take effect, and
 Locust would embed an env-supplied token in the page as the field's default.
 """
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqusers.optionspec import Option, read, register, text_of
-from mqusers.parsing import OptionError, decimal, parse_http_url, text, whole, writable_file
+from mqusers.options.optionspec import Option, read, register, text_of
+from mqusers.options.parsing import OptionError, decimal, parse_http_url, text, whole, writable_file
 from mqusers.sinks.writer import StoreRejected
 
 #: The store's HTTP status codes that mean "this batch will never be accepted".

@@ -16,8 +16,8 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import Book, EncodedTallies, Tally, record_grouped
+from mqusers.measure.names import REQUEST_TYPE, request_key, split_event_name
 from mqusers.measure.recorder import Batch
-from mqusers.names import REQUEST_TYPE, request_key, split_event_name
 from mqusers.sinks.schema import PERCENTILE_FIELDS
 
 

@@ -25,8 +25,8 @@ from mqusers.brokers.activemq import ActiveMQStatistics
 from mqusers.brokers.jvm import JvmProbe
 from mqusers.brokers.model import DestinationFigures, MetricsError
 from mqusers.brokers.rabbitmq import RabbitManagement, management_url, management_urls
-from mqusers.client import ClientConfig
-from mqusers.parsing import parse_broker_url
+from mqusers.options.parsing import parse_broker_url
+from mqusers.stomp.client import ClientConfig
 from tests.integration import broker_stats
 from tests.integration.conftest import ROOT
 

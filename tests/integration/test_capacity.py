@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mqusers.capacity import StepPlan
+from mqusers.commands.capacity import StepPlan
 from tests.integration.conftest import LOCUSTFILES, ROOT, started
 
 pytestmark = pytest.mark.activemq
@@ -20,7 +20,7 @@ LAG_MS = 50.0
 
 
 def mqusers(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "mqusers.cli", *args]
+    command = [sys.executable, "-m", "mqusers.commands.cli", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
 
 

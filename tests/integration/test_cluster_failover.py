@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import services
-from mqusers.cluster import SCHEMES
+from mqusers.commands.cluster import SCHEMES
 from tests.integration.conftest import ROOT
 
 MESSAGES = 2000
@@ -54,7 +54,7 @@ def test_cluster_compare_measures_the_schemes_and_a_failover_of_a_pair(kind: str
     url = ",".join(f"stomp://127.0.0.1:{services.ports(name)['stomp']}" for name in pair)
     failover = f"{sys.executable} -m services fail-over {' '.join(pair)}"
     takeover = Takeover(pair, first)
-    command = [sys.executable, "-m", "mqusers.cli", "cluster-compare", "--config", f"{kind}={url}",
+    command = [sys.executable, "-m", "mqusers.commands.cli", "cluster-compare", "--config", f"{kind}={url}",
                "--failover", f"{kind}={failover}", "--messages", str(MESSAGES), "--failover-seconds", "16",
                "--fault-at", "5", "--failover-rate", "200", "--out", str(tmp_path), "--json", str(tmp_path / "cc.json"),
                "--mq-drain", "3"]  # fmt: skip

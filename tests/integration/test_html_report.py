@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from mqusers.htmlreport import main
-from mqusers.htmlrun import AUDIT_COLUMNS, receive_plots
+from mqusers.report.htmlreport import main
+from mqusers.report.htmlrun import AUDIT_COLUMNS, receive_plots
 from tests.integration.browser import opened, unavailable_reason
 from tests.integration.conftest import LocustRun, run_locust, started
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mqusers.lostworkers import MASTER_TIMEOUT_S
+from mqusers.wiring.lostworkers import MASTER_TIMEOUT_S
 from tests.integration import broker_stats
 from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 import services
-from mqusers.matrix import NOT_PERSISTED
+from mqusers.commands.matrix import NOT_PERSISTED
 from tests.integration.conftest import LOCUSTFILES, ROOT, started
+
+CLI = "mqusers.commands.cli"
 
 
 @pytest.mark.activemq
@@ -19,7 +21,7 @@ def test_matrix_runs_each_cell_to_its_message_count(tmp_path: Path) -> None:
     broker = started("activemq")
     out = tmp_path / "matrix"
     run = subprocess.run(
-        [sys.executable, "-m", "mqusers.cli", "matrix", "--host", broker.url, "--modes", "queue,request-reply",
+        [sys.executable, "-m", CLI, "matrix", "--host", broker.url, "--modes", "queue,request-reply",
          "--sizes", "1KB", "--messages", "200", "--out", str(out), "--json", str(tmp_path / "m.json"),
          "--mq-drain", "0.5"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
@@ -44,7 +46,7 @@ def test_persistent_cells_on_a_kahadb_broker_are_not_marked(tmp_path: Path) -> N
     broker = started("activemq-persistent")
     assert 'persistent="true"' in (services.state_dir() / "activemq-persistent" / "conf" / "activemq.xml").read_text()
     run = subprocess.run(
-        [sys.executable, "-m", "mqusers.cli", "matrix", "--host", broker.url, "--modes", "queue", "--sizes", "1KB",
+        [sys.executable, "-m", CLI, "matrix", "--host", broker.url, "--modes", "queue", "--sizes", "1KB",
          "--messages", "100", "--out", str(tmp_path / "matrix"), "--json", str(tmp_path / "m.json"),
          "--mq-drain", "0.5"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
@@ -57,7 +59,10 @@ def test_persistent_cells_on_a_kahadb_broker_are_not_marked(tmp_path: Path) -> N
 
 def test_matrix_refuses_bad_input_in_one_line() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "mqusers.cli", "matrix", "--sizes", "1XB"], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-m", CLI, "matrix", "--sizes", "1XB"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert run.returncode == 2
     assert run.stderr.strip().startswith("mqusers matrix: --mq-size: '1XB' is not a size")
@@ -66,7 +71,7 @@ def test_matrix_refuses_bad_input_in_one_line() -> None:
 def test_matrix_refuses_a_locustfiles_folder_without_the_grids_scenarios(tmp_path: Path) -> None:
     (tmp_path / "queue_balance.py").write_text("")
     run = subprocess.run(
-        [sys.executable, "-m", "mqusers.cli", "matrix", "--locustfiles", str(tmp_path), "--modes", "queue,topic"],
+        [sys.executable, "-m", CLI, "matrix", "--locustfiles", str(tmp_path), "--modes", "queue,topic"],
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert run.returncode == 2
@@ -74,5 +79,5 @@ def test_matrix_refuses_a_locustfiles_folder_without_the_grids_scenarios(tmp_pat
 
 
 def test_in_a_checkout_the_scenarios_are_the_repositorys_locustfiles() -> None:
-    run = subprocess.run([sys.executable, "-m", "mqusers.cli", "locustfiles"], capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run([sys.executable, "-m", CLI, "locustfiles"], capture_output=True, text=True, cwd=ROOT)
     assert (run.returncode, run.stdout) == (0, f"{LOCUSTFILES}\n")

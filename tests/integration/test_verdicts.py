@@ -20,7 +20,7 @@ import pytest
 import stomp
 
 import services
-from mqusers.verdicts import LAG_LATE_MS
+from mqusers.run.verdicts import LAG_LATE_MS
 from tests.integration.broker_stats import activemq_destination_stats, wait_for
 from tests.integration.conftest import ROOT, Broker, locust_command, run_locust, start_locust, started
 

@@ -60,7 +60,7 @@ def stats(base: str) -> dict[str, int]:
 def test_web_ui_runs_with_its_custom_parameters_and_keeps_secrets(web_ui, destination) -> None:  # type: ignore[no-untyped-def]
     base, log = web_ui
     page = requests.get(base + "/", timeout=5).text
-    # Keyed by label (mqusers/webform.py); the browser test reads them as shown.
+    # Keyed by label (mqusers/webui/webform.py); the browser test reads them as shown.
     assert '"Message size"' in page and '"Destination"' in page and '"Rate per producer, msg/s"' in page
     assert "mqusers-local" not in page
 

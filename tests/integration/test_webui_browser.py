@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import requests
 
-from mqusers.options import OPTIONS
-from mqusers.webform import FIELDS, GROUPS
+from mqusers.options.table import OPTIONS
+from mqusers.webui.webform import FIELDS, GROUPS
 from tests.integration.broker_stats import wait_for
 from tests.integration.browser import opened, unavailable_reason
 from tests.integration.test_webui import serve

@@ -4,7 +4,7 @@ import types
 import stomp
 
 import mqusers
-from mqusers.transport import _Events
+from mqusers.stomp.transport import _Events
 
 
 def test_public_api_is_exactly_all() -> None:

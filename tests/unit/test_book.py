@@ -4,7 +4,7 @@ from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import Book, new_histogram, percentile_plot
 from mqusers.measure.totals import destination_rows
-from mqusers.report import operation_rows
+from mqusers.report.build import operation_rows
 
 
 def fire(book: Book, name: str, ms: float, error: Exception | None = None) -> None:

@@ -7,9 +7,9 @@ import locust  # noqa: F401  (gevent first)
 
 import gevent
 
-from mqusers.brokerreport import broker_document, broker_notes, broker_table, cross_check
 from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError
 from mqusers.brokers.sampler import MAX_KEPT, SETTLE_READS, BrokerSampler
+from mqusers.report.brokerreport import broker_document, broker_notes, broker_table, cross_check
 
 
 class Scripted:

@@ -19,9 +19,9 @@ from mqusers.brokers.activemq import ActiveMQStatistics
 from mqusers.brokers.jvm import JvmProbe
 from mqusers.brokers.model import MetricsError
 from mqusers.brokers.rabbitmq import RabbitManagement
-from mqusers.connection import ClientConfig, Listener
-from mqusers.parsing import parse_broker_url
-from mqusers.wire import Headers
+from mqusers.options.parsing import parse_broker_url
+from mqusers.stomp.connection import ClientConfig, Listener
+from mqusers.stomp.wire import Headers
 from tests.unit.memory_transport import MemoryConnection, MemoryTransport
 
 SAMPLES = Path(__file__).parent / "samples" / "brokers"

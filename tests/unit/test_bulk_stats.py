@@ -4,7 +4,7 @@ The stream: successes (name, µs, size, epoch ns) and failures of several operat
 seconds. Per-event: every success and failure fired through ``events.request`` of a runner whose
 clock is the stream's (``time.time`` patched). Bulk: successes recorded in a
 :class:`~mqusers.measure.recorder.Recorder` (failures fired through it), flushed now and then, and
-:func:`mqusers.locust_stats.add_batches` into another runner's stats. Both must agree on every
+:func:`mqusers.run.locust_stats.add_batches` into another runner's stats. Both must agree on every
 field Locust shows or ships to a master.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from mqusers.locust_stats import PER_SECOND_KEPT_S, add_batches, trim_per_second
 from mqusers.measure.book import Book
+from mqusers.measure.names import REQUEST_TYPE
 from mqusers.measure.recorder import Recorder, second_of
-from mqusers.names import REQUEST_TYPE
+from mqusers.run.locust_stats import PER_SECOND_KEPT_S, add_batches, trim_per_second
 from mqusers.sinks.windows import IntervalBook
 
 NAMES = ("send /queue/a", "receive /queue/a", "receive /topic/b")

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mqusers.cli import COMMANDS, USAGE, main
+from mqusers.commands.cli import COMMANDS, USAGE, main
 
 
 @pytest.mark.parametrize("args", [["--help"], ["-h"], ["locustfiles", "--help"], ["options", "--help"]])

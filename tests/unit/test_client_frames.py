@@ -1,6 +1,6 @@
 """The client's own frame bytes (receipts, requests, control frames, DISCONNECT) read back as a broker would."""
 
-from mqusers.wire import (
+from mqusers.stomp.wire import (
     FrameParser,
     Headers,
     SendFrames,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mqusers import cluster
-from mqusers.cluster import Config, Plan, failover_figures, markdown, scheme_figures
+from mqusers.commands import cluster
+from mqusers.commands.cluster import Config, Plan, failover_figures, markdown, scheme_figures
 
 
 def _plan(tmp_path: Path) -> Plan:

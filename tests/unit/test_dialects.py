@@ -1,6 +1,6 @@
 import pytest
 
-from mqusers.dialects import ACTIVEMQ, ARTEMIS, RABBITMQ, dialect_for
+from mqusers.stomp.dialects import ACTIVEMQ, ARTEMIS, RABBITMQ, dialect_for
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """A shared-schedule message: its latency from the schedule is never below its latency from the send.
 
-The producer's wait and due stamp (:func:`~mqusers.pacing.until_due`, :func:`~mqusers.pacing.due_epoch_ns`)
-on fake clocks whose sleeps wake early or late, and the real :class:`~mqusers.receiver.Receiver`'s
+The producer's wait and due stamp (:func:`~mqusers.users.pacing.until_due`, :func:`~mqusers.users.pacing.due_epoch_ns`)
+on fake clocks whose sleeps wake early or late, and the real :class:`~mqusers.stomp.receiver.Receiver`'s
 two latencies of the message; no broker.
 """
 
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqusers.pacing import due_epoch_ns, until_due
-from mqusers.receiver import Receiver
+from mqusers.stomp.receiver import Receiver
+from mqusers.users.pacing import due_epoch_ns, until_due
 
 
 class Clocks:

@@ -5,9 +5,9 @@ from typing import Any
 
 import gevent
 
-from mqusers.conductor import Conductor
-from mqusers.ending import ALL_ARRIVED, NONE_CONFIRMED, NOTHING_EXPECTED, NOTHING_SENT, Drain, arrival
-from mqusers.health import BLOCKED_S, Health
+from mqusers.coordination.conductor import Conductor
+from mqusers.run.ending import ALL_ARRIVED, NONE_CONFIRMED, NOTHING_EXPECTED, NOTHING_SENT, Drain, arrival
+from mqusers.run.health import BLOCKED_S, Health
 
 
 def test_the_drain_ends_when_everything_arrived() -> None:

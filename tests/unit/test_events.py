@@ -11,10 +11,10 @@ import gevent
 import pytest
 
 from mqusers import Receiver, StompClient
-from mqusers.client import ClientConfig, MqError, Publisher, Sent
 from mqusers.measure.ledgers import Subscription
-from mqusers.parsing import parse_broker_url
-from mqusers.wire import SendFrames
+from mqusers.options.parsing import parse_broker_url
+from mqusers.stomp.client import ClientConfig, MqError, Publisher, Sent
+from mqusers.stomp.wire import SendFrames
 from tests.unit.memory_transport import MemoryConnection, MemoryTransport
 
 ADDRESS = "stomp://127.0.0.1:1"

@@ -9,10 +9,9 @@ import sys
 import gevent
 import pytest
 
-from mqusers import faults
-from mqusers.failover import fault_line
-from mqusers.faults import FaultSchedule, known_secrets, mask
-from mqusers.parsing import Fault, OptionError, parse_fault
+from mqusers.options.parsing import Fault, OptionError, parse_fault
+from mqusers.run import faults
+from mqusers.run.faults import FaultSchedule, fault_line, known_secrets, mask
 
 
 @pytest.mark.parametrize(

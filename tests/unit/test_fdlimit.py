@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from mqusers import fdlimit
-from mqusers.ending import DrainOutcome
 from mqusers.measure.book import Book
-from mqusers.options import Settings
-from mqusers.report import RunFacts, build_report
-from mqusers.transport import OUT_OF_FILES
+from mqusers.options.table import Settings
+from mqusers.report.build import RunFacts, build_report
+from mqusers.run.ending import DrainOutcome
+from mqusers.stomp.transport import OUT_OF_FILES
+from mqusers.wiring import fdlimit
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from mqusers.capacity import _masked, find_max
-from mqusers.findmax import attempt, curve_points, curve_rates, search
-from mqusers.findstep import Step, judge
-from mqusers.latencybound import parse
+from mqusers.commands.capacity import _masked, find_max
+from mqusers.findmax.findstep import Step, judge
+from mqusers.findmax.latencybound import parse
+from mqusers.findmax.search import attempt, curve_points, curve_rates, search
 
 
 def report(

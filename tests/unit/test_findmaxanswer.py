@@ -8,11 +8,11 @@ from html import escape
 
 import pytest
 
-from mqusers import findmaxanswer
-from mqusers.findmax import Search
-from mqusers.findstep import Step
-from mqusers.htmlreport import chart_data, render
-from mqusers.latencybound import LatencyBound, parse
+from mqusers.findmax import findmaxanswer
+from mqusers.findmax.findstep import Step
+from mqusers.findmax.latencybound import LatencyBound, parse
+from mqusers.findmax.search import Search
+from mqusers.report.htmlreport import chart_data, render
 
 
 def kept(rate: float, p99: float = 1.0, **fields: object) -> Step:

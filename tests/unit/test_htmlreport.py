@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from mqusers.ending import DrainOutcome
-from mqusers.htmlreport import chart_data, main, render
-from mqusers.htmlrun import AUDIT_COLUMNS
-from mqusers.matrix import Cell, matrix_document
+from mqusers.commands.matrix import Cell, matrix_document
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
-from mqusers.options import Settings
-from mqusers.report import RunFacts, build_report
-from mqusers.reportformats import report_document
+from mqusers.options.table import Settings
+from mqusers.report.build import RunFacts, build_report
+from mqusers.report.htmlreport import chart_data, main, render
+from mqusers.report.htmlrun import AUDIT_COLUMNS
+from mqusers.report.reportformats import report_document
+from mqusers.run.ending import DrainOutcome
 
 DESTINATION = "/queue/</script><b>x"  # a name that would end the data's script element if not escaped
 

@@ -24,8 +24,8 @@ from mqusers.brokers.model import BrokerSample
 from mqusers.measure.book import Book
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.totals import destination_rows
-from mqusers.parsing import OptionError
-from mqusers.run import Shipping
+from mqusers.options.parsing import OptionError
+from mqusers.run.context import Shipping
 from mqusers.sinks import schema
 from mqusers.sinks.listener import InfluxSink, ShippedInterval
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqusers.parsing import OptionError, mask_userinfo, parse_broker_url
+from mqusers.options.parsing import OptionError, mask_userinfo, parse_broker_url
 from mqusers.sinks.settings import read_influx_settings
 
 

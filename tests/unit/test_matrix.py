@@ -4,8 +4,8 @@ persistent cell whose messages were not written anywhere."""
 from html import escape
 from typing import Any
 
-from mqusers.htmlreport import render
-from mqusers.matrix import NOT_PERSISTED, Cell, figures, markdown, matrix_document
+from mqusers.commands.matrix import NOT_PERSISTED, Cell, figures, markdown, matrix_document
+from mqusers.report.htmlreport import render
 
 
 def report(store_bytes: int | None) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Event names: each requester's own reply destination is one row, every other destination its own."""
 
-from mqusers.names import QUEUE_REPLY_PREFIX, TEMP_REPLY_PREFIX, event_name, split_event_name
+from mqusers.measure.names import QUEUE_REPLY_PREFIX, TEMP_REPLY_PREFIX, event_name, split_event_name
 
 
 def test_every_requesters_reply_destination_is_one_event_name() -> None:

@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
-from mqusers.options import Settings, class_brokers, read_settings
-from mqusers.parsing import (
+from mqusers.options.parsing import (
     BrokerAddress,
     Fault,
     OptionError,
@@ -16,8 +15,9 @@ from mqusers.parsing import (
     parse_frame_size,
     parse_size,
 )
+from mqusers.options.table import Settings, class_brokers, read_settings
 from mqusers.sinks.settings import read_influx_settings
-from mqusers.wire import make_body
+from mqusers.stomp.wire import make_body
 
 
 @pytest.mark.parametrize(
@@ -330,9 +330,9 @@ def test_mqusers_options_lists_every_option_with_its_env_var_and_never_a_secret_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
-    from mqusers.cli import main, options_help
-    from mqusers.options import OPTIONS
-    from mqusers.optionspec import env_var
+    from mqusers.commands.cli import main, options_help
+    from mqusers.options.optionspec import env_var
+    from mqusers.options.table import OPTIONS
     from mqusers.sinks.settings import OPTIONS as INFLUX_OPTIONS
 
     monkeypatch.setenv("LOCUST_MQ_PASSCODE", "s3cret-passcode")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mqusers.failover import failover_document, failover_notes, failover_table
 from mqusers.measure.buckets import Traffic
 from mqusers.measure.outages import (
     AFTERMATH_S,
@@ -18,6 +17,7 @@ from mqusers.measure.outages import (
     windows,
 )
 from mqusers.measure.series import Series
+from mqusers.report.failover import failover_document, failover_notes, failover_table
 
 S = 1_000_000_000
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from mqusers.conductor import Conductor
-from mqusers.pacing import RESYNC_S, FixedRate, NoBlock, SharedSchedule
+from mqusers.coordination.conductor import Conductor
+from mqusers.users.pacing import RESYNC_S, FixedRate, NoBlock, SharedSchedule
 
 
 class Clock:

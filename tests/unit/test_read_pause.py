@@ -14,12 +14,12 @@ import pytest
 from gevent.event import Event
 
 from mqusers import Receiver
-from mqusers.connection import ClientConfig, Listener
-from mqusers.parsing import parse_broker_url
-from mqusers.receiver import RECEIVE_BEHIND_US
-from mqusers.session import BEHIND_PAUSE_S
-from mqusers.transport import StompTransport
-from mqusers.wire import Headers
+from mqusers.options.parsing import parse_broker_url
+from mqusers.stomp.connection import ClientConfig, Listener
+from mqusers.stomp.receiver import RECEIVE_BEHIND_US
+from mqusers.stomp.session import BEHIND_PAUSE_S
+from mqusers.stomp.transport import StompTransport
+from mqusers.stomp.wire import Headers
 from tests.unit.test_events import connected, deliver, environment, message
 
 LATE_NS = (RECEIVE_BEHIND_US + 1000) * 1000

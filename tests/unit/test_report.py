@@ -4,14 +4,14 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.ending import DrainOutcome
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
-from mqusers.options import Settings
-from mqusers.parsing import parse_broker_url
-from mqusers.report import RunFacts, build_report, gate_failures, rows_of, shortfall
-from mqusers.reportformats import CSV_COLUMNS, format_summary, report_document, write_csv
-from mqusers.verdicts import overall
+from mqusers.options.parsing import parse_broker_url
+from mqusers.options.table import Settings
+from mqusers.report.build import RunFacts, build_report, gate_failures, rows_of, shortfall
+from mqusers.report.reportformats import CSV_COLUMNS, format_summary, report_document, write_csv
+from mqusers.run.ending import DrainOutcome
+from mqusers.run.verdicts import overall
 
 
 def book_of(received_ms: list[float], sent: int, errors: int = 0, span: tuple[float, float] = (100.0, 110.0)) -> Book:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mqusers.roles import CONSUMER, PRODUCER, Mix, arrange, produces
+from mqusers.wiring.roles import CONSUMER, PRODUCER, Mix, arrange, produces
 
 
 def consumer(name: str = "Subscriber", fixed: int = 2, weight: float = 1) -> Mix:

@@ -6,9 +6,9 @@ import gevent
 import pytest
 from gevent.event import Event
 
-from mqusers.connection import ClientConfig, Listener
-from mqusers.parsing import parse_broker_url
-from mqusers.transport import StompTransport
+from mqusers.options.parsing import parse_broker_url
+from mqusers.stomp.connection import ClientConfig, Listener
+from mqusers.stomp.transport import StompTransport
 
 
 def test_an_interrupted_write_says_what_left_and_refuses_to_write_after_it() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from mqusers.usererrors import MESSAGE_CHARS, StartFailures, in_on_start
+from mqusers.run.usererrors import MESSAGE_CHARS, StartFailures, in_on_start
 
 
 class Planted:

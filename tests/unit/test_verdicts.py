@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from html import escape
 
-from mqusers.ending import DrainOutcome
-from mqusers.health import Health
-from mqusers.htmlreport import render
 from mqusers.measure.book import Book
 from mqusers.measure.cpu import CpuInterval, CpuSampler, parse_schedstat, parse_stat
-from mqusers.options import Settings
-from mqusers.report import RunFacts, build_report
-from mqusers.reportformats import format_summary, report_document
-from mqusers.verdicts import (
+from mqusers.options.table import Settings
+from mqusers.report.build import RunFacts, build_report
+from mqusers.report.htmlreport import render
+from mqusers.report.reportformats import format_summary, report_document
+from mqusers.run.ending import DrainOutcome
+from mqusers.run.health import Health
+from mqusers.run.verdicts import (
     BROKER_LATE_MS,
     CPU_SATURATED,
     LAG_LATE_MS,
@@ -27,7 +27,7 @@ from mqusers.verdicts import (
     second,
     sentence,
 )
-from mqusers.webtab import final_facts
+from mqusers.webui.webtab import final_facts
 
 
 def test_a_late_loop_is_the_generators_only_when_it_used_a_core() -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from mqusers.coordination import Follower
+from mqusers.coordination.messages import Follower
 from mqusers.measure.recorder import Batch, Recorder
-from mqusers.receiver import Receiver
+from mqusers.stomp.receiver import Receiver
 from tests.unit.test_events import connected, environment, publisher
 
 T0_NS = 1_764_000_000_000_000_000
@@ -140,7 +140,7 @@ def test_a_send_stamped_before_the_instant_is_left_out_though_recorded_after_it(
     env = environment()
     client, _ = connected(env)
     stamps = iter([CUT_NS - 1, CUT_NS + 5, CUT_NS, CUT_NS + 5])  # each publish: its stamp, then its record
-    monkeypatch.setattr("mqusers.client.time.time_ns", lambda: next(stamps))
+    monkeypatch.setattr("mqusers.stomp.client.time.time_ns", lambda: next(stamps))
     client.recorder.measure_from(CUT_NS)
     sender = publisher(client)
     assert client.publish(sender, 1) and client.publish(sender, 2)

@@ -10,8 +10,8 @@ from typing import ClassVar
 from mqusers import StompConsumerUser, StompProducerUser, StompRequesterUser
 from mqusers.measure.recorder import Batch
 from mqusers.measure.series import Series
-from mqusers.options import OPTIONS
-from mqusers.webform import (
+from mqusers.options.table import OPTIONS
+from mqusers.webui.webform import (
     FIELDS,
     GROUPS,
     changed_during_a_run,
@@ -21,7 +21,7 @@ from mqusers.webform import (
     posted_values,
     scenario_defaults,
 )
-from mqusers.webtab import RATE_WINDOW, recent_rates
+from mqusers.webui.webtab import RATE_WINDOW, recent_rates
 
 T0 = 1_700_000_000
 

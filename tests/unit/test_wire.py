@@ -3,7 +3,7 @@ import zlib
 
 import pytest
 
-from mqusers.wire import (
+from mqusers.stomp.wire import (
     FrameParser,
     ProtocolError,
     SendFrames,

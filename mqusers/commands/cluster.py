@@ -1,0 +1,211 @@
+"""``mqusers cluster-compare``: the JMS test report's cluster comparison, and what a failover costs.
+
+For each broker configuration (a single broker, a master/slave pair behind a failover URL...) it
+runs the report's three schemes with 1 producer, 1 subscriber and 1 topic (646-byte messages by
+default), each to a fixed message count, sent as fast as the connection takes them:
+
+- non-persistent messages, a non-durable subscriber;
+- persistent messages, a non-durable subscriber;
+- persistent messages, a durable subscriber;
+
+then, when the configuration has a ``--failover`` command (e.g. stop the master), a paced run of the
+third scheme with receipts (so a loss is a confirmed message lost) during which that command runs
+(``--mq-fault``). Every run is a ``locust`` child process with its own JSON report; the table:
+msg/s per configuration and scheme, the failover window, reconnect and loss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mqusers.commands.capacity import StepFailed, run_locust
+from mqusers.commands.matrix import shipped_locustfiles
+from mqusers.options.parsing import OptionError, parse_broker_url, parse_fault, parse_size
+
+#: scheme: (title, locustfile, persistent, durable)
+SCHEMES = {
+    "nonpersistent": ("non-persistent, non-durable", "pubsub.py", False, False),
+    "persistent": ("persistent, non-durable", "pubsub.py", True, False),
+    "durable": ("persistent, durable", "durable_topic.py", True, True),
+}
+#: A run may overrun its count or -t by the drain and start-up.
+RUN_SLACK_S = 120.0
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    url: str
+    #: The command that makes the configuration fail over (``--mq-fault`` form, without the time).
+    failover: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    locustfiles: Path
+    size: str
+    messages: int
+    failover_rate: float
+    failover_seconds: float
+    fault_at: float
+    out: Path
+    extra: tuple[str, ...] = ()
+
+    def base(self, scheme: str, config: Config, report: Path) -> list[str]:
+        _, locustfile, persistent, durable = SCHEMES[scheme]
+        destination = f"/topic/mqusers.cluster.{config.name}.{scheme}.{uuid.uuid4().hex[:6]}"
+        return [sys.executable, "-m", "locust", "-f", str(self.locustfiles / locustfile), "--headless",
+                "--only-summary", "--host", config.url, "-u", "2", "-r", "2", "--mq-consumers", "1",
+                "--mq-destination", destination, "--mq-size", self.size, "--mq-persistent", str(persistent).lower(),
+                "--mq-durable", str(durable).lower(), "--mq-report-json", str(report)]  # fmt: skip
+
+    def throughput(self, scheme: str, config: Config, report: Path) -> list[str]:
+        return [*self.base(scheme, config, report), "-t", "3600s", "--mq-total-messages", str(self.messages),
+                "--mq-total-rate", "0", *self.extra]  # fmt: skip
+
+    def failover_run(self, config: Config, report: Path) -> list[str]:
+        return [*self.base("durable", config, report), "-t", f"{self.failover_seconds:g}s", "--mq-receipts", "true",
+                "--mq-total-rate", f"{self.failover_rate:g}", "--mq-fault", f"{self.fault_at:g}s:{config.failover}",
+                *self.extra]  # fmt: skip
+
+
+def scheme_figures(report: dict[str, Any]) -> dict[str, Any]:
+    [row] = report["destinations"] or [{}]
+    return {"msgs": row.get("receive_rate_msgs"), "mbit": row.get("receive_rate_mbit"), "sent": row.get("sent", 0),
+            "received": row.get("received", 0), "lost": row.get("lost", 0),
+            "p99_ms": row.get("latency_ms", {}).get("p99")}  # fmt: skip
+
+
+def failover_figures(report: dict[str, Any]) -> dict[str, Any]:
+    [row] = report["destinations"] or [{}]
+    failover = report.get("failover") or {}
+    rows = failover.get("destinations") or [{}]
+    fault = (report.get("faults") or [{}])[0]
+    return {
+        "window_ms": failover.get("worst_window_ms"),
+        "reconnect_ms": max((r.get("reconnect_max_ms") or 0.0 for r in rows), default=None),
+        "after_ready_ms": max((r.get("after_ready_max_ms") or 0.0 for r in rows), default=None),
+        "unrecovered": sum(r.get("unrecovered", 0) for r in rows),
+        "lost": row.get("lost", 0),
+        "unconfirmed": row.get("unconfirmed", 0),
+        "dup_after_reconnect": row.get("after_reconnect", 0),
+        "fault_exit": fault.get("exit_code"),
+    }
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    def number(value: Any, digits: int = 0) -> str:
+        return "-" if value is None else f"{value:,.{digits}f}"
+
+    titles = [SCHEMES[s][0] for s in SCHEMES]
+    lines = [
+        "| configuration | " + " | ".join(f"{t} msg/s" for t in titles) + " | failover window ms | reconnect ms | "
+        "lost | unconfirmed | dup after reconnect |",
+        "|---|" + "---:|" * (len(titles) + 5),
+    ]
+    for row in rows:
+        schemes = " | ".join(number(row["schemes"].get(s, {}).get("msgs")) for s in SCHEMES)
+        f = row.get("failover") or {}
+        losses = " | ".join(str(f.get(key, "-")) for key in ("lost", "unconfirmed", "dup_after_reconnect"))
+        lines.append(f"| {row['config']} | {schemes} | {number(f.get('window_ms'))} | "
+                     f"{number(f.get('reconnect_ms'))} | {losses} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _config(text: str, failovers: dict[str, str]) -> Config:
+    name, sep, url = text.partition("=")
+    if not sep or not name.strip() or not name.replace("-", "").replace("_", "").isalnum():
+        raise OptionError(f"--config {text!r}: use NAME=URL, NAME of letters, digits, - and _")
+    parse_broker_url(url, f"--config {name}")
+    return Config(name, url, failovers.pop(name, ""))
+
+
+def _failovers(texts: Sequence[str]) -> dict[str, str]:
+    found = {}
+    for text in texts:
+        name, sep, command = text.partition("=")
+        if not sep or not command.strip():
+            raise OptionError(f"--failover {text!r}: use NAME=COMMAND")
+        parse_fault(f"0:{command}", f"--failover {name}")  # the same checks as --mq-fault: it must exist here
+        found[name] = command
+    return found
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="mqusers cluster-compare", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", action="append", default=[], help="NAME=URL, repeatable (a failover list: a,b)")
+    parser.add_argument("--failover", action="append", default=[],
+                        help="NAME=COMMAND that makes configuration NAME fail over (no shell), repeatable")  # fmt: skip
+    parser.add_argument("--messages", type=int, default=20_000, help="messages per scheme run (default 20,000)")
+    parser.add_argument("--size", default="646", help="message body size (default 646 bytes, as the report)")
+    parser.add_argument("--failover-rate", type=float, default=500.0, help="msg/s during the failover run")
+    parser.add_argument("--failover-seconds", type=float, default=30.0, help="length of the failover run")
+    parser.add_argument("--fault-at", type=float, default=10.0, help="seconds into the failover run")
+    parser.add_argument("--schemes", default=",".join(SCHEMES), help="comma-separated: " + ", ".join(SCHEMES))
+    parser.add_argument("--out", default="reports/cluster", help="folder for each run's JSON report and log")
+    parser.add_argument("--json", default="", help="write the table's figures here")
+    parser.add_argument("--locustfiles", type=Path, default=shipped_locustfiles(), help="folder of the scenarios")
+    args, extra = parser.parse_known_args(argv)
+    try:
+        failovers = _failovers(args.failover)
+        configs = [_config(text, failovers) for text in args.config]
+        schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
+        if not configs:
+            raise OptionError("--config NAME=URL: at least one configuration")
+        if failovers:
+            raise OptionError(f"--failover {', '.join(failovers)}: no --config of that name")
+        if unknown := [s for s in schemes if s not in SCHEMES]:
+            raise OptionError(f"--schemes: {', '.join(unknown)} unknown (known: {', '.join(SCHEMES)})")
+        parse_size(args.size, "--size")
+        if args.messages < 1 or args.failover_rate <= 0 or not 0 < args.fault_at < args.failover_seconds:
+            raise OptionError("--messages and --failover-rate positive; --fault-at within --failover-seconds")
+    except OptionError as error:
+        sys.stderr.write(f"mqusers cluster-compare: {error}\n")
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plan = Plan(args.locustfiles, args.size, args.messages, args.failover_rate, args.failover_seconds,
+                args.fault_at, out, tuple(extra))  # fmt: skip
+    rows, failed = [], 0
+    for config in configs:
+        row: dict[str, Any] = {"config": config.name, "url": config.url, "schemes": {}, "failover": None}
+        for scheme in schemes:
+            report = out / f"{config.name}-{scheme}.json"
+            document = _attempt(f"{config.name} {scheme}", plan.throughput(scheme, config, report), report, 3600.0)
+            if document is not None:
+                row["schemes"][scheme] = scheme_figures(document)
+            failed += document is None
+        if config.failover:
+            report = out / f"{config.name}-failover.json"
+            document = _attempt(f"{config.name} failover", plan.failover_run(config, report), report,
+                                plan.failover_seconds)  # fmt: skip
+            row["failover"] = failover_figures(document) if document is not None else None
+            failed += document is None
+        rows.append(row)
+    table = markdown(rows)
+    print("\n" + table)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"kind": "cluster-compare", "size": args.size, "messages": args.messages,
+                                               "rows": rows, "table": table}, indent=2) + "\n")  # fmt: skip
+    return 1 if failed else 0
+
+
+def _attempt(title: str, command: list[str], report: Path, seconds: float) -> dict[str, Any] | None:
+    """Run one step, printing its title and how it went; None when it produced no report."""
+    started = time.monotonic()
+    print(f"{title} ...", end=" ", flush=True)
+    try:
+        document = run_locust(command, report, seconds + RUN_SLACK_S)
+    except StepFailed as error:
+        print(f"failed: {error}")
+        return None
+    print(f"done in {time.monotonic() - started:.1f} s")
+    return document

@@ -1,0 +1,75 @@
+"""find-max's latency bound (``--slo``): parsed strictly, stated in words, applied to a step.
+
+``p99<=10ms`` bounds a step's worst destination's send-to-receive p99 at 10 ms; ``p99<=10x`` at ten
+times that of the search's first step to keep up (the default: a rate whose p99 is 50 times the
+light load's is not sustainable, however well the broker keeps up).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from mqusers.findmax.findstep import Step
+
+#: The figure's name in ``--slo`` and its field in a step.
+FIGURES = {"p50": "p50_ms", "p99": "p99_ms", "p99.9": "p999_ms", "max": "max_ms"}
+UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "x": 1.0}
+DEFAULT = "p99<=10x"
+_SYNTAX = re.compile(r"(p50|p99|p99\.9|max)<=([0-9]+(?:\.[0-9]+)?)(us|ms|s|x)")
+
+
+@dataclass(frozen=True)
+class LatencyBound:
+    """``figure <= limit`` ms, or ``figure <= limit`` times the baseline step's when ``relative``."""
+
+    figure: str
+    limit: float
+    relative: bool
+    spec: str
+
+    def limit_ms(self, baseline: Step) -> float:
+        """The bound in ms (NaN: relative to a baseline that measured no latency)."""
+        return self.limit * getattr(baseline, FIGURES[self.figure]) if self.relative else self.limit
+
+    def judge(self, step: Step, baseline: Step) -> dict[str, Any]:
+        """``latency_ok`` and ``latency_reason`` for :func:`dataclasses.replace` of a step."""
+        value, limit = getattr(step, FIGURES[self.figure]), self.limit_ms(baseline)
+        if math.isnan(value) or math.isnan(limit):
+            return {"latency_ok": None, "latency_reason": "no receive latency measured"}
+        if value <= limit:
+            return {"latency_ok": True, "latency_reason": ""}
+        return {"latency_ok": False, "latency_reason": f"{self.figure} {value:,.3f} ms > {limit:,.3f} ms"}
+
+    def describe(self, baseline: Step | None) -> str:
+        """The bound in words: ``p99 <= 10 ms``, or the relative one with what it came to."""
+        if not self.relative:
+            return f"{self.figure} <= {self.limit:g} ms"
+        words = f"{self.figure} <= {self.limit:g} x the first kept-up step's"
+        if baseline is None or math.isnan(self.limit_ms(baseline)):
+            return words
+        base = getattr(baseline, FIGURES[self.figure])
+        return f"{words} ({base:,.3f} ms at {baseline.rate:,.0f} msg/s) = {self.limit_ms(baseline):,.3f} ms"
+
+    def as_dict(self, baseline: Step | None) -> dict[str, Any]:
+        limit = self.limit if not self.relative else self.limit_ms(baseline) if baseline is not None else math.nan
+        return {"spec": self.spec, "figure": self.figure, "relative": self.relative,
+                "limit_ms": None if math.isnan(limit) else limit, "text": self.describe(baseline),
+                "baseline_rate": baseline.rate if baseline is not None and self.relative else None}  # fmt: skip
+
+
+def parse(text: str) -> LatencyBound:
+    """``p99<=10ms`` (units us, ms, s) or ``p99<=10x``; figures p50, p99, p99.9, max. ValueError: one line."""
+    match = _SYNTAX.fullmatch(text.strip().replace(" ", ""))
+    if match is None:
+        raise ValueError(
+            f"--slo {text!r} is not FIGURE<=VALUE with a unit, e.g. p99<=10ms or p99<=10x (figures: "
+            f"{', '.join(FIGURES)}; units: us, ms, s, or x for times the first kept-up step's)"
+        )
+    figure, number, unit = match.groups()
+    limit = float(number) * UNITS[unit]
+    if limit <= 0:
+        raise ValueError(f"--slo {text!r}: the bound must be above 0")
+    return LatencyBound(figure, limit, unit == "x", f"{figure}<={number}{unit}")

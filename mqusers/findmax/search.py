@@ -1,0 +1,213 @@
+"""The highest rate a broker keeps up with, and latency against load: searches over paced Locust runs.
+
+Each *step* is one ``locust`` run on the run-wide shared schedule (``--mq-total-rate R``) with a
+warm-up left out of the figures (``--mq-warmup``) and a fixed measured window, judged by
+:func:`mqusers.findmax.findstep.judge` (did it keep up, whose limit was it); it is *sustainable* when it
+also meets the latency bound (:mod:`mqusers.findmax.latencybound`).
+
+:func:`search` is pure (a step is a function of the rate and the generator's size), so its strategy
+is unit-tested on a model broker: doubling from a start rate until a step fails, then bisection
+down to a 5 % bracket, then the same between the highest step within the latency bound and the
+lowest above it. A failed step whose generator was not clearly idle is run again with more
+generator processes before the broker is blamed; when the generator or the machine stays the
+limit, the search narrows below it and says so rather than report that limit as the broker's.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any
+
+from mqusers.findmax.findstep import Step, generator_figures
+from mqusers.findmax.latencybound import LatencyBound
+
+#: A failed step's achieved rate says what the broker managed only when clearly below the offer.
+CAPPED_FRACTION = 0.97
+#: The search stops bisecting once the bracket is this narrow (upper / lower).
+BRACKET = 1.05
+
+
+@dataclass
+class Search:
+    """The steps of one search and what they found."""
+
+    steps: list[Step] = field(default_factory=list)
+    #: The highest rate kept up with (None: not even the start rate was).
+    max_rate: float | None = None
+    #: The lowest rate the broker did not keep up with (None: no step failed on the broker's account).
+    failed_rate: float | None = None
+    #: The highest rate kept up with within the latency bound, and the lowest not (None: none).
+    slo_rate: float | None = None
+    slo_failed_rate: float | None = None
+    #: Why the search ended.
+    ended: str = ""
+    #: ``generator`` or ``machine`` when that, not the broker, failed at the lowest failed rate: the
+    #: figures are lower bounds; ``limited`` says where and with which figures.
+    limit: str = ""
+    limited: str = ""
+    #: The step that first set the relative latency bound (the first to keep up).
+    baseline: Step | None = None
+
+
+RunStep = Callable[[float, int], Step]
+
+
+def search(
+    run_step: RunStep,
+    start: float,
+    *,
+    ceiling: float = math.inf,
+    steps: int = 10,
+    budget_s: float = math.inf,
+    processes: int = 1,
+    max_processes: int = 1,
+    bound: LatencyBound | None = None,
+    on_step: Callable[[Step], None] = lambda step: None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Search:
+    """Double from ``start`` until a step fails (or ``ceiling``), then narrow to a 5 % bracket; then
+    the same for the latency bound, between its highest passing step and its lowest failing one.
+
+    ``run_step(rate, processes)`` runs one step with that many generator processes; a failed step
+    whose generator was not clearly idle runs again with twice as many (up to ``max_processes``,
+    kept for later steps) and a step failed on the schedule lag alone once more (:func:`attempt`).
+    A step that fails because the broker fell behind still says what the broker managed (its
+    achieved rate): just under and just over that are tried first, then the bracket is halved on a
+    log scale. ``on_step`` sees every run, judged against the latency bound too.
+    """
+    found, deadline = Search(), clock() + budget_s
+    size, tried, hint = processes, set[float](), 0.0
+    low, high, rate = 0.0, math.inf, min(start, ceiling)
+
+    def judged(step: Step) -> Step:
+        first = found.baseline is None and step.sustained
+        if bound is not None and (first or found.baseline is not None):
+            step = replace(step, **bound.judge(step, found.baseline or step))
+        if first:
+            found.baseline = step
+        on_step(step)
+        return step
+
+    def run(at: float) -> Step | None:
+        nonlocal size
+        if len(found.steps) >= steps or clock() >= deadline:
+            return None
+        runs = attempt(lambda n: run_step(at, n), size, max_processes, steps - len(found.steps), judged)
+        found.steps.extend(runs)
+        tried.add(at)
+        size = runs[-1].processes
+        return runs[-1]
+
+    while (step := run(rate)) is not None:
+        if step.sustained:
+            low = max(low, rate)
+        elif rate < high:  # the lowest failure says whose limit bounds the search from above
+            high = rate
+            found.limit = step.limit if step.limit in ("generator", "machine") else ""
+            found.limited = f"at {rate:,.0f} msg/s ({generator_figures(step)})" if found.limit else ""
+            hint = step.achieved if step.achieved < CAPPED_FRACTION * rate and not found.limit else hint
+        if high == math.inf:
+            if rate >= ceiling:
+                found.ended = f"no step failed up to the ceiling {ceiling:,.0f} msg/s"
+                break
+            rate = min(rate * 2, ceiling)
+            continue
+        if low and high / low <= BRACKET:
+            found.ended = f"bracketed within {BRACKET - 1:.0%}"
+            break
+        rate = _next_rate(low, high, hint, tried)
+        if rate < 1.0:
+            found.ended = "not kept up with even at 1 msg/s"
+            break
+    else:
+        found.ended = found.ended or _spent(found, steps)
+    found.max_rate, found.failed_rate = low or None, high if high < math.inf and not found.limit else None
+    _latency_search(found, run, steps)
+    return found
+
+
+def _latency_search(found: Search, run: Callable[[float], Step | None], steps: int) -> None:
+    """Bisect between the highest sustainable step and the lowest one above it that is not."""
+    while True:
+        slo_low = max((s.rate for s in found.steps if s.sustainable), default=0.0)
+        slo_high = min((s.rate for s in found.steps if s.rate > slo_low and not s.sustainable
+                        and (s.sustained or s.limit == "broker")), default=math.inf)  # fmt: skip
+        found.slo_rate, found.slo_failed_rate = slo_low or None, slo_high if slo_high < math.inf else None
+        if not slo_low or slo_high == math.inf or slo_high / slo_low <= BRACKET:
+            return
+        if run(math.sqrt(slo_low * slo_high)) is None:
+            found.ended += f"; the latency bound's bracket left wider than {BRACKET - 1:.0%} ({_spent(found, steps)})"
+            return
+
+
+def _spent(found: Search, steps: int) -> str:
+    return f"{steps} steps run" if len(found.steps) >= steps else "time budget spent"
+
+
+def attempt(
+    run: Callable[[int], Step], size: int, max_size: int, runs: int, judged: Callable[[Step], Step] = lambda s: s
+) -> list[Step]:
+    """The runs of one step (at most ``runs``), the last one standing.
+
+    A failed step whose generator was suspect runs again with twice the processes while below
+    ``max_size``; one failed on the schedule lag alone, once more at the same size (one stall of a
+    shared machine; it counts when it recurs). A pass after a failure at the same size is *flaky*.
+    """
+    done, sizes = [judged(run(size))], [size]
+    while not done[-1].sustained and len(done) < runs:
+        last = done[-1]
+        if last.generator_suspect and size < max_size:
+            size = min(max_size, size * 2)
+        elif not (last.lag_only and sizes.count(size) == 1):
+            break
+        step = run(size)
+        if step.sustained:
+            step = replace(step, flaky=sizes[-1] == size, rerun_after=last.reason)
+        done.append(judged(step))
+        sizes.append(size)
+    return done
+
+
+def _next_rate(low: float, high: float, hint: float, tried: set[float]) -> float:
+    """Just under, then just over, what the broker managed when it fell behind; else the log middle."""
+    for candidate in (hint * 0.99, hint * 1.03):
+        if low < candidate < high and candidate not in tried:
+            return candidate
+    return math.sqrt(low * high) if low else high / 2
+
+
+def _point(run_step: Callable[[float, float], Step], percent: float, rate: float, size: int) -> Step:
+    return run_step(percent, rate)
+
+
+def _shown(on_step: Callable[[float, Step], None], percent: float, step: Step) -> Step:
+    on_step(percent, step)
+    return step
+
+
+def curve_rates(max_rate: float, percents: Sequence[float]) -> list[tuple[float, float]]:
+    """(percent, rate) points of a latency-against-load curve."""
+    return [(p, max_rate * p / 100.0) for p in percents]
+
+
+def curve_points(
+    run_step: Callable[[float, float], Step],
+    max_rate: float,
+    percents: Sequence[float],
+    on_step: Callable[[float, Step], None] = lambda percent, step: None,
+) -> list[dict[str, Any]]:
+    """Latency against load: ``run_step(percent, rate)`` at each percent of ``max_rate``.
+
+    As in :func:`search`, a point failed on the schedule lag alone is run once more (:func:`attempt`)
+    and its row keeps the first run's reason in ``rerun_after`` and says ``flaky``: one stall of a
+    shared machine should not stand for the broker's latency. ``on_step`` sees every run.
+    """
+    points = []
+    for percent, rate in curve_rates(max_rate, percents):
+        step = attempt(partial(_point, run_step, percent, rate), 1, 1, 2, partial(_shown, on_step, percent))[-1]
+        points.append({"percent": percent, "offered": rate, **step.row()})
+    return points

@@ -1,0 +1,331 @@
+"""Option values from text: a parser takes the text and its flag, and returns the value or raises.
+
+Every refusal is one :class:`OptionError` line that names the flag and the accepted form. Nothing
+here knows which options exist (but Locust's ``--host``, the default flag of :func:`parse_broker_url`); the tables in
+:mod:`mqusers.options.table` and :mod:`mqusers.sinks.settings` declare them.
+"""
+
+from __future__ import annotations
+
+from locust.util.timespan import parse_timespan
+
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+ACK_MODES = ("auto", "client", "client-individual")
+BROKERS = ("auto", "activemq", "rabbitmq", "artemis")
+REPLY_MODES = ("temp", "queue")
+OTHER_RUNS = ("apart", "fail", "receive")
+REQUEST_EVENTS = ("bulk", "per-message")
+SCHEMES = {"stomp": False, "stomp+ssl": True, "stomp+tls": True}
+
+# Bounds: a value beyond them is a typo, and the arithmetic on it (1/rate, seconds as ns) overflows mid-run.
+MIN_RATE, MAX_RATE = 0.001, 10_000_000  # msg/s; 0 (unpaced, off) is accepted too
+MAX_SECONDS = 86_400  # --mq-drain, --mq-warmup
+MAX_TIMEOUT = 3_600
+MAX_COUNT = 10**12  # messages
+MAX_PREFETCH = MAX_CONSUMERS = 1_000_000
+MAX_HEARTBEAT_MS = 3_600_000
+MAX_DESTINATION = 255  # RabbitMQ's limit for a queue name
+MAX_SIZE = 64 * 1024 * 1024  # --mq-size
+#: --mq-max-frame: the default is twice --mq-size's limit; a frame over 1 GiB is no broker's.
+MAX_FRAME_DEFAULT, MIN_FRAME, MAX_FRAME = 2 * MAX_SIZE, 64 * 1024, 1024 * 1024 * 1024
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)(i?)[bB]?\s*$")
+# Destinations are embedded in pre-encoded frames, so they must not need STOMP header escaping, and a
+# control character would corrupt the frame.
+_DESTINATION_RE = re.compile(r"/(queue|topic|temp-queue|temp-topic|exchange|amq/queue)/[^\s:\\\x00-\x1f\x7f-\x9f]+")
+# The run id goes as it is into every SEND frame's headers and the InfluxDB tags.
+_RUN_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+class OptionError(ValueError):
+    """A bad option value; the message is one line naming the option and the accepted form."""
+
+
+@dataclass(frozen=True)
+class BrokerAddress:
+    """Where to connect: one or more (host, port) pairs, tried in order (failover)."""
+
+    hosts: tuple[tuple[str, int], ...]
+    ssl: bool = False
+
+    def __str__(self) -> str:
+        scheme = "stomp+ssl" if self.ssl else "stomp"
+        return ",".join(f"{scheme}://{host}:{port}" for host, port in self.hosts)
+
+
+def text(value: str, option: str) -> str:
+    """Free text (a login, a vhost, an organisation), taken as it is."""
+    return value
+
+
+def utf8(value: str, option: str) -> str:
+    """``value``, refused unless it is UTF-8; the value is not quoted, as it may be a secret."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # Bytes that are not UTF-8 (in an env var or argv) arrive as surrogate escapes, which
+        # would fail only when the first frame is encoded.
+        raise OptionError(f"{option}: the value is not valid UTF-8; use UTF-8 text") from None
+    return value
+
+
+def parse_size(value: str, option: str = "--mq-size") -> int:
+    """``100``, ``646``, ``1KB``, ``10KB``, ``20KB``, ``1MiB`` -> bytes (K and KiB both mean 1024)."""
+    size = _bytes(value, option)
+    if not 1 <= size <= MAX_SIZE:
+        raise OptionError(f"{option}: {value!r} is out of range; use 1 byte to 64MiB")
+    return size
+
+
+def parse_frame_size(value: str, option: str = "--mq-max-frame") -> int:
+    """The largest frame a broker may send: 64KB to 1024MiB."""
+    size = _bytes(value, option)
+    if not MIN_FRAME <= size <= MAX_FRAME:
+        raise OptionError(f"{option}: {value!r} is out of range; use 64KB to 1024MiB")
+    return size
+
+
+def _bytes(value: str, option: str) -> int:
+    match = _SIZE_RE.match(value)
+    if not match:
+        raise OptionError(f"{option}: {value!r} is not a size; use bytes or a unit, e.g. 100, 646, 1KB, 20KB, 1MiB")
+    number, unit = float(match.group(1)), match.group(2).upper()
+    return int(number * {"": 1, "K": 1024, "M": 1024 * 1024}[unit])
+
+
+def parse_bool(value: str, option: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise OptionError(f"{option}: {value!r} is not a boolean; use true or false")
+
+
+def _figure(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
+
+
+def parse_number(
+    value: str,
+    option: str,
+    *,
+    integer: bool,
+    maximum: float,
+    minimum: float = 0,
+    zero: bool = False,
+    unit: str = "",
+) -> float:
+    """``value`` as a number from ``minimum`` to ``maximum``; ``zero`` also lets 0 ("off") through."""
+    try:
+        number = int(value) if integer else float(value)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise OptionError(f"{option}: {value!r} is not {kind}; use e.g. {'10' if integer else '2.5'}") from None
+    if not (minimum <= number <= maximum or (zero and number == 0)):  # NaN fails both comparisons
+        accepted = f"at least {_figure(minimum)} and at most {_figure(maximum)}{' ' + unit if unit else ''}"
+        raise OptionError(f"{option}: {value!r} must be {'0, or ' if zero else ''}{accepted}")
+    return number
+
+
+def whole(maximum: int, *, minimum: int = 0, unit: str = "") -> Callable[[str, str], int]:
+    """A parser of whole numbers from ``minimum`` to ``maximum``."""
+    return lambda value, option: int(
+        parse_number(value, option, integer=True, minimum=minimum, maximum=maximum, unit=unit)
+    )
+
+
+def decimal(maximum: float, *, minimum: float = 0, zero: bool = False, unit: str = "") -> Callable[[str, str], float]:
+    """A parser of numbers from ``minimum`` to ``maximum`` (or 0 when ``zero``)."""
+    return lambda value, option: parse_number(
+        value, option, integer=False, minimum=minimum, maximum=maximum, zero=zero, unit=unit
+    )
+
+
+def choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
+    """A parser that accepts one of ``choices``."""
+
+    def parse(value: str, option: str) -> str:
+        if value not in choices:
+            raise OptionError(f"{option}: {value!r} is not one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def parse_destination(value: str, option: str = "--mq-destination") -> str:
+    if len(value) > MAX_DESTINATION:
+        raise OptionError(
+            f"{option}: {len(value):,} characters is too long; use at most {MAX_DESTINATION} (RabbitMQ's limit)"
+        )
+    if not _DESTINATION_RE.fullmatch(value):
+        raise OptionError(
+            f"{option}: {value!r} is not a STOMP destination; use /queue/NAME or /topic/NAME "
+            "(also /exchange/..., /amq/queue/...), no spaces, control characters, ':' or '\\'"
+        )
+    return value
+
+
+def parse_run_id(value: str, option: str) -> str:
+    if not _RUN_ID_RE.fullmatch(value):
+        shown = repr(value) if len(value) <= 64 else f"{len(value):,} characters"
+        raise OptionError(f"{option}: {shown} is not a run id; use 1 to 64 of A-Z a-z 0-9 . _ -")
+    return value
+
+
+def parse_heartbeats(value: str, option: str) -> tuple[int, int]:
+    parts = value.split(",")
+    if len(parts) != 2:
+        raise OptionError(f"{option}: {value!r} is not SEND_MS,RECEIVE_MS; use e.g. 0,0 or 10000,10000")
+    send, receive = (whole(MAX_HEARTBEAT_MS, unit="ms")(p.strip(), option) for p in parts)
+    return send, receive
+
+
+def mask_userinfo(url: str) -> str:
+    """``url`` with its ``user:password@`` as ``***@``, to quote it in an error line or a log.
+
+    Everything from after ``scheme://`` to the last ``@`` goes, since a password may itself hold
+    ``@``, ``/``, ``,`` or ``://``: nothing of it may show.
+    """
+    at = url.rfind("@")
+    if at < 0:
+        return url
+    scheme = _SCHEME_RE.match(url)
+    return f"{url[: scheme.end() if scheme else 0]}***{url[at:]}"
+
+
+def parse_broker_url(value: str, option: str = "--host") -> BrokerAddress:
+    """``stomp://h:61613``, ``stomp+ssl://h:61614``, or a comma-separated failover list of them."""
+    utf8(value, option)
+    if "@" in value:
+        # Checked on the whole text, before the split at ',' that a password may contain; past this
+        # point nothing mask_userinfo would hide is left to quote.
+        raise OptionError(
+            f"{option}: {mask_userinfo(value)!r}: credentials do not belong in the URL; "
+            "set LOCUST_MQ_USER and LOCUST_MQ_PASSWORD"
+        )
+    hosts: list[tuple[str, int]] = []
+    schemes: set[bool] = set()
+    form = "use stomp://HOST:PORT or stomp+ssl://HOST:PORT, comma-separated for failover"
+    for part in (p.strip() for p in value.split(",")):
+        try:
+            url = urlsplit(part if "://" in part else f"{'stomp+ssl' if True in schemes else 'stomp'}://{part}")
+        except ValueError:  # e.g. an unclosed '[' of an IPv6 address
+            raise OptionError(f"{option}: {part!r} is not a broker address; {form}") from None
+        if url.scheme not in SCHEMES:
+            raise OptionError(f"{option}: {part!r} has scheme {url.scheme!r}; {form}")
+        if url.path not in ("", "/") or url.query or not url.hostname:
+            raise OptionError(f"{option}: {part!r} is not a broker address; {form}")
+        try:
+            port = url.port
+        except ValueError:
+            raise OptionError(f"{option}: {part!r} has a bad port; use 1-65535") from None
+        if port is None:
+            raise OptionError(f"{option}: {part!r} has no port; {form}")
+        schemes.add(SCHEMES[url.scheme])
+        hosts.append((url.hostname, port))
+    if len(schemes) != 1:
+        raise OptionError(f"{option}: mixes stomp and stomp+ssl; {form}")
+    return BrokerAddress(tuple(hosts), ssl=schemes.pop())
+
+
+def is_broker_url(value: str) -> bool:
+    """``value`` starts with a STOMP scheme: a User class's ``host`` that names the broker."""
+    scheme = _SCHEME_RE.match(value)
+    return scheme is not None and value[: scheme.end() - 3].lower() in SCHEMES
+
+
+def parse_http_url(value: str, option: str) -> str:
+    """An http(s) base URL without credentials and without its trailing '/'."""
+    if "@" in value:
+        # Before the URL is parsed or quoted: a token may hold '/' or '#', which end urlsplit's userinfo early.
+        raise OptionError(
+            f"{option}: {mask_userinfo(value)!r}: credentials do not belong in the URL; set LOCUST_INFLUX_TOKEN"
+        )
+    form = "use e.g. http://127.0.0.1:8086"
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # e.g. an unclosed '[' of an IPv6 address
+        raise OptionError(f"{option}: {value!r} is not an http(s) URL; {form}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise OptionError(f"{option}: {value!r} is not an http(s) URL; {form}")
+    return value.rstrip("/")
+
+
+def parse_ca_file(path: str, option: str) -> str:
+    if not os.access(path, os.R_OK) or not os.path.isfile(path):
+        raise OptionError(f"{option}: cannot read {path!r}; give a PEM file of the CA that signed the broker")
+    return path
+
+
+def writable_file(path: str, option: str) -> str:
+    """``path``, if a file can be written there later; checked without creating or truncating it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if path.endswith(os.sep) or os.path.isdir(path):
+        problem = "it names a folder"
+    elif os.path.exists(path):
+        problem = "" if os.path.isfile(path) and os.access(path, os.W_OK) else "not a writable regular file"
+    elif not os.path.isdir(folder):
+        problem = "no such folder"
+    else:
+        problem = "" if os.access(folder, os.W_OK | os.X_OK) else "the folder is not writable"
+    if problem:
+        raise OptionError(f"{option}: cannot write {path!r}: {problem}; give a file in a writable folder")
+    return path
+
+
+def read_secret_file(path: str, option: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
+    except OSError as error:
+        raise OptionError(f"{option}: cannot read {path!r}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise OptionError(f"{option}: {path!r} is not UTF-8 text; save the secret as UTF-8") from None
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One ``--mq-fault``: seconds after the test starts, and the command's argv."""
+
+    at_s: float
+    argv: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.at_s:g}s:{shlex.join(self.argv)}"
+
+
+def parse_fault(value: str, option: str = "--mq-fault") -> Fault:
+    """``TIME:COMMAND`` (``30s:kill -STOP 1234``, ``1m30s:...``); the command must exist here."""
+    when, sep, command = value.partition(":")
+    usage = f"{option} {value!r}: use TIME:COMMAND, e.g. 30s:kill -STOP 1234"
+    if not sep or not command.strip():
+        raise OptionError(usage)
+    try:
+        at_s = _seconds(when.strip())
+        argv = tuple(shlex.split(command))
+    except ValueError:
+        raise OptionError(usage) from None
+    if not 0 <= at_s <= MAX_SECONDS:
+        raise OptionError(f"{option} {value!r}: the time must be 0 to {MAX_SECONDS:,} s into the test")
+    if shutil.which(argv[0]) is None:
+        raise OptionError(f"{option} {value!r}: {argv[0]}: no such executable command (no shell is used)")
+    return Fault(at_s, argv)
+
+
+def _seconds(text: str) -> float:
+    """``2.5`` or Locust's time span (``30s``, ``1m30s``); ValueError otherwise."""
+    try:
+        return float(text)
+    except ValueError:
+        return float(parse_timespan(text))

@@ -1,0 +1,353 @@
+"""The ``--mq-*`` options, each declared once in :data:`OPTIONS`, and the frozen settings they fill.
+
+Options reach Locust's own parser, so each works on the command line, in ``locust.conf``, as a
+``LOCUST_MQ_*`` env var and in the web UI's custom parameters. Values stay strings in the parser
+because the web UI re-types edits by the default's type; :func:`read_settings` validates them once
+per test and hands plain values on. An empty value means "what the scenario (User class) says".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mqusers.options.optionspec import Option, read, register
+from mqusers.options.parsing import (
+    ACK_MODES,
+    BROKERS,
+    MAX_CONSUMERS,
+    MAX_COUNT,
+    MAX_FRAME_DEFAULT,
+    MAX_HEARTBEAT_MS,
+    MAX_PREFETCH,
+    MAX_RATE,
+    MAX_SECONDS,
+    MAX_TIMEOUT,
+    MIN_RATE,
+    OTHER_RUNS,
+    REPLY_MODES,
+    REQUEST_EVENTS,
+    BrokerAddress,
+    Fault,
+    OptionError,
+    choice,
+    decimal,
+    is_broker_url,
+    parse_bool,
+    parse_broker_url,
+    parse_ca_file,
+    parse_destination,
+    parse_fault,
+    parse_frame_size,
+    parse_heartbeats,
+    parse_run_id,
+    parse_size,
+    text,
+    whole,
+    writable_file,
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated option values. ``None`` means the User class decides."""
+
+    broker: BrokerAddress | None = None
+    destination: str | None = None
+    size: int | None = None
+    persistent: bool | None = None
+    durable: bool | None = None
+    ack: str | None = None
+    prefetch: int | None = None
+    receipts: bool | None = None
+    rate: float | None = None
+    max_messages: int | None = None
+    consumers: int | None = None
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    heartbeats: tuple[int, int] = (0, 0)
+    vhost: str = "/"
+    dialect: str = "auto"
+    reply_to: str | None = None
+    timeout: float = 10.0
+    max_frame: int = MAX_FRAME_DEFAULT
+    run_id: str = ""
+    report_json: str | None = None
+    report_csv: str | None = None
+    report_html: str | None = None
+    warmup: float = 0.0
+    max_p99_ms: float | None = None
+    max_errors: int | None = None
+    max_lost: int | None = None
+    min_rate: float | None = None
+    total_rate: float = 0.0
+    drain: float = 5.0
+    drain_max: float = 30.0
+    total_messages: int = 0
+    ca_file: str | None = None
+    other_runs: str | None = None
+    fail_on_saturation: bool = False
+    request_events: str = "bulk"
+    #: Commands may carry secrets: never in a repr (reports show them masked, from the fault records).
+    faults: tuple[Fault, ...] = field(default=(), repr=False)
+
+
+_RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
+_SECONDS = decimal(MAX_SECONDS, unit="seconds")
+
+#: Every ``--mq-*`` option, in ``--help`` order. Without ``--mq-host``, ``Settings.broker`` comes from
+#: the STOMP User classes' ``host`` or Locust's ``--host`` (:func:`read_settings`).
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "mq-host",
+        "broker",
+        parse_broker_url,
+        "the broker, as for --host (stomp://H:P, stomp+ssl://H:P, comma-separated for failover); leaves --host "
+        "to the HttpUsers of a mixed locustfile",
+    ),
+    Option(
+        "mq-destination",
+        "destination",
+        parse_destination,
+        "destination, e.g. /queue/orders or /topic/prices (at most 255 characters)",
+    ),
+    Option("mq-size", "size", parse_size, "message body size: 100, 646, 1KB, 10KB, 20KB, 1MiB (K = 1024)"),
+    Option("mq-persistent", "persistent", parse_bool, "send persistent messages (true/false)"),
+    Option("mq-durable", "durable", parse_bool, "durable topic subscriptions (true/false)"),
+    Option("mq-ack", "ack", choice(ACK_MODES), f"consumer ack mode: {', '.join(ACK_MODES)}"),
+    Option(
+        "mq-prefetch",
+        "prefetch",
+        whole(MAX_PREFETCH),
+        f"messages the broker may push ahead per consumer (0 = broker default; at most {MAX_PREFETCH:,})",
+    ),
+    Option(
+        "mq-receipts",
+        "receipts",
+        parse_bool,
+        "producers wait for the broker's RECEIPT on every message: sync send (true/false)",
+    ),
+    Option(
+        "mq-rate", "rate", _RATE, f"messages/s per producer user: {MIN_RATE} to {MAX_RATE:,} (0 = as fast as possible)"
+    ),
+    Option(
+        "mq-total-rate",
+        "total_rate",
+        _RATE,
+        f"messages/s shared by all producers on all workers, on one schedule (open model): {MIN_RATE} to {MAX_RATE:,}",
+    ),
+    Option(
+        "mq-total-messages",
+        "total_messages",
+        whole(MAX_COUNT),
+        "messages sent in total by all producers on all workers (at most 10^12)",
+    ),
+    Option(
+        "mq-drain",
+        "drain",
+        _SECONDS,
+        "idle timeout of the drain at the end: the run waits until every message arrived or none came for this "
+        f"many seconds (at most {MAX_SECONDS:,})",
+        default="5",
+    ),
+    Option(
+        "mq-drain-max",
+        "drain_max",
+        _SECONDS,
+        "at most this many seconds of drain after -t, the web UI's stop or Ctrl-C",
+        default="30",
+    ),
+    Option(
+        "mq-other-runs",
+        "other_runs",
+        choice(OTHER_RUNS),
+        f"messages of other runs or without mqusers headers: {', '.join(OTHER_RUNS)} (apart: counted apart; fail: "
+        "also Locust failures; receive: other runs' messages count as received, e.g. draining a backlog)",
+    ),
+    # The field keeps the User class attribute's name, which locustfiles set (and the JSON report shows).
+    Option(
+        "mq-messages",
+        "max_messages",
+        whole(MAX_COUNT),
+        "messages each producer user sends, then idles (0 = until the run ends; at most 10^12)",
+    ),
+    Option("mq-consumers", "consumers", whole(MAX_CONSUMERS), "consumer (or responder) users; the other users produce"),
+    Option("mq-user", "user", text, "broker login (or env LOCUST_MQ_USER)"),
+    # Not in the web UI: Locust would embed an env-supplied value in the page as the field's default.
+    Option(
+        "mq-password",
+        "password",
+        text,
+        "broker passcode: set env LOCUST_MQ_PASSWORD rather than the command line",
+        ui=False,
+        secret=True,
+        file="mq-password-file",
+        file_help="file holding the broker passcode",
+        strip=False,
+    ),
+    Option(
+        "mq-heartbeats",
+        "heartbeats",
+        parse_heartbeats,
+        f"STOMP heart-beats SEND_MS,RECEIVE_MS, each 0 to {MAX_HEARTBEAT_MS:,}",
+        default="0,0",
+    ),
+    Option("mq-vhost", "vhost", text, "virtual host sent in the CONNECT host header (RabbitMQ)", default="/"),
+    # "broker" is the address (--mq-host); this option picks the dialect spoken to it.
+    Option(
+        "mq-broker",
+        "dialect",
+        choice(BROKERS),
+        f"broker dialect: {', '.join(BROKERS)} (auto reads the CONNECTED server header)",
+        default="auto",
+    ),
+    Option(
+        "mq-reply-to",
+        "reply_to",
+        choice(REPLY_MODES),
+        f"request/reply: reply to a {' or a per-requester '.join(REPLY_MODES)} queue",
+    ),
+    Option(
+        "mq-timeout",
+        "timeout",
+        decimal(MAX_TIMEOUT, minimum=0.001, unit="seconds"),
+        f"seconds to wait for CONNECTED, RECEIPT or a reply: 0.001 to {MAX_TIMEOUT:,}",
+        default="10",
+    ),
+    Option(
+        "mq-max-frame",
+        "max_frame",
+        parse_frame_size,
+        "largest frame read from the broker, 64KB to 1024MiB: a larger one is a failure and drops the connection",
+        default="128MiB",
+        ui=False,
+    ),
+    Option(
+        "mq-run-id",
+        "run_id",
+        parse_run_id,
+        "run id put on every message: 1 to 64 of A-Z a-z 0-9 . _ - (default: generated at test start)",
+        ui=False,
+    ),
+    Option(
+        "mq-ca-file",
+        "ca_file",
+        parse_ca_file,
+        "PEM file of the CA (or self-signed certificate) to verify a stomp+ssl broker",
+        ui=False,
+    ),
+    Option(
+        "mq-report-json",
+        "report_json",
+        writable_file,
+        "write the end-of-run summary to this JSON file (its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-report-csv",
+        "report_csv",
+        writable_file,
+        "write the per-destination summary to this CSV file (its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-report-html",
+        "report_html",
+        writable_file,
+        "write the run's report with charts to this self-contained HTML file (its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-request-events",
+        "request_events",
+        choice(REQUEST_EVENTS),
+        "per-message successes to Locust: bulk (its stats updated from mqusers' exact aggregates every"
+        " 0.2 s; request listeners see failures only) or per-message (an event each; more CPU per message)",
+        default="bulk",
+    ),
+    Option(
+        "mq-warmup",
+        "warmup",
+        _SECONDS,
+        f"seconds at the start left out of the exact summary (Locust's own stats keep them; at most {MAX_SECONDS:,})",
+    ),
+    Option(
+        "mq-max-p99-ms",
+        "max_p99_ms",
+        decimal(MAX_SECONDS * 1000, unit="ms"),
+        "gate: exit 3 when any destination's send-to-receive p99 exceeds this (ms)",
+    ),
+    Option(
+        "mq-max-errors", "max_errors", whole(MAX_COUNT), "gate: exit 3 when any destination has more errors than this"
+    ),
+    Option(
+        "mq-max-lost",
+        "max_lost",
+        whole(MAX_COUNT),
+        "gate: exit 3 when any destination lost more messages than this (the audit)",
+    ),
+    Option(
+        "mq-min-rate",
+        "min_rate",
+        decimal(MAX_RATE, unit="msg/s"),
+        "gate: exit 3 when any destination receives fewer messages/s than this",
+    ),
+    Option(
+        "mq-fault",
+        "faults",
+        parse_fault,
+        "TIME:COMMAND, repeatable: run COMMAND (no shell; its output captured, secrets masked) TIME into the "
+        "test (30s, 1m30s), e.g. 20s:kill -STOP 1234; marked in every report. Master or local runner only",
+        ui=False,
+        master_writes=True,
+        repeat=True,
+    ),
+    Option(
+        "mq-fail-on-saturation",
+        "fail_on_saturation",
+        parse_bool,
+        "gate: exit 3 when the generator's verdict is saturated or contended (true/false)",
+        default="false",
+    ),
+)
+
+#: Settings fields that are never shown: not in a log, not in the JSON report.
+SECRET_FIELDS = frozenset(option.field for option in OPTIONS if option.secret)
+
+
+def add_arguments(parser: Any) -> Any:
+    """Register the ``--mq-*`` options on Locust's parser; returns their argument group."""
+    group = parser.add_argument_group("mqusers", "STOMP messaging parameters (empty = the scenario's default)")
+    register(group, OPTIONS)
+    return group
+
+
+def class_brokers(user_classes: Iterable[type]) -> tuple[str, ...]:
+    """The distinct stomp(+ssl) URLs the User classes set as ``host``: the STOMP Users' broker.
+
+    Read before the first spawn: Locust then overwrites every class's ``host`` with ``--host``.
+    """
+    hosts = (getattr(user_class, "host", None) for user_class in user_classes)
+    return tuple(dict.fromkeys(host for host in hosts if isinstance(host, str) and is_broker_url(host)))
+
+
+def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ()) -> Settings:
+    """Validate every mqusers option once; raise :class:`~mqusers.options.parsing.OptionError` with one clear line.
+
+    The broker is ``--mq-host``, else the STOMP User classes' ``host`` (``brokers``, from
+    :func:`class_brokers`), else ``host`` (``--host``), which then has to be a broker URL: an http(s)
+    ``--host`` belongs to the HttpUsers of a mixed locustfile once the broker comes from elsewhere.
+    """
+    values = read(options, OPTIONS)
+    if "broker" not in values:
+        if len(brokers) > 1:
+            raise OptionError(f"the User classes' host name {len(brokers)} brokers; give one with --mq-host")
+        if brokers:
+            values["broker"] = parse_broker_url(brokers[0], "host")
+        elif host:
+            values["broker"] = parse_broker_url(host)
+    return Settings(**values)

@@ -1,0 +1,1 @@
+"""One report per run and its formats: summary text, JSON, CSV and the HTML page."""

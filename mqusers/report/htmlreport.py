@@ -1,0 +1,202 @@
+"""One self-contained HTML file from saved JSON reports: runs, a find-max search, a latency curve.
+
+Reads only the documents (``--mq-report-json``'s, ``mqusers find-max --json``'s, ``mqusers curve
+--json``'s), so any saved run can be rendered again and compared later. Tables are rendered here;
+charts are drawn in the browser by the vendored uPlot (``mqusers/report/assets``, MIT), inlined with the data
+so the page opens offline. ``mqusers report A.json [B.json ...] --html out.html`` is :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from html import escape
+from importlib import resources
+from typing import Any
+
+from mqusers.report.htmlrun import marks, receive_plots, run_section, run_summary
+from mqusers.report.htmltables import Html, link, number, table
+
+KINDS = ("run", "find-max", "curve", "cluster-compare", "matrix")
+#: What each kind of document is, for the page's heading.
+NAMES = {"run": "run", "find-max": "find-max search", "curve": "latency curve", "cluster-compare": "cluster comparison",
+         "matrix": "matrix"}  # fmt: skip
+
+
+def asset(name: str) -> str:
+    """A file of ``mqusers/report/assets``: the page's script, styles, vendored uPlot."""
+    return resources.files("mqusers.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def kind_of(document: dict[str, Any]) -> str:
+    """A run's JSON had no ``kind`` before it said ``"run"``."""
+    kind = document.get("kind", "run")
+    if kind not in KINDS:
+        raise ValueError(f"unknown report kind {kind!r} (known: {', '.join(KINDS)})")
+    return str(kind)
+
+
+def _heading(title: str | None) -> str:
+    return f"<h2>{escape(title)}</h2>" if title is not None else ""
+
+
+def _find_max_section(index: int, title: str | None, document: dict[str, Any]) -> str:
+    """Both answers with their bounds ("at least" when nothing above failed), the criterion, each step."""
+    figures = [f for f in (document.get("keeps_up"), document.get("within_latency")) if f]
+    if not figures:  # saved before find-max said which bound its figure was
+        rate = document.get("max_rate")
+        text = "none" if rate is None else f"{number(rate)} msg/s (saved without saying whether this is a lower bound)"
+        figures = [{"label": "highest rate kept up with", "text": text, "bound": "unknown"}]
+    answer = "".join(f'<li class="bound-{escape(str(f.get("bound")))}"><b>{escape(str(f.get("label")))}:</b> '
+                     f"{escape(str(f.get('text')))}</li>" for f in figures)  # fmt: skip
+    said = [(name, document.get(key)) for name, key in (("criterion", "criterion"), ("search ended", "ended"))]
+    facts = "".join(f'<p class="facts">{name}: {escape(str(value))}</p>' for name, value in said if value)
+    rows = [[link(step.get("report"), step.get("rate") or 0.0, "msg/s"), step.get("achieved"),
+             "flaky" if step.get("flaky") else bool(step.get("sustained")),
+             {True: "ok", False: "over"}.get(step.get("latency_ok")),
+             *(step.get(c) for c in ("p50_ms", "p99_ms", "p999_ms", "max_ms", "processes", "verdict")),
+             step.get("why", step.get("reason"))]
+            for step in document.get("steps", [])]  # fmt: skip
+    # Lost and failed messages are in "why"; the offered rate links to the step's own run report.
+    header = ["offered msg/s", "achieved msg/s", "keeps up", "latency", "p50 ms", "p99 ms", "p99.9 ms", "max ms",
+              "processes", "generator", "why"]  # fmt: skip
+    return f"""<section class="find-max" id="doc-{index}">{_heading(title)}
+<ul class="answer">{answer}</ul>{facts}<div class="charts" data-doc="{index}"></div>{table(header, rows, "steps")}
+</section>"""
+
+
+def _curve_section(index: int, title: str | None, document: dict[str, Any]) -> str:
+    columns = ("percent", "offered", "achieved", "p50_ms", "p99_ms", "p999_ms", "max_ms", "lost")
+    points = table(["of the maximum %", "offered msg/s", "achieved msg/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms",
+                    "lost"], ([p.get(c) for c in columns] for p in document.get("points", [])), "points")  # fmt: skip
+    return f"""<section class="curve" id="doc-{index}">{_heading(title)}
+<p class="facts">latency against offered load, from a maximum of <b>{number(document.get("max_rate", 0), "msg/s")}</b>
+msg/s</p><div class="charts" data-doc="{index}"></div>{points}</section>"""
+
+
+def _cluster_section(index: int, title: str | None, document: dict[str, Any]) -> str:
+    schemes = ("nonpersistent", "persistent", "durable")
+    failover = ("window_ms", "reconnect_ms", "after_ready_ms", "lost", "unconfirmed", "dup_after_reconnect")
+    rows = ([r["config"], r["url"], *((r["schemes"].get(s) or {}).get("msgs") for s in schemes),
+             *((r.get("failover") or {}).get(k) for k in failover)] for r in document.get("rows", []))  # fmt: skip
+    configurations = table(["configuration", "broker", "non-persistent msg/s", "persistent msg/s",
+                            "persistent durable msg/s", "failover window ms", "reconnect ms", "after ready ms", "lost",
+                            "unconfirmed", "dup after reconnect"], rows, "cluster")  # fmt: skip
+    return f"""<section class="cluster-compare" id="doc-{index}">{_heading(title)}
+<p class="facts">1 producer, 1 subscriber, 1 topic, {escape(str(document.get("size", "?")))}-byte messages,
+{number(document.get("messages", 0))} per scheme</p>{configurations}</section>"""
+
+
+def _matrix_section(index: int, title: str | None, document: dict[str, Any]) -> str:
+    """The seed method's tables: per mode, latency, msg/s, Mbit/s and loss per persistence x durability x size."""
+    tables = []
+    for mode in dict.fromkeys(c["mode"] for c in document.get("cells", [])):
+        latency = "round trip" if mode == "request-reply" else "forwarding"
+        rows = (["yes (store 0 B)" if c.get("persisted") is False else c["persistent"], c["durable"], c["size"],
+                 c.get("mean"), c.get("p99"), c.get("msgs"), c.get("mbit"),
+                 c.get("lost"), link(c.get("report"))] for c in document["cells"] if c["mode"] == mode)  # fmt: skip
+        tables.append(f"<h3>{escape(mode)}</h3>" + table(
+            ["persistent", "durable", "size", f"{latency} latency mean ms", f"{latency} latency p99 ms", "msg/s",
+             "Mbit/s", "lost", "run"], rows, f"matrix matrix-{escape(mode)}"))  # fmt: skip
+    rate = document.get("rate") or 0
+    pace = f"at {number(rate, 'msg/s')} msg/s" if rate else "unpaced"
+    notes = "".join(f'<p class="note">{escape(note)}</p>' for note in document.get("notes", []))
+    return f"""<section class="matrix" id="doc-{index}">{_heading(title)}
+<p class="facts">{number(document.get("messages", 0))} messages per cell, {pace}</p>{"".join(tables)}{notes}
+</section>"""
+
+
+def chart_data(document: dict[str, Any]) -> dict[str, Any]:
+    """What the page's script draws for one document (the tables are already HTML)."""
+    kind = kind_of(document)
+    if kind == "run":
+        return {"kind": kind, "series": document.get("series", {}), "percentiles": receive_plots(document),
+                "marks": marks(document), "broker": (document.get("broker") or {}).get("series", [])}  # fmt: skip
+    if kind == "find-max":
+        bound = document.get("latency_bound") or {}
+        return {"kind": kind, "steps": document.get("steps", []), "bound_ms": bound.get("limit_ms"),
+                "bound": bound.get("figure")}  # fmt: skip
+    if kind in ("cluster-compare", "matrix"):
+        return {"kind": kind}
+    return {"kind": kind, "points": document.get("points", [])}
+
+
+def _page_heading(documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> tuple[str, str]:
+    """The page's title and its header: what it shows, said once (a single document's file is not repeated)."""
+    if len(documents) == 1:
+        [document], [title] = documents, titles
+        name = NAMES[kind_of(document)]
+        run = f" {document['run_id']}" if kind_of(document) == "run" and "run_id" in document else ""
+        # A saved file's name says where the page came from; a name like the heading's would repeat it.
+        source = f'<p class="source">from {escape(title)}</p>' if title.endswith(".json") else ""
+        return f"mqusers {name}{run}", source
+    runs = sum(kind_of(d) == "run" for d in documents)
+    compared = f", {runs} runs compared" if runs > 1 else ""
+    listed = ", ".join(escape(os.path.basename(t)) for t in titles)
+    return f"mqusers: {len(documents)} reports{compared}", f'<p class="source">{listed}</p>'
+
+
+def _file(path: str) -> Html:
+    """A report named by its file; its folder in the tooltip."""
+    return Html(f'<span title="{escape(path)}">{escape(os.path.basename(path))}</span>')
+
+
+def render(documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> str:
+    """The page: a comparison when there are several runs, then each document's section."""
+    sections = {"run": run_section, "find-max": _find_max_section, "curve": _curve_section,
+                "cluster-compare": _cluster_section, "matrix": _matrix_section}  # fmt: skip
+    several = len(documents) > 1
+    body = [sections[kind_of(d)](i, t if several else None, d)
+            for i, (d, t) in enumerate(zip(documents, titles, strict=True))]  # fmt: skip
+    runs = [(t, d) for t, d in zip(titles, documents, strict=True) if kind_of(d) == "run"]
+    if len(runs) > 1:
+        summaries = [run_summary(d) for _, d in runs]
+        compared = table(["report", *summaries[0]], ([_file(t), *s.values()] for (t, _), s in zip(runs, summaries,
+                         strict=True)), "compare")  # fmt: skip
+        body.insert(0, f'<section class="compare"><h2>Comparison</h2>{compared}<div class="charts" '
+                       'data-doc="compare"></div></section>')  # fmt: skip
+    data = {"documents": [chart_data(d) for d in documents], "titles": [os.path.basename(t) for t in titles]}
+    # "</" would end the script element early; JSON allows "<\/" for it.
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    heading, source = _page_heading(documents, titles)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(heading)}</title>
+<style>{asset("uPlot.min.css")}</style><style>{asset("report.css")}</style></head>
+<body><header><h1>{escape(heading)}</h1>{source}</header>
+{"".join(body)}
+<script id="report-data" type="application/json">{payload}</script>
+<script>{asset("uPlot.iife.min.js")}</script>
+<script>{asset("report.js")}</script>
+</body></html>
+"""
+
+
+def write_html(path: str, documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(render(documents, titles))
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="mqusers report", description="render saved JSON reports as one HTML file")
+    parser.add_argument("reports", nargs="+", help="JSON reports: runs (--mq-report-json), find-max, curve")
+    parser.add_argument("--html", required=True, help="the HTML file to write")
+    args = parser.parse_args(argv)
+    documents = []
+    for path in args.reports:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                document = json.load(handle)
+            kind_of(document)
+        except (OSError, ValueError) as error:
+            parser.error(f"{path}: {error}")
+        documents.append(document)
+    try:
+        write_html(args.html, documents, args.reports)
+    except OSError as error:
+        parser.error(f"cannot write {args.html}: {error.strerror}")
+    kinds = ", ".join(f"{kind_of(d)} {path}" for d, path in zip(documents, args.reports, strict=True))
+    print(f"mqusers report: wrote {os.path.abspath(args.html)} ({os.path.getsize(args.html):,} bytes) from {kinds}")
+    return 0

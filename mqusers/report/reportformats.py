@@ -1,0 +1,204 @@
+"""A run's report as people and programs read it: the console summary, the JSON document, the CSV.
+
+Everything here reads a :class:`mqusers.report.build.RunReport`; nothing is computed twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import textwrap
+from dataclasses import asdict
+from typing import Any
+
+from mqusers.options.table import SECRET_FIELDS
+from mqusers.report.brokerreport import broker_table
+from mqusers.report.build import AUDIT_KEYS, Row, RunReport
+from mqusers.report.failover import failover_table
+from mqusers.run.verdicts import Generator
+
+#: Sentences of the summary wrap at this width (a table is as wide as its longest destination's name).
+WIDTH = 99
+#: Latency columns of the summary (every figure is in the JSON), each header with its unit.
+_LATENCY_COLUMNS = ("p50", "p90", "p99", "p99.9", "max")
+#: The audit's columns, shown as a table only when one of them is not 0.
+_AUDIT_COLUMNS = {"lost": "lost", "worker_lost": "worker-lost", "unreceived": "unreceived",
+                  "unconfirmed": "unconfirmed", "duplicated": "dup", "after_reconnect": "dup-reconnect",
+                  "reordered": "reord", "redelivered": "redeliv"}  # fmt: skip
+
+
+# One number format per kind, with thousands separators.
+def count(value: int) -> str:
+    return f"{value:,}"
+
+
+def rate(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def mbit(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def seconds(value: float) -> str:
+    return f"{value:,.3f}"  # a put-only burst's send span can be a few ms
+
+
+def ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.3f}"
+
+
+def format_summary(report: RunReport, files: list[str] | None = None) -> str:
+    """The console summary: what ran, what happened, latency, the verdicts and ``files`` (the paths written).
+
+    Within about 25 lines of 100 columns for a run of one destination: the first screen a user reads.
+    """
+    lines = [_wrap(sentence) for sentence in _what_ran(report)]
+    if report.rows:
+        lines.append(_render(_traffic_table(report)))
+        lines += _audit(report)
+    if latency := _latency_table(report):
+        lines.append(_render(latency))
+    if failover := failover_table(report.facts.failover):
+        lines.append(_render(failover))
+    if broker := broker_table(report.facts.broker, [row.document() for row in report.rows]):
+        lines.append(_render(broker))
+    sentences = [*report.notes, _generator_line(report.facts.generator)]
+    if clocks := report.facts.clocks:  # one sentence for every worker: the first screen stays short
+        each = [f"{worker} {c['offset_ms']:+,.3f} ± {c['error_ms']:,.3f}" + ("" if c["applied_ms"] else " (within its "
+                "error: not corrected)") for worker, c in sorted(clocks.items())]  # fmt: skip
+        sentences.append(f"clocks against the master, ms: {', '.join(each)}")
+    if files:
+        sentences.append(f"files written: {', '.join(files)}")
+    lines += [_wrap(sentence) for sentence in sentences]
+    return "\n".join(lines)
+
+
+def _wrap(sentence: str) -> str:
+    """A sentence within :data:`WIDTH` columns, its continuation lines indented (a path is never cut)."""
+    return textwrap.fill(sentence, WIDTH, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+
+
+def _what_ran(report: RunReport) -> list[str]:
+    facts, settings, scenario = report.facts, report.settings, report.facts.scenario
+    where = " ".join(filter(None, [scenario.get("locustfile"), f"on {scenario['server']}" if scenario.get("server")
+                                   else "", f"at {settings.broker}" if settings.broker else ""]))  # fmt: skip
+    users = scenario.get("users") or {}
+    size = settings.size or scenario.get("size")
+    load = [f"{count(sum(users.values()))} users ({', '.join(f'{n} {name}' for name, n in sorted(users.items()))})"
+            if users else "", scenario.get("rate", ""), f"{count(size)} B messages" if size else "",
+            f"{facts.stopped - facts.started:,.1f} s"]  # fmt: skip
+    figures = (f"the {settings.warmup:g} s warm-up left out (of Locust's tables too); rates over their spans "
+               "(send s, recv s)" if settings.warmup else "rates over their spans (send s: first to last send; "
+               "recv s: first to last receive)")  # fmt: skip
+    return [
+        f"mqusers summary: run {facts.run_id}" + (f", {where}" if where else ""),
+        f"load: {', '.join(filter(None, load))}",
+        f"figures: {figures}",
+    ]
+
+
+def _traffic_table(report: RunReport) -> list[list[str]]:
+    """Per destination: counts, each direction's span and its rates over it (loss is the audit's, below)."""
+    table = [["destination", "sent", "send s", "sent/s", "Mbit/s", "received", "recv s", "recv/s", "Mbit/s", "errors"]]
+    for row in report.rows:
+        t = row.totals
+        table.append([t.destination, count(t.sent), seconds(t.send_span_s), rate(t.send_rate_msgs),
+                      mbit(t.send_rate_mbit), count(t.received), seconds(t.receive_span_s),
+                      rate(t.receive_rate_msgs), mbit(t.receive_rate_mbit), count(t.errors)])  # fmt: skip
+    return table
+
+
+def _audit(report: RunReport) -> list[str]:
+    """The audit's verdict: one line when it found nothing, else its table."""
+    if not any(row.audit[key] for row in report.rows for key in _AUDIT_COLUMNS):
+        return ["audit: nothing lost, unreceived, duplicated, reordered or redelivered"]
+    # worker-lost only in a run that lost a worker: every other run's table stays as narrow as it was
+    keys = [key for key in _AUDIT_COLUMNS if key != "worker_lost" or any(row.audit[key] for row in report.rows)]
+    table = [["audit", *(_AUDIT_COLUMNS[key] for key in keys)]]
+    table += [[row.destination, *(count(row.audit[key]) for key in keys)] for row in report.rows]
+    return [_render(table)]
+
+
+def _latency_table(report: RunReport) -> list[list[str]]:
+    """Send-to-receive latency per destination, then every other timed operation; ms with µs digits."""
+    table = [["latency", "count", *(f"{key} ms" for key in _LATENCY_COLUMNS)]]
+    for row in report.rows:
+        if row.totals.received:
+            table.append([f"receive {row.destination}", count(row.totals.received),
+                          *(ms(row.latency_ms.get(_key(k))) for k in _LATENCY_COLUMNS)])  # fmt: skip
+    for op in report.operations:
+        figures = op["latency_ms"]
+        failed = f" ({count(op['errors'])} failed)" if op["errors"] else ""
+        table.append([op["name"] + failed, count(op["count"]), *(ms(figures.get(_key(k))) for k in _LATENCY_COLUMNS)])
+    return table if len(table) > 1 else []
+
+
+def _key(column: str) -> str:
+    return column.replace(".", "")  # p99.9 is p999 in the figures
+
+
+def _generator_line(generator: Generator) -> str:
+    """The verdict's one sentence (:func:`mqusers.run.verdicts.sentence`), as the JSON, web UI and HTML say it."""
+    return f"generator: {generator['sentence'] if generator['processes'] else generator['verdict']}"
+
+
+def _render(table: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    rendered = []
+    for row in table:
+        cells = [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True))]
+        rendered.append("  ".join(cells).rstrip())
+    return "\n".join(rendered)
+
+
+def report_document(report: RunReport) -> dict[str, Any]:
+    """The summary as JSON-ready data: rows per destination and operation, plus run metadata."""
+    facts, settings = report.facts, report.settings
+    options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
+    options["broker"] = str(settings.broker) if settings.broker else None
+    options["faults"] = [f"{record['at_s']:g}s:{record['command']}" for record in facts.faults]  # secrets masked
+    return {
+        "kind": "run",
+        "run_id": facts.run_id,
+        "started": facts.started,
+        "stopped": facts.stopped,
+        "ended_by": facts.ended_by,
+        "scenario": facts.scenario,
+        "drain": asdict(facts.drain),
+        "options": options,
+        "clock_offsets": facts.clocks,
+        "generator": facts.generator,
+        "failover": facts.failover,
+        "faults": facts.faults,
+        "lost_workers": facts.lost_workers,
+        "start_failures": facts.start_failures,
+        "broker": facts.broker,
+        "destinations": [row.document() for row in report.rows],
+        "operations": report.operations,
+        "notes": report.notes,
+        "series": report.series,
+        "histograms": report.histograms,
+    }
+
+
+def write_json(path: str, document: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+
+
+CSV_COLUMNS = ("destination", "sent", "received", "errors", "span_s", "send_span_s", "send_rate_msgs",
+               "send_rate_mbit", "receive_span_s", "receive_rate_msgs", "receive_rate_mbit", "throughput_msgs",
+               "throughput_mbit", *AUDIT_KEYS)  # fmt: skip
+
+
+def write_csv(path: str, rows: list[Row]) -> None:
+    """One line per destination: the counts, rates, audit and every latency figure (ms) flattened."""
+    latency_keys = sorted({key for row in rows for key in row.latency_ms})
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*CSV_COLUMNS, *(f"latency_{key}_ms" for key in latency_keys)])
+        for row in rows:
+            document = row.document()
+            writer.writerow([*(document[c] for c in CSV_COLUMNS), *(row.latency_ms.get(k, "") for k in latency_keys)])

@@ -1,0 +1,1 @@
+"""One STOMP connection: frames, the transport seam, session, client, per-delivery receiving, broker dialects."""

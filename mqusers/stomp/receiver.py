@@ -1,0 +1,253 @@
+"""MESSAGE handlers: measure each delivery, acknowledge it, and answer requests.
+
+These run in the connection's reader greenlet once per message, so they do a handful of dict
+lookups, one CRC-32 and one :meth:`~mqusers.measure.recorder.Operation.record`; failures fire
+Locust events as they happen.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from collections.abc import Callable
+
+from mqusers.coordination.messages import Follower
+from mqusers.measure.ledgers import Subscription
+from mqusers.measure.names import ACK, RECEIVE, RECEIVE_DUE, REPLY, REQUEST_TYPE, event_name
+from mqusers.stomp.client import MqError, StompClient
+from mqusers.stomp.wire import (
+    CORRELATION,
+    CRC,
+    DUE_NS,
+    PRODUCER,
+    RUN,
+    SENT_NS,
+    SEQ,
+    SIZE,
+    Headers,
+    ack_frame,
+    reply_frame,
+)
+
+Observer = Callable[[Headers, bytes], None]
+#: ActiveMQ and RabbitMQ flag a redelivery with this header.
+_REDELIVERED = b"redelivered"
+#: A delivery this late (µs) is part of a backlog: its connection's reader may pause between reads
+#: (mqusers.stomp.session.BEHIND_PAUSE_S), an error under 1.2 % of such a latency.
+RECEIVE_BEHIND_US = 100_000
+
+_NO_STAMP = MqError("message of this run without its mqusers headers (mq-sent-ns, mq-size, mq-crc32)")
+_CORRUPT = MqError("body does not match its mq-size / mq-crc32 headers")
+_FOREIGN = MqError("message without mqusers headers (not sent by mqusers)")
+_OTHER_RUN = MqError("message of another mqusers run")
+logger = logging.getLogger(__name__)
+
+
+class Receiver:
+    """Fires ``receive <destination>`` with the send-to-receive latency of every message.
+
+    ``ack`` is the subscription's ack mode. In ``client`` mode one ACK covers every earlier message,
+    so the receiver acknowledges every ``ack_every`` messages (and on :meth:`flush`); in
+    ``client-individual`` mode it acknowledges each message. ACKs are written once per socket read,
+    all of that read's in one write, after its last message: not a syscall per message.
+    """
+
+    def __init__(
+        self,
+        client: StompClient,
+        destination: str,
+        ack: str,
+        ack_every: int = 1,
+        observer: Observer | None = None,
+        clock: Follower | None = None,
+        run_id: str = "",
+        other_runs: str = "apart",
+    ):
+        self.destination = destination
+        self.name = event_name(RECEIVE, destination)
+        self._receive = client.operation(self.name)
+        self._due = client.operation(event_name(RECEIVE_DUE, destination))
+        # Cut by each message's send time here, not by its receive time (on the producer's clock).
+        self._receive.cut = self._due.cut = False
+        #: Clock offsets of every process (distributed runs): remote send times onto this clock.
+        self._clock = clock
+        self._offsets: dict[str, int] | None = None
+        self._corrections: dict[bytes, int] = {}
+        #: The message audit's record of this subscription (set once it is subscribed).
+        self.audit: Subscription | None = None
+        self.received = 0
+        #: The last delivery's and, since the last :meth:`reset`, the first's receive time (ns; 0: none).
+        self.last_ns = self.first_ns = 0
+        self._client = client
+        #: Where the measured window's start is read (``measured_from_ns``): set per test.
+        self._recorder = client.recorder
+        self._fire = client.fire
+        self._acks = ack != "auto"
+        self._ack_every = max(1, ack_every) if ack == "client" else 1
+        self._individual = ack == "client-individual"
+        #: ``client`` mode: the newest ack id not yet acknowledged.
+        self._unacked: bytes | None = None
+        #: ACK frames for the end of the current read.
+        self._out: list[bytes] = []
+        self._observer = observer
+        self._context: dict[str, object] = {}
+        self._run = run_id.encode()
+        #: ``apart``: other runs' and foreign messages are counted apart; ``fail``: also Locust failures;
+        #: ``receive``: other mqusers runs' messages count as received (draining a backlog).
+        self._other_runs = other_runs
+        self._warned = False
+
+    def __call__(self, headers: Headers, body: bytes, received_ns: int) -> None:
+        if self._acks and self._client.closing:
+            return  # never acknowledged, so the broker redelivers it to another consumer
+        self.last_ns = received_ns
+        if not self.first_ns:
+            self.first_ns = received_ns
+        own = headers.get(RUN) == self._run
+        if not own and self._stray(headers, len(body)):
+            return
+        size = len(body)
+        measured_from_ns = self._recorder.measured_from_ns
+        if self._clock is not None and self._clock.offsets:
+            correction = self._correction(headers.get(PRODUCER, b""))
+            received_ns -= correction
+            measured_from_ns -= correction  # onto the producer's clock, as its send time
+        try:
+            sent_ns = int(headers[SENT_NS])
+            intact = int(headers[SIZE]) == size and zlib.crc32(body) == int(headers[CRC])
+        except (KeyError, ValueError):
+            self._failed(size, _NO_STAMP)
+        else:
+            if not intact:
+                self._failed(size, _CORRUPT)
+            else:
+                if self.audit is not None and own:  # the audit is of this run's messages only
+                    self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(_REDELIVERED) == b"true")
+                latency_us = (received_ns - sent_ns) // 1000
+                # Auto ack only: the broker sends on without waiting for our ACKs, so a pause throttles nothing.
+                if latency_us >= RECEIVE_BEHIND_US and not self._acks:
+                    self._client.behind = True
+                # A message sent during the warm-up is left out of the figures whenever it arrives, as
+                # its send is: received on a topic stays subscribers x sent.
+                if sent_ns >= measured_from_ns:
+                    due = headers.get(DUE_NS)
+                    if due is not None:
+                        # Coordinated omission corrected: measured from when the schedule wanted it sent.
+                        self._due.record((received_ns - int(due)) // 1000, size, received_ns)
+                    self._receive.record(latency_us, size, received_ns)
+        self.received += 1
+        if self._acks:
+            self._acknowledge(headers.get(b"ack"), self.received % self._ack_every == 0)
+        if self._observer is not None:
+            self._observer(headers, body)
+
+    def _failed(self, size: int, error: MqError) -> None:
+        self._fire(request_type=REQUEST_TYPE, name=self.name, response_time=0.0, response_length=size,
+                   exception=error, context=self._context)  # fmt: skip
+
+    def _stray(self, headers: Headers, size: int) -> bool:
+        """Count a message that is not this run's apart; False when it is to be received as usual."""
+        foreign = RUN not in headers
+        if not foreign and self._other_runs == "receive":
+            return False
+        if self.audit is not None:
+            if foreign:
+                self.audit.foreign += 1
+            else:
+                self.audit.other_run += 1
+        if self._other_runs == "fail":
+            self._failed(size, _FOREIGN if foreign else _OTHER_RUN)
+        elif not self._warned:
+            self._warned = True
+            what = "messages without mqusers headers" if foreign else "messages of another run"
+            logger.warning("mqusers: %s: %s arrive; counted apart (foreign / other_run), not as received",
+                           self.destination, what)  # fmt: skip
+        if self._acks:
+            self._acknowledge(headers.get(b"ack"), True)
+        return True
+
+    def _acknowledge(self, ack_id: bytes | None, now: bool) -> None:
+        """ACK this delivery (``client`` mode: with the next ``now``) at the end of this read."""
+        if ack_id is None:
+            return
+        if not (now or self._individual):
+            self._unacked = ack_id
+            return
+        self._unacked = None
+        if not self._out:
+            self._client.after_read(self._write)
+        self._out.append(ack_frame(ack_id))
+
+    def reset(self) -> None:
+        """A new connection: ack ids of the old one mean nothing to the broker now."""
+        self._unacked = None
+        self._out.clear()
+        self.first_ns = 0
+
+    def _correction(self, producer: bytes) -> int:
+        """This process's clock offset minus the producer's (its id starts with its process tag)."""
+        clock = self._clock
+        assert clock is not None
+        if self._offsets is not clock.offsets:
+            self._offsets, self._corrections = clock.offsets, {}
+        correction = self._corrections.get(producer)
+        if correction is None:
+            tag = producer.split(b".", 1)[0].decode("ascii", "replace")
+            own = clock.own_offset_ns
+            correction = self._corrections[producer] = own - clock.offsets.get(tag, own)
+        return correction
+
+    def flush(self) -> None:
+        """Acknowledge everything received so far now (``client`` mode batches ACKs)."""
+        ack_id, self._unacked = self._unacked, None
+        if ack_id is not None:
+            self._out.append(ack_frame(ack_id))
+        self._write()
+
+    def _write(self) -> None:
+        if self._out:
+            data = b"".join(self._out)
+            self._out.clear()
+            try:
+                self._client.send_raw(data)
+            except MqError as error:
+                if self._client.closing:
+                    return  # closing: the broker redelivers what was not acknowledged
+                self._fire(
+                    request_type=REQUEST_TYPE,
+                    name=event_name(ACK, self.destination),
+                    response_time=0.0,
+                    response_length=0,
+                    exception=error,
+                    context=self._context,
+                )
+
+
+class Replier:
+    """Answers each request on its ``reply-to`` destination, echoing the body and correlation id."""
+
+    def __init__(self, client: StompClient, destination: str):
+        self._client = client
+        self._name = event_name(REPLY, destination)
+
+    def __call__(self, headers: Headers, body: bytes) -> None:
+        reply_to = headers.get(b"reply-to")  # raw: goes back to the broker as it came
+        start = time.perf_counter()
+        if reply_to is None:
+            self._failed(start, MqError("request without a reply-to header"))
+            return
+        try:
+            self._client.send_raw(reply_frame(reply_to, headers.get(CORRELATION, b""), body))
+        except MqError as error:
+            self._failed(start, error)
+
+    def _failed(self, start: float, error: MqError) -> None:
+        self._client.fire(
+            request_type=REQUEST_TYPE,
+            name=self._name,
+            response_time=(time.perf_counter() - start) * 1000.0,
+            response_length=0,
+            exception=error,
+            context={},
+        )

@@ -1,0 +1,144 @@
+"""Abstract consumer Users: subscribe, measure and acknowledge every delivery, answer requests.
+
+Configured like the producers in :mod:`mqusers.users.producers`, by class attributes that ``--mq-*`` options
+override; a :class:`mqusers.stomp.receiver.Receiver` does the per-message work in the reader greenlet.
+"""
+
+from __future__ import annotations
+
+from locust import task
+
+import contextlib
+import time
+from typing import Any, ClassVar
+
+from mqusers.measure.names import destination_kind
+from mqusers.run.context import coordinator_for
+from mqusers.stomp.client import MqError
+from mqusers.stomp.receiver import Receiver, Replier
+from mqusers.users.base import StompUser
+
+
+class StompConsumerUser(StompUser):
+    """Subscribes to ``destination`` and fires ``receive`` with every message's latency."""
+
+    abstract = True
+    role: ClassVar[str] = "consumer"
+    #: ``auto``, ``client`` (cumulative ACKs) or ``client-individual``.
+    ack = "auto"
+    #: Unacknowledged messages the broker may push ahead; 0 leaves the broker's default.
+    prefetch = 0
+    #: A durable topic subscription: it keeps messages published while this user is away.
+    durable = False
+    #: Remove a durable subscription when the user stops (UNSUBSCRIBE with its name).
+    remove_durable_on_stop = False
+    #: Extra SUBSCRIBE headers, e.g. ``{"selector": "type = 'a'"}``.
+    subscribe_headers: ClassVar[dict[str, str]] = {}
+    #: Messages of other runs and foreign ones: ``apart`` (counted apart), ``fail`` (also Locust
+    #: failures) or ``receive`` (other runs' messages count as received: draining a backlog).
+    other_runs = "apart"
+
+    def __init__(self, environment: Any):
+        super().__init__(environment)  # calls client_id(), which settles self.durable
+        self.ack, self.prefetch = self.setting("ack"), self.setting("prefetch")
+        self.subscription: str | None = None
+        self._joined = False
+        self.receiver = self.make_receiver()
+
+    def client_id(self) -> str | None:
+        self.durable = self.setting("durable")
+        return self.durable_name() if self.durable else None
+
+    def durable_name(self) -> str:
+        """Stable across runs of the same topology: destination, worker index, user ordinal."""
+        runner = self.environment.runner
+        worker = getattr(runner, "worker_index", 0) if runner is not None else 0
+        slug = self.destination.strip("/").replace("/", ".")
+        return f"mqusers.{slug}.{worker}.{self.ordinal}"
+
+    def make_receiver(self) -> Receiver:
+        # Small batches: ActiveMQ pages 200 messages in at a time and waits for their ACKs.
+        ack_every = max(1, min(self.prefetch or 100, 100) // 2)
+        clock = coordinator_for(self.environment, self.mq).follower
+        return Receiver(
+            self.client, self.destination, self.ack, ack_every=ack_every, clock=clock, **self.receiver_options()
+        )
+
+    def receiver_options(self) -> dict[str, Any]:
+        return {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
+
+    def last_ok_ns(self) -> int:
+        return self.receiver.last_ns or -1
+
+    def on_connection_lost(self, dropped: bool) -> None:
+        if self.receiver.audit is not None:
+            self.receiver.audit.leave(time.time_ns(), dropped)
+
+    def on_connected(self) -> None:
+        self.receiver.reset()
+        dialect = self.client.dialect
+        headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size)}
+        if self.durable:
+            headers.update(dialect.durable_headers(self.durable_name()))
+            headers["id"] = self.durable_name()
+        first = self.subscription is None and not self._joined
+        key = self.durable_name() if self.durable else f"{self.mq.process_tag}/{type(self).__name__}/{self.ordinal}"
+        kind = destination_kind(self.destination)
+        # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
+        audit = self.receiver.audit = self.mq.received.subscription(key, self.destination, kind, None, self.durable)
+        self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
+        # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
+        audit.join(time.time_ns())
+        if first:
+            self.count_as_joined()
+
+    def count_as_joined(self) -> None:
+        """Count this consumer at the start barrier, once: subscribed, or never will (its on_start raised)."""
+        if not self._joined:
+            self._joined = True
+            coordinator_for(self.environment, self.mq).joined()
+
+    def on_stop(self) -> None:
+        # Locust may call on_stop twice when a stop interrupts a task: act once. DISCONNECT ends a
+        # plain subscription; an UNSUBSCRIBE racing in-flight deliveries makes RabbitMQ send ERRORs.
+        subscription, self.subscription = self.subscription, None
+        self._check_back()
+        if self.receiver.audit is not None:
+            self.receiver.audit.leave(time.time_ns())
+        if self.client.connected and subscription is not None:
+            self.receiver.flush()
+            if self.durable and self.remove_durable_on_stop:
+                headers = self.client.dialect.durable_unsubscribe_headers(self.durable_name())
+                # A failure is recorded as an event; disconnecting is all that is left to do.
+                with contextlib.suppress(MqError):
+                    self.client.unsubscribe(self.destination, subscription, headers)
+        super().on_stop()
+
+    def wait_time(self) -> float:
+        # Disconnected: try again when the back-off allows, not a second later.
+        return 1.0 if self.client.connected else min(1.0, max(0.05, self.backoff_remaining()))
+
+    @task
+    def keep_connected(self) -> None:
+        # Also acknowledge a batch the stream stopped short of filling (the end of a backlog).
+        if self.ensure_connected():
+            self.receiver.flush()
+            self._check_back()
+
+    def _check_back(self) -> None:
+        """After a reconnect, the first delivery ends the outage."""
+        if self.availability.pending and self.receiver.first_ns:
+            self.availability.back(self.receiver.first_ns)
+
+
+class StompResponderUser(StompConsumerUser):
+    """Answers requests on ``destination`` (a queue) on each request's ``reply-to``."""
+
+    abstract = True
+
+    def make_receiver(self) -> Receiver:
+        replier = Replier(self.client, self.destination)
+        clock = coordinator_for(self.environment, self.mq).follower
+        return Receiver(
+            self.client, self.destination, self.ack, observer=replier, clock=clock, **self.receiver_options()
+        )

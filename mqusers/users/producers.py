@@ -1,0 +1,228 @@
+"""Abstract producer Users: stamped messages to a destination, paced or not, and request/reply.
+
+Configured like every mqusers User (:mod:`mqusers.users.base`): class attributes, overridden by
+non-empty ``--mq-*`` options. :mod:`mqusers.users.pacing` says when to send.
+"""
+
+from __future__ import annotations
+
+from locust import task
+
+import logging
+import time
+from typing import Any, ClassVar
+
+import gevent
+from gevent import GreenletExit
+
+from mqusers.measure.names import QUEUE_REPLY_PREFIX, REQUEST_TYPE, SCHEDULE_LAG, TEMP_REPLY_PREFIX, event_name
+from mqusers.run.context import coordinator_for
+from mqusers.stomp.client import MqError, Publisher, Sent
+from mqusers.stomp.wire import SendFrames, due_line, make_body
+from mqusers.users.base import StompUser
+from mqusers.users.pacing import FixedRate, NoBlock, SharedSchedule, due_epoch_ns, until_due
+
+#: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
+_BURST_MAX, _BURST_BYTES = 64, 64 * 1024
+logger = logging.getLogger(__name__)
+
+
+class StompProducerUser(StompUser):
+    """Sends stamped messages to ``destination``, paced at ``rate`` messages/s per user."""
+
+    abstract = True
+    #: Persistent messages (``persistent:true``) survive a broker restart.
+    persistent = False
+    #: Wait for the broker's RECEIPT on every message (sync send) and time it.
+    receipts = False
+    #: Messages per second for this user; 0 sends as fast as the connection takes them.
+    rate = 0.0
+    #: Messages this user sends before it idles; 0 means until the run ends.
+    max_messages = 0
+    #: Extra SEND headers, e.g. ``{"priority": "4"}``.
+    headers: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, environment: Any):
+        super().__init__(environment)
+        self.persistent, self.receipts = self.setting("persistent"), self.setting("receipts")
+        self.rate, self.max_messages = self.setting("rate"), self.setting("max_messages")
+        self.producer_id = f"{self.mq.process_tag}.{type(self).__name__}.{self.ordinal}"
+        self.seq = 0
+        self.coordinator = coordinator_for(environment, self.mq)
+        self.pacer = FixedRate(self.rate)
+        #: On the run-wide schedule of --mq-total-rate / --mq-total-messages rather than per user.
+        self.shared = bool(self.mq.settings.total_rate or self.mq.settings.total_messages)
+        timeout = self.mq.settings.timeout
+        self.schedule = SharedSchedule(lambda first: self.coordinator.next_block(timeout, first))
+        self._lag = self.client.operation(event_name(SCHEDULE_LAG, self.destination))
+        self._due_header = b""
+        self.publisher = self.make_publisher(self.destination, {})
+        #: Messages per task run: unpaced sends without receipts go out in one write of up to 64 KB;
+        #: a subclass with its own ``emit`` gets it called per message.
+        paced = self.receipts or self.rate > 0 or self.mq.settings.total_rate
+        own_emit = type(self).emit is not StompProducerUser.emit
+        self.burst = 1 if paced or own_emit else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, self.message_size)))
+        self._sent = self.mq.sent.producer(self.destination, self.producer_id)
+        #: The first seq sent on the current connection.
+        self._connection_seq = 1
+        #: When the last send the broker took (written, or confirmed with receipts) went out; -1: none.
+        self.ok_ns = -1
+        self.mq.producers.append((self.destination, self.client))
+
+    def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
+        frame_headers = {**self.headers, **headers}
+        if self.persistent:
+            frame_headers["persistent"] = "true"
+        body = make_body(self.message_size)
+        return self.client.publisher(
+            destination, SendFrames(destination, body, self.mq.run_id, self.producer_id, frame_headers)
+        )
+
+    def wait_time(self) -> float:
+        if self.done():
+            return 1.0
+        return 0.0 if self.shared else self.pacer.delay()
+
+    def on_start(self) -> None:
+        timeout = self.mq.settings.timeout
+        plan = self.coordinator.wait_for_plan(timeout)
+        if plan is None:
+            logger.warning("mqusers: producers start before all subscribers subscribed (waited %gs)", timeout)
+        elif self.shared:
+            # Message k is due at t0 + k/rate on the master's clock; move t0 to this process's clocks.
+            t0_local_ns = plan.t0_ns + self.coordinator.follower.own_offset_ns
+            self.schedule.start(time.perf_counter() + (t0_local_ns - time.time_ns()) / 1e9, plan.rate)
+        super().on_start()
+
+    def done(self) -> bool:
+        return self.schedule.finished or not self.mq.producing or 0 < self.max_messages <= self.seq
+
+    def on_connected(self) -> None:
+        self._connection_seq = self.seq + 1
+
+    def last_ok_ns(self) -> int:
+        return self.ok_ns
+
+    def on_connection_lost(self, dropped: bool) -> None:
+        if dropped and not self.receipts and self.seq >= self._connection_seq:
+            # No receipts: what the broker made of the dropped connection's messages is unknown.
+            self._sent.unconfirmed.add_range(self._connection_seq, self.seq)
+
+    @task
+    def send(self) -> None:
+        if self.done():
+            return
+        if not self.ensure_connected():
+            gevent.sleep(min(self.backoff_remaining(), 1.0))
+            return
+        count = self.burst
+        if self.max_messages:
+            count = min(count, self.max_messages - self.seq)
+        if self.shared:
+            count = self._take_slots(count)
+            if not count:
+                return
+        first, self.seq = self.seq + 1, self.seq + count
+        try:
+            if count == 1:
+                self.emit(first)
+            else:
+                self.emit_many(first, count)
+        except (GreenletExit, gevent.Timeout):
+            # Stopped mid-send (the run's end found the broker not reading): what went out whole may
+            # still reach the broker, so it counts as sent, its outcome unknown.
+            self._sent_unsure(first, self.client.interrupted_whole(count))
+            raise
+        if self.availability.pending:
+            self.availability.back(self.ok_ns)  # the first good send after a reconnect ends the outage
+
+    def _take_slots(self, count: int) -> int:
+        """Take up to ``count`` slots of the shared schedule (one when paced, slept until it is due)."""
+        taken, slot = 0, None
+        try:
+            while taken < count:
+                slot = self.schedule.next()
+                if slot is None:
+                    break
+                taken += 1
+                if slot.due is not None:
+                    break
+        except NoBlock as error:
+            if taken:
+                return taken
+            self.client.fire(
+                request_type=REQUEST_TYPE, name=self._lag.name, response_time=self.mq.settings.timeout * 1000.0,
+                response_length=0, exception=MqError(str(error)), context={},
+            )  # fmt: skip
+            return 0
+        if slot is not None and slot.due is not None:
+            # Unpaced, nothing is "due": only a schedule gives a coordinated-omission-corrected latency.
+            # Never sent before its due time (up to a loop tick late instead), and the due time in
+            # epoch ns from the clocks read after the wait: the send stamp, read later, is never below it.
+            late = until_due(slot.due, time.perf_counter, gevent.sleep)
+            if not self.mq.producing:
+                return 0  # the run ended while this producer waited: a send now would follow the stop
+            self._due_header = due_line(due_epoch_ns(slot.due, time.perf_counter(), time.time_ns()))
+            self._lag.record(int(late * 1e6), 0, time.time_ns())
+        return taken
+
+    def emit(self, seq: int) -> None:
+        """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
+        outcome = self.client.publish(self.publisher, seq, sync=self.receipts, extra=self._due_header)
+        if outcome:
+            now = time.time_ns()
+            self._sent.record(seq, now)
+            if outcome is Sent.UNCONFIRMED:
+                self._sent.unconfirmed.add(seq)
+            else:
+                self.ok_ns = now
+
+    def emit_many(self, first: int, count: int) -> None:
+        """Send messages ``first`` .. ``first + count - 1`` in one write (unpaced, no receipts)."""
+        whole = self.client.publish_many(self.publisher, first, count)
+        if whole == count:
+            self.ok_ns = time.time_ns()
+            self._sent.record_run(first, count, self.ok_ns)
+        else:  # the write failed after these: the broker may still read them
+            self._sent_unsure(first, whole)
+
+    def _sent_unsure(self, first: int, count: int) -> None:
+        """Messages ``first`` .. ``first + count - 1`` left whole on a write that then failed or was cut."""
+        if count:
+            self._sent.record_run(first, count, time.time_ns())
+            self._sent.unconfirmed.add_range(first, first + count - 1)
+
+
+class StompRequesterUser(StompProducerUser):
+    """Sends requests to ``destination`` and times each reply (sync request/reply)."""
+
+    abstract = True
+    #: ``temp`` replies on a temporary queue; ``queue`` on a queue of this requester's own.
+    reply_to = "temp"
+
+    def __init__(self, environment: Any):
+        super().__init__(environment)
+        self.reply_to = self.setting("reply_to")
+        self.reply_destination = ""
+
+    def on_connected(self) -> None:
+        super().on_connected()
+        dialect = self.client.dialect
+        name = self.producer_id.replace(".", "-")
+        if self.reply_to == "temp" and dialect.temp_queue_needs_subscribe is not None:
+            self.reply_destination = TEMP_REPLY_PREFIX + name
+            if not dialect.temp_queue_needs_subscribe:
+                self.client.route(self.reply_destination, self.client.reply_arrived)
+                return
+            self.client.subscribe(self.reply_destination, self.client.reply_arrived, ack="auto", headers={})
+            return
+        queue = QUEUE_REPLY_PREFIX + name
+        headers = dict(dialect.reply_queue_subscribe)
+        self.client.subscribe(queue, self.client.reply_arrived, ack="auto", headers=headers)
+        self.reply_destination = dialect.reply_queue_address.format(name=queue.removeprefix("/queue/"))
+
+    def emit(self, seq: int) -> None:
+        outcome = self.client.request(self.publisher, seq, self.reply_destination)
+        if outcome:
+            self.ok_ns = time.time_ns()
+            self._sent.record(seq, self.ok_ns)

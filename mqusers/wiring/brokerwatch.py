@@ -1,0 +1,124 @@
+"""The broker's own figures during a test: which source, started with the test, stopped before the report.
+
+Wired by :mod:`mqusers.wiring.plugin` on the master or a local runner (workers never read the broker):
+:func:`start` at test start picks the source (``--mq-broker-metrics``; ``auto`` asks the broker's
+CONNECTED header whether it is ActiveMQ or RabbitMQ), takes the baseline reading and leaves the
+sampler running; :func:`stop` takes the last reading before the report; :func:`document` is the
+report's ``broker``. Any failure is one line in the log and the summary; the test goes on.
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+
+import logging
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import gevent
+
+from mqusers.brokers.activemq import ActiveMQStatistics
+from mqusers.brokers.jvm import JvmProbe
+from mqusers.brokers.model import MetricsError, Source
+from mqusers.brokers.rabbitmq import RabbitManagement, management_urls
+from mqusers.brokers.sampler import BrokerSampler
+from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
+from mqusers.measure.names import RECEIVE, SEND, destination_operation
+from mqusers.options.parsing import OptionError
+from mqusers.report.brokerreport import broker_document
+from mqusers.run.context import RunContext, client_config
+from mqusers.stomp.client import MqError, StompClient
+
+logger = logging.getLogger(__name__)
+#: The baseline reading may hold the test's start this long (a slow or absent broker source).
+BASELINE_S = 2.0
+
+
+def check(options: Any) -> None:
+    """Refuse bad ``--mq-broker-metrics*`` values before any load (raises OptionError)."""
+    metrics = read_broker_metrics_settings(options)
+    if metrics.pid and not os.path.exists(f"/proc/{metrics.pid}"):
+        raise OptionError(f"--mq-broker-pid {metrics.pid}: no such process on this host (the JVM is read locally)")
+
+
+def start(environment: Environment, ctx: RunContext) -> None:
+    ctx.broker_metrics, ctx.broker_note, ctx.broker_server = None, "", ""
+    metrics = read_broker_metrics_settings(environment.parsed_options)
+    try:
+        source = open_source(metrics, ctx)
+    except (MetricsError, MqError) as error:
+        source, ctx.broker_note = None, str(error)
+        logger.warning("mqusers: broker metrics: %s (the test goes on without them)", error)
+    jvm = None
+    if metrics.pid:
+        try:
+            jvm = JvmProbe(metrics.pid, timeout=ctx.settings.timeout)
+        except MetricsError as error:
+            ctx.broker_note = "; ".join(filter(None, [ctx.broker_note, f"JVM: {error}"]))
+            logger.warning("mqusers: broker metrics: %s (the test goes on without the JVM's figures)", error)
+    if source is None and jvm is None:
+        return  # off, or why not is in broker_note
+    sampler = BrokerSampler(source, jvm, lambda: destinations(environment, ctx), interval=metrics.interval,
+                            timeout=ctx.settings.timeout, listeners=ctx.broker_listeners)  # fmt: skip
+    sampler.start(BASELINE_S)
+    ctx.broker_metrics = sampler
+
+
+def open_source(metrics: BrokerMetricsSettings, ctx: RunContext) -> Source | None:
+    """The source ``--mq-broker-metrics`` names; ``auto`` by the broker's CONNECTED ``server`` header."""
+    mode, settings = metrics.mode, ctx.settings
+    if mode == "off":
+        return None
+    config = client_config(settings)
+    try:
+        ctx.broker_server = _server(config)  # e.g. ActiveMQ/5.17.2: the summary names the broker
+    except (MetricsError, MqError):
+        if mode == "auto":
+            raise
+    if mode == "auto":
+        server = ctx.broker_server
+        mode = "rabbitmq" if "rabbitmq" in server.lower() else "activemq" if "activemq" in server.lower() else ""
+        if not mode:
+            raise MetricsError(f"no broker figures for {server or 'this broker'}: ActiveMQ and RabbitMQ only")
+    if mode == "activemq":
+        return ActiveMQStatistics(config, timeout=settings.timeout)
+    # RabbitMQ shares its users between STOMP and the management API; guest is its default.
+    user, password = metrics.user or settings.user or "guest", metrics.password or settings.password or "guest"
+    if metrics.url:
+        return RabbitManagement(metrics.url, user, password, vhost=settings.vhost, timeout=settings.timeout)
+    first, *others = management_urls(config.address)  # guessed: kept only if it is this broker's
+    return RabbitManagement(first, user, password, vhost=settings.vhost, timeout=settings.timeout,
+                            stomp_port=config.address.hosts[0][1], alternatives=tuple(others))  # fmt: skip
+
+
+def _server(config: Any) -> str:
+    """The CONNECTED frame's ``server`` header, from one connection: at most BASELINE_S of the test's start."""
+    client = StompClient(config, fire=lambda **_: None)
+    try:
+        with gevent.Timeout(BASELINE_S, MetricsError(f"the broker at {config.address} did not answer CONNECT within "
+                                                     f"{BASELINE_S:g}s: no broker figures")):  # fmt: skip
+            client.connect()
+        return client.server
+    finally:
+        client.abort()
+
+
+def destinations(environment: Environment, ctx: RunContext) -> Iterable[str]:
+    """The run's destinations: ``--mq-destination`` or the User classes', and any the book has seen."""
+    names = [ctx.settings.destination] if ctx.settings.destination else [
+        getattr(user_class, "destination", None) for user_class in environment.user_classes]  # fmt: skip
+    for name in list(ctx.book.tallies):
+        found = destination_operation(name)
+        if found is not None and found[0] in (SEND, RECEIVE):
+            names.append(found[1])
+    return [n for n in names if isinstance(n, str) and n.startswith("/") and not n.startswith("/temp-")]
+
+
+def stop(ctx: RunContext) -> None:
+    if ctx.broker_metrics is not None:
+        ctx.broker_metrics.stop()
+
+
+def document(ctx: RunContext) -> dict[str, Any]:
+    return broker_document(ctx.broker_metrics, ctx.broker_note, warmup=ctx.settings.warmup > 0)

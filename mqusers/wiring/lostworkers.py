@@ -1,0 +1,85 @@
+"""Workers lost mid-test (killed, out of memory, unreachable): who, when, and what they had reported.
+
+The master learns each worker's process tag and the time of its every shipment (a ``Shipping``
+part) and of its last heartbeat (Locust's ``heartbeat_sent``: the master's answer to one). A worker
+Locust marks missing (no heartbeat for ``HEARTBEAT_LIVENESS`` s) is waited for no longer; at the
+end, a worker heard from this test whose final shipment never came is lost: its last seconds are
+unknown, so the audit counts what it may have sent or received as ``worker_lost``
+(:mod:`mqusers.measure.audit`) and a gate fails on it (:func:`mqusers.report.build.gate_failures`, which words it).
+
+The other way round, a worker whose master is gone stops after ``MASTER_TIMEOUT_S`` without its
+heartbeat and exits 1: its figures reach no report.
+"""
+
+from __future__ import annotations
+
+from locust import runners
+from locust.env import Environment
+from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
+
+import time
+from typing import TypedDict
+
+from mqusers.run.context import RunContext
+
+PROCESS = "mqusers_process"
+#: A worker that has heard no heartbeat from its master for this long stops (Locust's own: 60 s, exit 0).
+MASTER_TIMEOUT_S = 15
+
+
+class LostWorker(TypedDict):
+    """A worker whose final shipment never came; times in s since the test's start (None: never heard)."""
+
+    worker: str
+    #: Its Locust client id's host part (ids are "<host>_<random>").
+    host: str
+    #: Its process tag: the ``process`` of its producers and subscriptions in the audit.
+    process: str
+    last_heartbeat_s: float | None
+    last_report_s: float | None
+    #: What its last shipment had: distinct seqs sent and deliveries taken, all destinations.
+    reported: dict[str, int]
+
+
+def attach(environment: Environment, ctx: RunContext) -> None:
+    """Both sides: workers ship their process tag; the master notes who shipped when, and heartbeats."""
+
+    def heard(tag: str, node: str) -> None:
+        ctx.heard[node] = (tag, time.time())
+
+    def beat(client_id: str, timestamp: float, **_: object) -> None:
+        ctx.heartbeats[client_id] = timestamp
+
+    ctx.shipping.register(PROCESS, lambda _: ctx.process_tag, heard)
+    environment.events.heartbeat_sent.add_listener(beat)  # type: ignore[no-untyped-call]
+
+
+def alive(runner: MasterRunner) -> set[str]:
+    """The workers Locust has not marked missing: the only ones worth waiting for."""
+    return {node for node, worker in runner.clients.items() if worker.state != STATE_MISSING}
+
+
+def lost_workers(ctx: RunContext, runner: MasterRunner) -> list[LostWorker]:
+    """This test's workers (every one heard from, and Locust's whose clock was read at the start, missing
+    ones too) whose final shipment did not come; one never heard from has its clock answers' tag."""
+    since, tags = ctx.started, ctx.coordinator.conductor.tags if ctx.coordinator and ctx.coordinator.conductor else {}
+    out = []
+    for node in sorted(((set(runner.clients) & set(tags)) | set(ctx.heard)) - ctx.finals):
+        tag, last = ctx.heard.get(node, (tags.get(node, ""), None))
+        beat = ctx.heartbeats.get(node)
+        out.append(LostWorker(worker=node, host=node.rsplit("_", 1)[0], process=tag,
+                              last_heartbeat_s=None if beat is None else round(beat - since, 3),
+                              last_report_s=None if last is None else round(last - since, 3),
+                              reported=ctx.audit.shipped_by(tag)))  # fmt: skip
+    return out
+
+
+def watch_master() -> None:
+    """A worker: Locust's heartbeat checker reads this module global every second."""
+    runners.MASTER_HEARTBEAT_TIMEOUT = MASTER_TIMEOUT_S
+
+
+def master_gone(runner: WorkerRunner) -> bool:
+    """No heartbeat from the master for ``MASTER_TIMEOUT_S``: Locust's checker quits the worker."""
+    last = runner.last_heartbeat_timestamp
+    return last is not None and time.time() - last > MASTER_TIMEOUT_S
