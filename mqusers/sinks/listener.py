@@ -28,7 +28,7 @@ from mqusers.brokers.model import BrokerSample
 from mqusers.measure.book import EncodedTallies
 from mqusers.measure.recorder import Recorder
 from mqusers.run.context import Shipping
-from mqusers.run.health import PROBE, IntervalLag
+from mqusers.run.looplag import PROBE, IntervalLag
 from mqusers.sinks import points, schema
 from mqusers.sinks.settings import InfluxSettings, http_sender
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain

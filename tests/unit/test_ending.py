@@ -1,13 +1,11 @@
-"""The drain's three ways to end, the shared schedule's end, and the generator's judgement: no broker."""
+"""The drain's three ways to end and the shared schedule's end: no broker."""
 
-import time
 from typing import Any
 
 import gevent
 
 from mqusers.coordination.conductor import Conductor
 from mqusers.run.ending import ALL_ARRIVED, NONE_CONFIRMED, NOTHING_EXPECTED, NOTHING_SENT, Drain, arrival
-from mqusers.run.health import BLOCKED_S, Health
 
 
 def test_the_drain_ends_when_everything_arrived() -> None:
@@ -77,51 +75,6 @@ def test_the_shared_schedule_is_done_when_every_drawing_producer_was_told_so() -
     assert conductor.allocate() == (20, 5)
     assert conductor.allocate() == (25, 0) and not conductor.all_sent  # the other one still sends
     assert conductor.allocate() == (25, 0) and conductor.all_sent
-
-
-class Sender:
-    def __init__(self) -> None:
-        self.progress = (False, 0)
-
-    def send_progress(self) -> tuple[bool, int]:
-        return self.progress
-
-
-def test_a_send_that_does_not_move_is_one_blocked_episode() -> None:
-    fired: list[dict] = []  # type: ignore[type-arg]
-    moving, stuck = Sender(), Sender()
-    health = Health(
-        "local", producers=lambda: [("/queue/a", moving), ("/queue/b", stuck)], fire=lambda **e: fired.append(e)
-    )
-    for t, sends in ((0.0, 1), (BLOCKED_S / 2, 2), (BLOCKED_S * 2, 3), (BLOCKED_S * 3, 4)):
-        moving.progress, stuck.progress = (True, sends), (True, 1)
-        health._sample_blocked(t)
-    assert list(health.blocked) == ["/queue/b"]
-    assert health.blocked["/queue/b"].episodes == 1 and health.blocked["/queue/b"].longest_s == BLOCKED_S * 3
-    assert [e["name"] for e in fired] == ["blocked /queue/b"] and "flow control" in str(fired[0]["exception"])
-    until = health.blocked["/queue/b"].until_s
-    assert abs(until - time.time()) < 5  # when it was last seen blocked, on the wall clock
-    stuck.progress = (False, 1)
-    health._sample_blocked(BLOCKED_S * 4)
-    assert health.blocked["/queue/b"].now == 0 and health.blocked["/queue/b"].until_s == until
-
-
-def test_a_blocked_producers_disconnect_blocking_too_is_the_same_episode() -> None:
-    stuck = Sender()
-    health = Health("local", producers=lambda: [("/queue/b", stuck)])
-    for t, progress in (
-        (0.0, (True, 7)),
-        (BLOCKED_S * 2, (True, 7)),
-        (BLOCKED_S * 3, (True, 8)),
-        (BLOCKED_S * 4, (True, 8)),
-    ):
-        stuck.progress = progress  # send 8: its DISCONNECT, written after send 7 was given up
-        health._sample_blocked(t)
-    assert health.blocked["/queue/b"].episodes == 1 and health.blocked["/queue/b"].longest_s == BLOCKED_S * 4
-    for t, progress in ((BLOCKED_S * 5, (True, 60)), (BLOCKED_S * 7, (True, 60))):  # released, then blocked anew
-        stuck.progress = progress
-        health._sample_blocked(t)
-    assert health.blocked["/queue/b"].episodes == 2
 
 
 def test_a_drain_with_no_consumer_left_ends_unsettled() -> None:

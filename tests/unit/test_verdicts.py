@@ -15,7 +15,6 @@ from mqusers.report.build import RunFacts, build_report
 from mqusers.report.htmlreport import render
 from mqusers.report.reportformats import format_summary, report_document
 from mqusers.run.ending import DrainOutcome
-from mqusers.run.health import Health
 from mqusers.run.verdicts import (
     BROKER_LATE_MS,
     CPU_SATURATED,
@@ -28,6 +27,7 @@ from mqusers.run.verdicts import (
     sentence,
 )
 from mqusers.webui.webtab import final_facts
+from tests.unit.fakehealth import monitor
 
 
 def test_a_late_loop_is_the_generators_only_when_it_used_a_core() -> None:
@@ -42,13 +42,6 @@ def test_a_late_loop_is_the_generators_only_when_it_used_a_core() -> None:
     assert process_verdict(LATE_SECONDS, 0) == "saturated"
     assert process_verdict(LATE_SECONDS - 1, 1) == "contended"  # late enough, mostly not on its own CPU
     assert process_verdict(1, LATE_SECONDS - 2) == "ok"
-
-
-def monitor(*seconds: tuple[CpuInterval, float]) -> Health:
-    health = Health("local")
-    for interval, lag_ms in seconds:
-        health._second(interval, lag_ms)
-    return health
 
 
 def test_make_demos_case_is_a_contended_machine_not_a_saturated_generator() -> None:
