@@ -7,7 +7,8 @@ from pathlib import Path
 
 import stomp
 
-from tests.integration.conftest import Broker, run_locust
+from tests.integration.brokers import Broker
+from tests.integration.locust_runs import run_locust
 
 HERE = Path(__file__).parent / "locustfiles"
 

@@ -15,7 +15,8 @@ import pytest
 import services
 from services.rabbitmq import rabbitmqctl
 from tests.integration import broker_stats
-from tests.integration.conftest import Broker, broker_params, run_locust, started
+from tests.integration.brokers import Broker, broker_params, started
+from tests.integration.locust_runs import run_locust
 
 MESSAGES = 2000
 

@@ -28,7 +28,7 @@ from mqusers.brokers.rabbitmq import RabbitManagement, management_url, managemen
 from mqusers.options.parsing import parse_broker_url
 from mqusers.stomp.client import ClientConfig
 from tests.integration import broker_stats
-from tests.integration.conftest import ROOT
+from tests.integration.locust_runs import ROOT
 
 N, PREFETCH, ACKED = 10, 4, 2
 #: A queue after N sends to one consumer that has PREFETCH messages pushed ahead and ACKED acknowledged.

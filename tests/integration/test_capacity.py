@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from mqusers.commands.capacity import StepPlan
-from tests.integration.conftest import LOCUSTFILES, ROOT, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import LOCUSTFILES, ROOT
 
 pytestmark = pytest.mark.activemq
 

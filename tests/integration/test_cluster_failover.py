@@ -18,7 +18,7 @@ import pytest
 
 import services
 from mqusers.commands.cluster import SCHEMES
-from tests.integration.conftest import ROOT
+from tests.integration.locust_runs import ROOT
 
 MESSAGES = 2000
 #: The slave took over at most this long before a client was back on it (issue: within 2 s).

@@ -20,7 +20,7 @@ import pytest
 import services
 from services import postgresql
 from tests.integration import broker_stats as bs
-from tests.integration.test_services import Inbox, connect
+from tests.integration.reference_client import Inbox, connect
 
 N = 200  # persistent messages per test
 FAILOVER_LIMIT_S = 30.0  # a slave retries the lock every 0.5 s (shared) or 3 s (JDBC)

@@ -6,20 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import Broker, run_locust, started
-
-
-def last_line(output: str) -> str:
-    return output.strip().splitlines()[-1]
-
-
-def assert_refused_before_load(run, fragment: str) -> None:  # type: ignore[no-untyped-def]
-    assert run.code == 2, run.output[-2000:]
-    assert fragment in last_line(run.output), run.output[-2000:]
-    assert last_line(run.output).startswith("mqusers: ")
-    assert "Traceback" not in run.output
-    assert "Ramping to" not in run.output  # no User was started
-    assert run.report == {}
+from tests.integration.brokers import Broker, started
+from tests.integration.locust_runs import assert_refused_before_load, run_locust
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import run_locust
 from tests.integration.hostile_peer import HostilePeer
+from tests.integration.locust_runs import run_locust
 
 #: One producer, one subscriber, a slow rate: the peer's behaviour is the only load.
 ARGS = ("--mq-rate", "5")

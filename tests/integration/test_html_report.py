@@ -17,8 +17,9 @@ import pytest
 
 from mqusers.report.htmlreport import main
 from mqusers.report.htmlrun import AUDIT_COLUMNS, receive_plots
+from tests.integration.brokers import started
 from tests.integration.browser import opened, unavailable_reason
-from tests.integration.conftest import LocustRun, run_locust, started
+from tests.integration.locust_runs import LocustRun, run_locust
 
 _UNAVAILABLE = unavailable_reason()
 pytestmark = [

@@ -27,7 +27,8 @@ from mqusers.sinks import points as sink_points
 from mqusers.sinks import schema
 from tests import broker_samples
 from tests.integration import broker_stats as bs
-from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port
 from tools import dashboards
 
 PRODUCERS, RATE = 2, 200  # the paced load: 2 producers x 200 msg/s

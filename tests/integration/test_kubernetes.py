@@ -27,7 +27,8 @@ from typing import IO
 
 import pytest
 
-from tests.integration.conftest import ROOT, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import ROOT
 from tests.integration.netns import GATEWAY_HOST, Network, network_or_skip, unavailable_reason
 from tests.kustomize import KUBERNETES, Document, find, render
 

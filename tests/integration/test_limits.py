@@ -21,7 +21,8 @@ import pytest
 import requests
 
 from tests.integration.broker_stats import wait_for
-from tests.integration.conftest import LOCUSTFILES, ROOT, LocustRun, free_port, locust_command, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import LOCUSTFILES, ROOT, LocustRun, free_port, locust_command
 
 pytestmark = pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs util-linux's prlimit")
 TESTS_LOCUSTFILES = Path(__file__).parent / "locustfiles"

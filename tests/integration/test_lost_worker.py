@@ -19,7 +19,8 @@ import pytest
 
 from mqusers.wiring.lostworkers import MASTER_TIMEOUT_S
 from tests.integration import broker_stats
-from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port
 
 pytestmark = pytest.mark.activemq
 

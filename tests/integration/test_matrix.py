@@ -11,7 +11,8 @@ import pytest
 
 import services
 from mqusers.commands.matrix import NOT_PERSISTED
-from tests.integration.conftest import LOCUSTFILES, ROOT, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import LOCUSTFILES, ROOT
 
 CLI = "mqusers.commands.cli"
 

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
+import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import LOCUSTFILES, ROOT, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import LOCUSTFILES, ROOT
 
 
 @dataclass(frozen=True)
@@ -98,3 +101,79 @@ def test_the_installed_matrix_runs_the_shipped_scenarios(installed: Installed) -
     assert "| no | no | 1KB |" in run.stdout and "| yes (store 0 B) | no | 1KB |" in run.stdout
     [row] = json.loads((installed.elsewhere / "reports/matrix/queue-n-1KB.json").read_text())["destinations"]
     assert (row["sent"], row["received"], row["lost"]) == (200, 200, 0)
+
+
+#: Every subcommand ``mqusers --help`` lists, and the test below that runs it from the installed wheel.
+RUN_BY = {
+    "matrix": "test_the_installed_matrix_runs_the_shipped_scenarios",
+    "find-max": "test_the_installed_find_max_and_curve_run_a_shipped_scenario",
+    "curve": "test_the_installed_find_max_and_curve_run_a_shipped_scenario",
+    "cluster-compare": "test_the_installed_cluster_compare_measures_one_configuration",
+    "report": "test_the_installed_report_command_inlines_the_shipped_charting_library",
+    "locustfiles": "test_mqusers_locustfiles_names_the_installed_folder",
+    "options": "test_every_listed_subcommand_answers_help_and_is_run_here",
+}
+
+
+def test_every_listed_subcommand_answers_help_and_is_run_here(installed: Installed) -> None:
+    listing = installed.run("mqusers", "--help")
+    assert listing.returncode == 0, listing.stderr
+    commands = listing.stdout.split("\ncommands:\n", 1)[1]
+    listed = re.findall(r"^  (\S+)  ", commands, re.MULTILINE)
+    assert sorted(listed) == sorted(RUN_BY)  # a new subcommand needs a run from the wheel here
+    for name in listed:
+        assert RUN_BY[name] in globals(), name
+        helped = installed.run("mqusers", name, "--help")
+        assert helped.returncode == 0 and helped.stdout.strip(), (name, helped.stderr)
+    options = installed.run("mqusers", "options")
+    assert options.returncode == 0, options.stderr
+    assert re.search(r"^  --mq-rate MQ_RATE .*\n.*\[env", options.stdout, re.MULTILINE) is not None
+    assert "--influx-url" in options.stdout and "LOCUST_MQ_PASSWORD" in options.stdout
+
+
+def shipped(installed: Installed, name: str) -> str:
+    folder = installed.run("mqusers", "locustfiles").stdout.strip()
+    return str(Path(folder) / name)
+
+
+@pytest.mark.activemq
+def test_the_installed_find_max_and_curve_run_a_shipped_scenario(installed: Installed) -> None:
+    broker = started("activemq")
+    short = ["--warmup", "1", "--window", "2", "-u", "2", "--consumers", "1"]
+    queue = f"/queue/mqusers.wheel.{uuid.uuid4().hex[:6]}"
+    found = installed.run(
+        "mqusers", "find-max", "-f", shipped(installed, "put_get.py"), "--host", broker.url, "--destination", queue,
+        "--start", "200", "--max-rate", "200", "--max-lag-ms", "50", "--json", "fm.json", "--workdir", "fm", *short,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stdout[-2000:] + found.stderr[-2000:]
+    document = json.loads((installed.elsewhere / "fm.json").read_text())
+    assert (document["kind"], document["max_rate"], document["bound"]) == ("find-max", 200.0, "lower"), document
+    [step] = document["steps"]
+    [row] = json.loads(Path(step["report"]).read_text())["destinations"]
+    assert step["sustained"] and row["sent"] == row["received"] > 0 and row["lost"] == 0, step
+    assert "highest rate kept up with: at least 200 msg/s" in found.stdout
+    curve = installed.run(
+        "mqusers", "curve", "-f", shipped(installed, "put_get.py"), "--host", broker.url, "--destination", queue,
+        "--max-rate", "400", "--percents", "50", "--max-lag-ms", "50", "--json", "curve.json", *short,
+    )  # fmt: skip
+    assert curve.returncode == 0, curve.stdout[-2000:] + curve.stderr[-2000:]
+    [point] = json.loads((installed.elsewhere / "curve.json").read_text())["points"]
+    [row] = json.loads(Path(point["report"]).read_text())["destinations"]
+    assert (point["percent"], point["offered"]) == (50.0, 200.0) and point["sustained"], point
+    assert point["p99_ms"] == row["latency_ms"]["p99"] > 0 and row["lost"] == 0
+    assert "headline: maximum 400 msg/s; p99 at 50 % of it" in curve.stdout
+
+
+@pytest.mark.activemq
+def test_the_installed_cluster_compare_measures_one_configuration(installed: Installed) -> None:
+    broker = started("activemq")
+    run = installed.run(
+        "mqusers", "cluster-compare", "--config", f"local={broker.url}", "--schemes", "nonpersistent",
+        "--messages", "100", "--out", "cluster", "--json", "cc.json", "--mq-drain", "0.5",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    [row] = json.loads((installed.elsewhere / "cc.json").read_text())["rows"]
+    figures = row["schemes"]["nonpersistent"]
+    assert (row["config"], figures["sent"], figures["received"], figures["lost"]) == ("local", 100, 100, 0), row
+    assert figures["msgs"] > 0 and row["failover"] is None
+    assert re.search(r"^\| local \| [\d,]+ \| - \| - \|", run.stdout, re.MULTILINE), run.stdout

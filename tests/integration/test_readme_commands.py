@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.integration.conftest import ROOT, free_port, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import ROOT, free_port
 
 README = ROOT / "README.md"
 BIN = str(Path(sys.executable).parent)

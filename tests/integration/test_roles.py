@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.broker_stats import wait_for
-from tests.integration.conftest import LocustRun, run_locust, started
-from tests.integration.test_errors import assert_refused_before_load
+from tests.integration.brokers import started
+from tests.integration.locust_runs import LocustRun, assert_refused_before_load, run_locust
 
 pytestmark = pytest.mark.activemq
 

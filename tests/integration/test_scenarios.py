@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.broker_stats import wait_for
-from tests.integration.conftest import Broker, LocustRun, free_port, publish_outside, run_locust, started
+from tests.integration.brokers import Broker, started
+from tests.integration.locust_runs import LocustRun, free_port, run_locust
+from tests.integration.reference_client import publish_outside
 
 
 def assert_plausible_latency(run: LocustRun, destination: str) -> None:

@@ -6,51 +6,17 @@ only if this module started it. Honour MQUSERS_SERVICES_DIR / MQUSERS_PORT_OFFSE
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import requests
-import stomp
 
 import services
 from tests.integration import broker_stats as bs
+from tests.integration.reference_client import Inbox, connect
 
 N = 50
-
-
-class Inbox(stomp.ConnectionListener):  # type: ignore[misc]
-    """Thread-safe collector of MESSAGE frames."""
-
-    def __init__(self) -> None:
-        self.frames: list[Any] = []
-        self.receipts: set[str] = set()
-        self._lock = threading.Lock()
-
-    def on_message(self, frame: Any) -> None:
-        with self._lock:
-            self.frames.append(frame)
-
-    def on_receipt(self, frame: Any) -> None:
-        self.receipts.add(frame.headers["receipt-id"])
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self.frames)
-
-
-def connect(port: int, inbox: Inbox | None = None, rabbit: bool = False) -> stomp.Connection12:
-    # RabbitMQ reads the host header as the vhost; stomp.py sends the address otherwise.
-    conn = stomp.Connection12([("127.0.0.1", port)], heartbeats=(0, 0), vhost="/" if rabbit else None)
-    if inbox is not None:
-        conn.set_listener("inbox", inbox)
-    if rabbit:
-        conn.connect("guest", "guest", wait=True)
-    else:
-        conn.connect(wait=True)
-    return conn
 
 
 def _service(name: str) -> Iterator[dict[str, int]]:

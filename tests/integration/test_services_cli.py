@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ROOT
+from tests.integration.locust_runs import ROOT
 
 
 def services_cli(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,9 @@ import pytest
 import services
 from services.base import port_open
 from tests.integration.broker_stats import activemq_destination_stats, rabbitmq_queue_names, wait_for
-from tests.integration.conftest import Broker, publish_outside, run_locust, start_locust, started
+from tests.integration.brokers import Broker, started
+from tests.integration.locust_runs import run_locust, start_locust
+from tests.integration.reference_client import publish_outside
 
 HERE = Path(__file__).parent / "locustfiles"
 

@@ -22,7 +22,8 @@ import stomp
 import services
 from mqusers.run.verdicts import LAG_LATE_MS
 from tests.integration.broker_stats import activemq_destination_stats, wait_for
-from tests.integration.conftest import ROOT, Broker, locust_command, run_locust, start_locust, started
+from tests.integration.brokers import Broker, started
+from tests.integration.locust_runs import ROOT, locust_command, run_locust, start_locust
 
 
 class Collector(stomp.ConnectionListener):  # type: ignore[misc]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import run_locust, started
+from tests.integration.brokers import started
+from tests.integration.locust_runs import run_locust
 
 pytestmark = pytest.mark.activemq
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,36 +10,9 @@ import pytest
 import requests
 
 from tests.integration.broker_stats import wait_for
-from tests.integration.conftest import LOCUSTFILES, ROOT, free_port, started
+from tests.integration.web_ui import serve
 
 pytestmark = pytest.mark.activemq
-
-
-@contextlib.contextmanager
-def serve(locustfile: str, tmp_path: Path, *extra: str) -> Iterator[tuple[str, Any]]:
-    """Locust's web UI on a free loopback port, ``extra`` on its command line: (base URL, its log file)."""
-    broker = started("activemq")
-    port = free_port()
-    log = (tmp_path / "locust.log").open("w+")
-    env = {**os.environ, "LOCUST_MQ_USER": "mqusers", "LOCUST_MQ_PASSWORD": "mqusers-local"}
-    command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", broker.url,
-               "--web-host", "127.0.0.1", "--web-port", str(port), *extra]  # fmt: skip
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return requests.get(base + "/", timeout=1).ok
-        except requests.ConnectionError:
-            return False
-
-    try:
-        assert wait_for(up, timeout=30), "web UI did not come up"
-        yield base, log
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
 
 
 @pytest.fixture

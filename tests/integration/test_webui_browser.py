@@ -18,7 +18,7 @@ from mqusers.options.table import OPTIONS
 from mqusers.webui.webform import FIELDS, GROUPS
 from tests.integration.broker_stats import wait_for
 from tests.integration.browser import opened, unavailable_reason
-from tests.integration.test_webui import serve
+from tests.integration.web_ui import serve
 
 _UNAVAILABLE = unavailable_reason()
 pytestmark = [

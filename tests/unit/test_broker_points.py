@@ -16,7 +16,7 @@ from mqusers.sinks.listener import InfluxSink
 from mqusers.sinks.points import broker_lines
 from mqusers.sinks.settings import InfluxSettings
 from tests import broker_samples
-from tests.unit.test_influx_sink import Ctx, Store, environment
+from tests.unit.fake_influx import Ctx, Store, environment
 
 TAGS = {schema.RUN: "r1", schema.SCENARIO: "pubsub"}
 TS_NS = 1_700_000_000_123_456_789

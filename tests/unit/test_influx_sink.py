@@ -4,34 +4,28 @@ from __future__ import annotations
 
 import locust  # noqa: F401  (gevent first)
 from locust.argument_parser import get_parser
-from locust.env import Environment
 from locust.event import Events
 
 import argparse
 import logging
 import random
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import gevent
 import pytest
-from gevent.event import Event
 
-from mqusers.brokers.model import BrokerSample
 from mqusers.measure.book import Book
-from mqusers.measure.recorder import Recorder
 from mqusers.measure.totals import destination_rows
 from mqusers.options.parsing import OptionError
-from mqusers.run.context import Shipping
 from mqusers.sinks import schema
 from mqusers.sinks.listener import InfluxSink, ShippedInterval
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.writer import LineWriter, StoreRejected
 from tests import broker_samples
+from tests.unit.fake_influx import Ctx, Store, environment
 
 
 def fire(
@@ -86,23 +80,6 @@ def test_token_file_wins(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------- writer
-
-
-class Store:
-    def __init__(self) -> None:
-        self.bodies: list[str] = []
-        self.failure: Exception | None = None
-        self.took = Event()  # set once a body is taken: what a test waits on instead of sleeping
-
-    def send(self, body: str) -> None:
-        if self.failure is not None:
-            raise self.failure
-        self.bodies.append(body)
-        self.took.set()
-
-    @property
-    def lines(self) -> list[str]:
-        return [line for body in self.bodies for line in body.split("\n")]
 
 
 def test_writer_keeps_lines_while_the_store_is_down_drops_the_oldest_beyond_the_bound(tmp_path: Path) -> None:
@@ -183,15 +160,6 @@ def test_backlog_counts_fan_out_on_topics() -> None:
 # ------------------------------------------------------------------------------------- listener
 
 
-@dataclass
-class Ctx:
-    run_id: str = "run-1"
-    shipping: Shipping = field(default_factory=Shipping)
-    recorder: Recorder = field(default_factory=lambda: Recorder(lambda **_: None))
-    annotations: list[Callable[[str, str, int], None]] = field(default_factory=list)
-    broker_listeners: list[Callable[[BrokerSample], None]] = field(default_factory=list)
-
-
 def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], int]]:
     """(measurement, tags, fields, ts) of simple lines (no escaped separators; event text kept whole)."""
     out = []
@@ -202,16 +170,6 @@ def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], 
         pairs = [body] if name == schema.EVENTS.name else body.split(",")
         out.append((name, dict(t.split("=", 1) for t in tags), dict(f.split("=", 1) for f in pairs), int(ts)))
     return out
-
-
-def environment(runner_kind: str = "local") -> Environment:
-    parsed = get_parser(default_config_files=[]).parse_args(["--headless"])
-    env = Environment(user_classes=[], events=Events(), parsed_options=parsed, locustfile="pubsub.py")
-    if runner_kind == "local":
-        env.create_local_runner()
-    else:
-        env.create_master_runner("127.0.0.1", 0)  # port 0: Locust's server binds a random free port itself
-    return env
 
 
 def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: pytest.LogCaptureFixture) -> None:

@@ -20,7 +20,7 @@ from mqusers.stomp.receiver import RECEIVE_BEHIND_US
 from mqusers.stomp.session import BEHIND_PAUSE_S
 from mqusers.stomp.transport import StompTransport
 from mqusers.stomp.wire import Headers
-from tests.unit.test_events import connected, deliver, environment, message
+from tests.unit.fake_client import connected, deliver, environment, message
 
 LATE_NS = (RECEIVE_BEHIND_US + 1000) * 1000
 

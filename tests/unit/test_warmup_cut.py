@@ -16,7 +16,7 @@ import pytest
 from mqusers.coordination.messages import Follower
 from mqusers.measure.recorder import Batch, Recorder
 from mqusers.stomp.receiver import Receiver
-from tests.unit.test_events import connected, environment, publisher
+from tests.unit.fake_client import connected, environment, publisher
 
 T0_NS = 1_764_000_000_000_000_000
 CUT_NS = T0_NS + 500_000_123  # inside a second, as a warm-up's end is

@@ -1,0 +1,134 @@
+"""Locust run as a user types it, from this checkout: ``locust -f locustfiles/... --headless``, its JSON report.
+
+``run_locust`` runs one to completion; ``start_locust`` in the background, for a test that acts on it
+mid-run (signals, a frozen broker); ``free_port`` for a process that needs its port number up front.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCUSTFILES = ROOT / "locustfiles"
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now, for a process that needs its port number up front."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class LocustRun:
+    code: int
+    output: str
+    report: dict[str, Any]
+
+    def row(self, destination: str) -> dict[str, Any]:
+        rows = [r for r in self.report.get("destinations", []) if r["destination"] == destination]
+        assert rows, f"no summary row for {destination} in:\n{self.output[-3000:]}"
+        return rows[0]
+
+    def operation(self, name: str) -> dict[str, Any]:
+        rows = [r for r in self.report.get("operations", []) if r["name"] == name]
+        assert rows, f"no operation {name} in:\n{self.output[-3000:]}"
+        return rows[0]
+
+    def locust_count(self, operation: str, destination: str) -> int:
+        """The request count Locust's own final table printed for ``<operation> <destination>``."""
+        final = self.output[self.output.rindex("Shutting down (exit code") :]
+        found = re.search(rf"^STOMP +{operation} {re.escape(destination)} +(\d+) ", final, re.MULTILINE)
+        assert found, final
+        return int(found.group(1))
+
+
+def locust_command(locustfile: str, host: str, *args: str, users: int, seconds: float, report: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", host, "--headless",
+        "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary", "--mq-report-json", str(report),
+        *args,
+    ]  # fmt: skip
+
+
+def run_locust(
+    locustfile: str,
+    host: str,
+    *args: str,
+    users: int = 2,
+    seconds: float = 3,
+    env: dict[str, str] | None = None,
+    tmp_path: Path,
+) -> LocustRun:
+    """Run ``locust -f locustfiles/<locustfile> --headless`` to completion and read its JSON report."""
+    report = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
+    command = locust_command(locustfile, host, *args, users=users, seconds=seconds, report=report)
+    process = subprocess.run(
+        command, capture_output=True, text=True, timeout=seconds + 60, env={**os.environ, **(env or {})}, cwd=ROOT
+    )
+    output = process.stdout + process.stderr
+    document = json.loads(report.read_text()) if report.exists() else {}
+    return LocustRun(process.returncode, output, document)
+
+
+@dataclass
+class RunningLocust:
+    """A locust run in the background, for tests that act on it (signals, a frozen broker) mid-run."""
+
+    process: subprocess.Popen[str]
+    report: Path
+    #: In a process group of its own (--processes workers included): signal and kill the group.
+    group: bool = False
+
+    def signal(self, signum: int) -> None:
+        if self.group:
+            os.killpg(self.process.pid, signum)
+        else:
+            self.process.send_signal(signum)
+
+    def finish(self, timeout: float) -> LocustRun:
+        """Wait at most ``timeout`` s for the run to end by itself; kill it (and fail) if it does not."""
+        try:
+            output, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            output, _ = self.process.communicate()
+            raise AssertionError(f"locust did not end within {timeout} s:\n{output[-3000:]}") from None
+        document = json.loads(self.report.read_text()) if self.report.exists() else {}
+        return LocustRun(self.process.returncode, output, document)
+
+
+def start_locust(
+    locustfile: str, host: str, *args: str, users: int = 2, seconds: float = 3, tmp_path: Path, group: bool = False
+) -> RunningLocust:
+    """``group``: in a process group of its own, which a test can signal as a terminal's Ctrl-C does."""
+    report = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
+    command = locust_command(locustfile, host, *args, users=users, seconds=seconds, report=report)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, start_new_session=group
+    )
+    return RunningLocust(process, report, group)
+
+
+def last_line(output: str) -> str:
+    return output.strip().splitlines()[-1]
+
+
+def assert_refused_before_load(run: LocustRun, fragment: str) -> None:
+    """Exit 2 with one ``mqusers: `` line naming ``fragment``, before any User started or a report was written."""
+    assert run.code == 2, run.output[-2000:]
+    assert fragment in last_line(run.output), run.output[-2000:]
+    assert last_line(run.output).startswith("mqusers: ")
+    assert "Traceback" not in run.output
+    assert "Ramping to" not in run.output  # no User was started
+    assert run.report == {}

@@ -1,0 +1,63 @@
+"""stomp.py as the independent reference client: a connection and a thread-safe inbox of its frames."""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from typing import Any
+
+import stomp
+
+from tests.integration.brokers import Broker
+
+
+class Inbox(stomp.ConnectionListener):  # type: ignore[misc]
+    """Thread-safe collector of MESSAGE frames."""
+
+    def __init__(self) -> None:
+        self.frames: list[Any] = []
+        self.receipts: set[str] = set()
+        self._lock = threading.Lock()
+
+    def on_message(self, frame: Any) -> None:
+        with self._lock:
+            self.frames.append(frame)
+
+    def on_receipt(self, frame: Any) -> None:
+        self.receipts.add(frame.headers["receipt-id"])
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self.frames)
+
+
+def connect(port: int, inbox: Inbox | None = None, rabbit: bool = False) -> stomp.Connection12:
+    # RabbitMQ reads the host header as the vhost; stomp.py sends the address otherwise.
+    conn = stomp.Connection12([("127.0.0.1", port)], heartbeats=(0, 0), vhost="/" if rabbit else None)
+    if inbox is not None:
+        conn.set_listener("inbox", inbox)
+    if rabbit:
+        conn.connect("guest", "guest", wait=True)
+    else:
+        conn.connect(wait=True)
+    return conn
+
+
+def publish_outside(broker: Broker, destination: str, count: int, *, stamped: bool) -> None:
+    """Persistent messages from plain stomp.py, not mqusers: an independent producer.
+
+    ``stamped`` gives them mqusers headers of another run ("outside"); otherwise they carry none.
+    The last one waits for its RECEIPT, so the broker holds them all on return.
+    """
+    connection = stomp.Connection12([("127.0.0.1", broker.port)], vhost="/")
+    connection.connect(wait=True)  # both local brokers let an anonymous loopback client in
+    for seq in range(count):
+        body = b"x" * 100 if stamped else f"foreign {seq}".encode()
+        headers = {"persistent": "true"}
+        if stamped:
+            headers.update({"mq-run": "outside", "mq-producer": "outside", "mq-seq": str(seq),
+                            "mq-sent-ns": str(time.time_ns()), "mq-size": "100",
+                            "mq-crc32": str(zlib.crc32(body))})  # fmt: skip
+        connection.send(destination, body, headers=headers, receipt=f"r{seq}" if seq == count - 1 else None)
+    connection.disconnect(receipt="bye")
