@@ -14,7 +14,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,10 +54,11 @@ class StepPlan:
     extra: tuple[str, ...] = ()
 
     def command(self, rate: float, report: Path, index: int, processes: int = 0) -> list[str]:
-        locust = shutil.which("locust", path=str(Path(sys.executable).parent)) or "locust"
-        command = [locust, "-f", self.locustfile, "--headless", "--host", self.host, "-u", str(self.users),
-                   "-r", str(self.users), "-t", f"{self.warmup + self.window:g}s", "--only-summary",
-                   "--mq-total-rate", f"{rate:.3f}", "--mq-warmup", f"{self.warmup:g}",
+        # This interpreter's locust, as matrix and cluster-compare run it: no `locust` script need be on PATH
+        # (an unactivated venv, pipx), and never another installation's.
+        command = [sys.executable, "-m", "locust", "-f", self.locustfile, "--headless", "--host", self.host,
+                   "-u", str(self.users), "-r", str(self.users), "-t", f"{self.warmup + self.window:g}s",
+                   "--only-summary", "--mq-total-rate", f"{rate:.3f}", "--mq-warmup", f"{self.warmup:g}",
                    "--mq-report-json", str(report)]  # fmt: skip
         if self.consumers is not None:
             command += ["--mq-consumers", str(self.consumers)]

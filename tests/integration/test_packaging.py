@@ -149,7 +149,7 @@ def test_the_installed_find_max_and_curve_run_a_shipped_scenario(installed: Inst
     document = json.loads((installed.elsewhere / "fm.json").read_text())
     assert (document["kind"], document["max_rate"], document["bound"]) == ("find-max", 200.0, "lower"), document
     [step] = document["steps"]
-    [row] = json.loads(Path(step["report"]).read_text())["destinations"]
+    [row] = json.loads((installed.elsewhere / step["report"]).read_text())["destinations"]
     assert step["sustained"] and row["sent"] == row["received"] > 0 and row["lost"] == 0, step
     assert "highest rate kept up with: at least 200 msg/s" in found.stdout
     curve = installed.run(
@@ -158,7 +158,7 @@ def test_the_installed_find_max_and_curve_run_a_shipped_scenario(installed: Inst
     )  # fmt: skip
     assert curve.returncode == 0, curve.stdout[-2000:] + curve.stderr[-2000:]
     [point] = json.loads((installed.elsewhere / "curve.json").read_text())["points"]
-    [row] = json.loads(Path(point["report"]).read_text())["destinations"]
+    [row] = json.loads((installed.elsewhere / point["report"]).read_text())["destinations"]
     assert (point["percent"], point["offered"]) == (50.0, 200.0) and point["sustained"], point
     assert point["p99_ms"] == row["latency_ms"]["p99"] > 0 and row["lost"] == 0
     assert "headline: maximum 400 msg/s; p99 at 50 % of it" in curve.stdout
