@@ -13,7 +13,7 @@ define with_services
 	[ ! -s $$started ] || $(PY) -m services stop $$(cat $$started); rm -f $$started; exit $$status
 endef
 
-.PHONY: install demo test unit lint bench bench-listener bench-memory bench-scale soak dashboards services-up services-down clean
+.PHONY: install demo test unit lint bench bench-listener bench-memory bench-scale soak dashboards docs services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,10 @@ soak: install
 
 dashboards: install
 	$(PY) -m tools.dashboards
+
+# docs/options.md from the option declarations (a unit test fails when the committed page is stale).
+docs: install
+	$(PY) -m tools.optionsdoc
 
 services-up: install
 	$(PY) -m services start $(BROKERS)

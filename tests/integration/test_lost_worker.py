@@ -103,7 +103,7 @@ def test_a_worker_whose_master_was_killed_stops_within_the_bound_and_exits_1(des
         for process in (master, worker):
             if process.poll() is None:
                 process.kill()
-    # The README's bound: MASTER_TIMEOUT_S since the last heartbeat, then the Users' end (--mq-timeout, 5 s).
+    # docs/distributed.md's bound: MASTER_TIMEOUT_S since the last heartbeat, then the Users' end (--mq-timeout, 5 s).
     assert MASTER_TIMEOUT_S - 1.5 <= took < MASTER_TIMEOUT_S + 7, (took, output[-2000:])  # heartbeats: 1 a s
     assert worker.returncode == 1, output[-2000:]
     assert f"no heartbeat from the master for {MASTER_TIMEOUT_S} s" in output

@@ -59,7 +59,7 @@ TIMEOUT_S = 6
 DRAIN_MAX_S = 10
 #: Ports apart from the shared brokers' (61613...): nothing looking for those can find this one.
 PORT_OFFSET = 700
-#: The README's bound on a run's end (-t + --mq-drain-max + --mq-timeout + about a second), plus
+#: docs/audit.md's bound on a run's end (-t + --mq-drain-max + --mq-timeout + about a second), plus
 #: Locust's start-up, which -t does not count.
 END_BY_S = RUN_S + DRAIN_MAX_S + TIMEOUT_S + 15
 USERS = 4  # two producers, two consumers

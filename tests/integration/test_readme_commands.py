@@ -1,11 +1,11 @@
-"""Every command the README shows runs, as written, with short durations (the README's own text is read).
+"""Every command README.md and docs/*.md show runs, as written, with short durations (their own text is read).
 
 A command is run with only these changes: durations shortened (``-t``, find-max's and curve's
 ``--warmup``/``--window``/``--budget``/``--percents``, the matrix's ``--messages``/``--sizes``),
 optional ``[...]`` parts left out, files written under the test's folder, ``MASTER`` and
-``BROKER`` this machine, the ports a parallel test could hold chosen free. Commands that cannot run here are listed in
-:data:`NOT_RUN` with the reason and the test that covers them; a README command in neither list
-fails :func:`test_every_readme_command_is_run_or_says_why_not`.
+``BROKER`` this machine, the ports a parallel test could hold chosen free. Which test runs which
+command, and the commands not run here with the reason, are listed in tests/doccommands.py;
+tests/unit/test_docs.py fails on a shown command in neither list.
 """
 
 from __future__ import annotations
@@ -23,39 +23,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.doccommands import RUN_HERE, shown_commands, why_not_run
 from tests.integration.brokers import started
 from tests.integration.locust_runs import ROOT, free_port
 
-README = ROOT / "README.md"
 BIN = str(Path(sys.executable).parent)
-#: Prefixes of README commands not run here: why, and what tests the same instead.
-NOT_RUN = {
-    "make test": "the suite this test is part of (.ci/run runs it)",
-    "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
-    "python -m services start activemq-persistent postgresql": "six brokers; test_cluster_*.py start them",
-    "mqusers cluster-compare": "six brokers and their failovers: test_cluster_failover.py",
-    "docker ": "no Docker here; the image's files are checked by test_packaging.py",
-    "kubectl ": "no cluster here; the manifests are rendered and checked by test_kubernetes.py",
-    "pod=$(kubectl": "no cluster here",
-    "mqusers find-max -f /mnt/locust/": "a path inside the Kubernetes pod; find-max itself: test_capacity.py",
-    "python -m services start activemq-persistent": "kills the shared broker; test_failover.py runs this scenario",
-    "locust -f tests/integration/locustfiles/failover.py": "kills the shared broker; test_failover.py runs it",
-}
-
-
-def readme_commands() -> list[str]:
-    """Each command of the README's ``sh`` blocks: continuation lines joined, comments dropped."""
-    commands = []
-    for block in re.findall(r"```sh\n(.*?)```", README.read_text(), re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            command = re.sub(r"\s+#.*$", "", line).strip()
-            if command:
-                commands.append(" ".join(command.split()))
-    return commands
-
-
-def not_run(command: str) -> bool:
-    return any(command.startswith(prefix) for prefix in NOT_RUN)
 
 
 def short(command: str, tmp_path: Path) -> str:
@@ -80,17 +52,11 @@ def run(command: str, tmp_path: Path, timeout: float = 300) -> subprocess.Comple
 
 
 def commands_starting(prefix: str) -> list[str]:
-    found = [c for c in readme_commands() if c.startswith(prefix)]
-    assert found, f"the README has no command starting {prefix!r}"
+    """The shown commands (any page) that start with ``prefix``, one of :data:`RUN_HERE`'s."""
+    assert any(prefix.startswith(run) or run.startswith(prefix) for run in RUN_HERE), prefix
+    found = [command for _, command in shown_commands() if command.startswith(prefix)]
+    assert found, f"no page shows a command starting {prefix!r}"
     return found
-
-
-def test_every_readme_command_is_run_or_says_why_not() -> None:
-    run_here = ("make demo", "locust -f locustfiles/pubsub.py --host", 'locust -f "$(mqusers locustfiles)/pubsub.py"',
-                "locust -f locustfiles/queue_balance.py", "mqusers report ", "mqusers find-max -f locustfiles/",
-                "mqusers curve -f locustfiles/", "mqusers matrix --host", "mqusers matrix --modes")  # fmt: skip
-    unhandled = [c for c in readme_commands() if not not_run(c) and not c.startswith(run_here)]
-    assert unhandled == [], "README commands no test runs: add them to a test below or to NOT_RUN with the reason"
 
 
 @pytest.mark.activemq
@@ -175,7 +141,7 @@ def test_the_capacity_examples_run(tmp_path: Path) -> None:
 def test_the_matrix_examples_run(tmp_path: Path) -> None:
     started("activemq")
     for command in commands_starting("mqusers matrix --"):
-        if not_run(command):
+        if why_not_run(command):
             continue
         done = run(short(command, tmp_path), tmp_path)
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"

@@ -32,7 +32,7 @@ kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="the dev
 
 VERSIONS = ("1.29", "1.30")  # Kubernetes versions the manifests must be valid for
 WORKLOADS = ("Deployment", "StatefulSet", "Job")
-# The Secrets the user creates (README.md, "Kubernetes"); the manifests never carry their values.
+# The Secrets the user creates (docs/kubernetes.md); the manifests never carry their values.
 SECRETS = {
     "mqusers-broker": {"user", "password"},
     "mqusers-live": {"influx-admin-password", "influx-token", "grafana-admin-password"},

@@ -1,0 +1,73 @@
+"""The commands README.md and docs/*.md show, and where each is run or why it is not run here.
+
+A command is a line of a fenced ``sh`` block (continuation lines joined, comments dropped). Each one
+starts with a prefix of :data:`RUN_HERE` (the test of tests/integration/test_readme_commands.py that
+runs it, with short durations) or of :data:`NOT_RUN` (why not, and what checks it instead);
+tests/unit/test_docs.py fails on a command in neither and checks what it can of every command
+without running it (its files, options, Kubernetes objects).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Every page whose commands are run and whose links are checked.
+PAGES = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")))
+
+#: Prefixes of commands run here -> the test of tests/integration/test_readme_commands.py that runs them.
+RUN_HERE = {
+    "make demo": "test_make_demo_and_the_headless_example_and_mqusers_report",
+    "locust -f locustfiles/queue_balance.py --host": "test_make_demo_and_the_headless_example_and_mqusers_report",
+    "mqusers report before.json": "test_make_demo_and_the_headless_example_and_mqusers_report",
+    "locust -f locustfiles/pubsub.py --host": "test_the_web_ui_examples_serve_the_ui",
+    'locust -f "$(mqusers locustfiles)/pubsub.py"': "test_the_web_ui_examples_serve_the_ui",
+    "locust -f locustfiles/queue_balance.py --master": "test_the_distributed_example_runs_and_ends",
+    "locust -f locustfiles/queue_balance.py --worker": "test_the_distributed_example_runs_and_ends",
+    "mqusers find-max -f locustfiles/": "test_the_capacity_examples_run",
+    "mqusers curve -f locustfiles/": "test_the_capacity_examples_run",
+    "mqusers report find-max.json": "test_the_capacity_examples_run",
+    "mqusers matrix --host": "test_the_matrix_examples_run",
+    "mqusers matrix --modes": "test_the_matrix_examples_run",
+}
+#: Prefixes of commands not run here -> why, and what tests the same instead.
+NOT_RUN = {
+    "make test": "the suite this test is part of (.ci/run runs it)",
+    "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
+    "python -m services start activemq-persistent postgresql": "six brokers; test_cluster_*.py start them",
+    "mqusers cluster-compare": "six brokers and their failovers: test_cluster_failover.py",
+    "python -m services start activemq-persistent": "kills the shared broker; test_failover.py runs this scenario",
+    "locust -f tests/integration/locustfiles/failover.py": "kills the shared broker; test_failover.py runs it",
+    "cp .env.example .env": "writes into the checkout; test_compose.py checks .env.example",
+    "docker ": "no Docker engine here; test_compose.py runs `docker compose config`; test_docs.py checks the files",
+    "kubectl ": "no cluster here; test_kubernetes.py validates the overlays, test_docs.py what each command names",
+    "pod=$(kubectl": "no cluster here; test_docs.py checks the Job it names",
+    "mqusers find-max -f /mnt/locust/": "a path in the pod: test_docs.py holds it equal to the find-max overlay's Job",
+}
+
+
+def commands(page: Path) -> list[str]:
+    """Each command of ``page``'s fenced ``sh`` blocks: continuation lines joined, comments dropped."""
+    found = []
+    for block in re.findall(r"^```sh\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            command = re.sub(r"(^|\s+)#.*$", "", line).strip()
+            if command:
+                found.append(" ".join(command.split()))
+    return found
+
+
+def shown_commands() -> list[tuple[Path, str]]:
+    """(page, command) for every command of every page."""
+    return [(page, command) for page in PAGES for command in commands(page)]
+
+
+def where_run(command: str) -> str | None:
+    """The test that runs ``command``, or None."""
+    return next((test for prefix, test in RUN_HERE.items() if command.startswith(prefix)), None)
+
+
+def why_not_run(command: str) -> str | None:
+    """Why ``command`` is not run here, or None."""
+    return next((why for prefix, why in NOT_RUN.items() if command.startswith(prefix)), None)
