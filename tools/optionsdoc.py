@@ -41,7 +41,15 @@ locustfile leave `--host` to the `HttpUser` and name the broker with `--mq-host`
 (`locust -f api_and_broker.py --host http://gateway:8080 --mq-host stomp://broker:61613 …`). Every
 non-STOMP request is tallied like a STOMP operation under `"<REQUEST_TYPE> <name>"` (`GET /api/x`):
 in the summary's operations table, the JSON `operations`, the InfluxDB `operation`/`destination`
-tags and `--mq-max-errors`; never as a destination row.
+tags and `--mq-max-errors`; never as a destination row. With no broker from any of them the run
+stops with one line and exit 2.
+
+**What the one-line helps leave out.** `--mq-destination` also takes RabbitMQ's `/exchange/…` and
+`/amq/queue/…`. `--mq-persistent` sets `persistent:true` on every SEND. `--mq-ack client` ACKs
+cumulatively, every ≤ 50 messages. `--mq-timeout` bounds a DISCONNECT's receipt too.
+`--mq-warmup` leaves its messages out of Locust's statistics as well (they are reset when the
+warm-up ends); the audit still counts them. `--mq-max-errors` counts the failed operations of the
+whole run, broker ERROR frames and connects included. `--mq-fault`: see [faults](faults.md).
 
 A secret (`--mq-password`, the management API's password, the InfluxDB token) is never in the web
 UI, a log or a report: prefer its environment variable or its `-file` option.
