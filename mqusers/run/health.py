@@ -12,7 +12,7 @@ once a second by its clock, judges that second from:
 It also samples blocked sends then (:mod:`mqusers.run.blocked`: the broker's doing, reported apart).
 Each second is ``ok``, ``saturated`` or ``contended`` and the process's verdict follows
 (:mod:`mqusers.run.verdicts`, which also says the run's). The thresholds come from runs on a 2-core
-machine (README, "The generator's verdict"): a paced light run stays below 25 % CPU and 3 ms lag;
+machine (docs/results.md, "The generator's verdict"): a paced light run stays below 25 % CPU and 3 ms lag;
 an unpaced run pins one core at 97-100 % with lag of 20-200 ms.
 
 The public interface is :meth:`Health.start`, :meth:`Health.on_lag` (what the probe calls),
