@@ -21,12 +21,11 @@ from typing import Any
 import pytest
 import yaml
 
-import mqusers  # noqa: F401  (registers the --mq-* and --influx-* arguments)
 import services
+from mqusers import read_settings  # importing mqusers registers the --mq-* and --influx-* arguments
 from mqusers.brokers import settings as broker_settings
 from mqusers.commands import cli
 from mqusers.options import table
-from mqusers.options.table import read_settings
 from mqusers.sinks import settings as influx_settings
 from tests.doccommands import PAGES, ROOT, RUN_HERE, shown_commands, where_run, why_not_run
 from tests.kustomize import KUBERNETES, OVERLAYS, Document, render
