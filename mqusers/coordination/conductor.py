@@ -94,3 +94,16 @@ class Conductor:
     def offsets_by_tag(self) -> dict[str, int]:
         """Settled workers' applied offsets by process tag (a half-pinged worker's estimate may be far off)."""
         return {self.tags[w]: e.applied_ns for w, e in self.clocks.items() if w in self.tags and w in self.settled}
+
+    def offsets_ms(self) -> dict[str, dict[str, float]]:
+        """Each worker's clock minus the master's, with the error bound of the minimum-RTT sample and
+        the offset consumers correct with (0 when within the error), in ms: the report's clocks."""
+        return {
+            worker: {
+                "offset_ms": c.offset_ns / 1e6,
+                "error_ms": c.error_ns / 1e6,
+                "rtt_ms": c.rtt_ns / 1e6,
+                "applied_ms": c.applied_ns / 1e6,
+            }
+            for worker, c in self.clocks.items()
+        }

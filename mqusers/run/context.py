@@ -149,7 +149,7 @@ class RunContext:
     broker_note: str = ""
     #: The broker's CONNECTED ``server`` header (name/version), "" when not asked (``--mq-broker-metrics off``).
     broker_server: str = ""
-    #: The last report's summary until it is printed (:class:`mqusers.wiring.lifecycle.Summary`).
+    #: The last report's summary until it is printed (:class:`mqusers.wiring.endscreen.Summary`).
     summary: Any = None
     #: Each broker reading goes to these (the InfluxDB sink), on the master or local runner.
     broker_listeners: list[Callable[[BrokerSample], None]] = field(default_factory=list)
@@ -176,6 +176,16 @@ class RunContext:
             return False
         self.ended_by, self.drain.cut = "interrupt", True
         return True
+
+    def clock_offsets(self) -> dict[str, int]:
+        """Settled workers' clock offsets (ns) by process tag, for the audit; {} on a worker or alone."""
+        conductor = self.coordinator.conductor if self.coordinator is not None else None
+        return conductor.offsets_by_tag() if conductor is not None else {}
+
+    def clock_offsets_ms(self) -> dict[str, dict[str, float]]:
+        """Each worker's clock offset, error and RTT in ms, for the report; {} on a worker or alone."""
+        conductor = self.coordinator.conductor if self.coordinator is not None else None
+        return conductor.offsets_ms() if conductor is not None else {}
 
     def next_ordinal(self, user_class: type) -> int:
         """0, 1, 2... per User class and test: stable names for durable subscribers."""

@@ -115,3 +115,19 @@ class FaultSchedule:
         text = fault_line(record)
         logger.info("mqusers: %s", text)
         self._annotate("fault", text, started)
+
+
+def start_faults(
+    faults: Iterable[Fault], secrets: Iterable[str | None], annotate: Callable[[str, str, int], None]
+) -> FaultSchedule | None:
+    """This test's ``--mq-fault`` commands, each at its time (the master or local runner); None without any.
+
+    ``secrets``: values never shown in a command or its output (the password, the store's token),
+    beside those the environment holds.
+    """
+    faults = tuple(faults)
+    if not faults:
+        return None
+    schedule = FaultSchedule(faults, known_secrets(secrets), annotate)
+    schedule.start()
+    return schedule

@@ -1,6 +1,6 @@
 """The end of a run on the screen: what ran, mqusers' summary printed last, every file written.
 
-:func:`mqusers.wiring.lifecycle.write_report` leaves a :class:`Summary` on the run's context; a headless
+:func:`mqusers.wiring.runreport.write_report` leaves a :class:`Summary` on the run's context; a headless
 run prints it on Locust's ``quit`` event, after Locust's own final tables, so the last screen a user
 reads is mqusers' (a web UI run prints it when its test stops).
 """

@@ -1,0 +1,79 @@
+"""Whether a test may start: its settings read, its role split (consumers per role) and open files checked.
+
+Run at start-up for a headless run (:mod:`mqusers.wiring.plugin`), for a web UI run when its form
+is checked and again when its test starts; a refusal is one line, before any User spawns.
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+from typing import Any
+
+from mqusers.options.table import Settings, read_settings
+from mqusers.run.context import client_config, context
+from mqusers.stomp.client import MqError, StompClient
+from mqusers.wiring import fdlimit, roles
+
+
+def preflight(settings: Settings) -> None:
+    """Connect once with the run's address and credentials; raise :class:`MqError` if that fails."""
+    client = StompClient(client_config(settings), fire=lambda **_: None)
+    client.connect()
+    client.disconnect()
+
+
+def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:
+    """The settings a test starts with; raises :class:`OptionError` or :class:`MqError` when it may not start."""
+    settings = read_settings(options, host, context(environment).brokers)
+    if options is not None and not options.headless and not isinstance(environment.runner, WorkerRunner):
+        # A web UI run was not checked at start-up: refuse it now rather than spawn a mix that cannot run.
+        users = getattr(options, "num_users", None)
+        refusal = problem(environment, settings, users)
+        if refusal:
+            raise MqError(refusal)
+        if not isinstance(environment.runner, MasterRunner):
+            preflight(settings)
+    return settings
+
+
+def problem(environment: Environment, settings: Settings, users: int | None) -> str | None:
+    """The one line that refuses this test's role split or its open files; None when it may start."""
+    return arrangement(environment, settings, users).problem or files_problem(environment, users)
+
+
+#: Each User class's fixed_count and weight as its locustfile declared them, before any test changed them.
+_DECLARED: dict[type, tuple[int, float]] = {}
+
+
+def arrangement(environment: Environment, settings: Settings, users: int | None) -> roles.Arrangement:
+    """This test's role split (:mod:`mqusers.wiring.roles`); a load shape decides the users itself."""
+    runner = environment.runner
+    classes = list(runner.user_classes) if runner is not None else []
+    if environment.shape_class is not None:
+        users = None
+    return roles.arrange(roles.mix_of(classes, _DECLARED), users, settings.consumers)
+
+
+def files_problem(environment: Environment, users: int | None) -> str | None:
+    """Whether this process (or the workers it forked) may open a file per User (:mod:`mqusers.wiring.fdlimit`)."""
+    runner = environment.runner
+    if users is None or environment.shape_class is not None:
+        return None  # a load shape decides the users as it goes
+    if isinstance(runner, MasterRunner):
+        options = environment.parsed_options
+        if not getattr(options, "processes", None):
+            return None  # workers started elsewhere: each raises its own limit at test start
+        # --processes forked the workers from this process: they share its hard limit.
+        workers = runner.worker_count or getattr(options, "expect_workers", 1)
+        return fdlimit.ensure(users, workers, raise_soft=False)
+    return fdlimit.ensure(users)
+
+
+def consumer_target(environment: Environment) -> int:
+    """Fixed-count consumers the start barrier waits for (weighted consumers cannot be counted)."""
+    runner = environment.runner
+    if runner is None:
+        return 0
+    return sum(c.fixed_count for c in runner.user_classes if roles.role_of(c) == roles.CONSUMER)
