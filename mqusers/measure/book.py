@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Generic, TypedDict, TypeVar
 
 from hdrh.histogram import HdrHistogram
 
@@ -45,6 +45,14 @@ class Tally:
     #: Epoch seconds of the first and the last event: the span rates are measured over.
     first: float = math.inf
     last: float = 0.0
+
+    def time(self, micros: int) -> None:
+        """One success's latency in µs (not negative)."""
+        self.histogram.record_value(LOWEST_US if micros < LOWEST_US else min(micros, HIGHEST_US))
+
+    def time_grouped(self, micros: Mapping[int, int]) -> None:
+        """Successes' latencies as µs -> count (a recorder's batch); negative ones are counted apart."""
+        self.negative += record_grouped(self.histogram, micros)
 
     def add(self, other: Tally) -> None:
         self.count += other.count
@@ -143,11 +151,20 @@ class EncodedTally(TypedDict):
 EncodedTallies = dict[str, EncodedTally]
 
 
-class Book:
-    """Tallies keyed by event name: STOMP events' own, any other request's :func:`request_key`."""
+T = TypeVar("T", bound=Tally)
 
-    def __init__(self) -> None:
-        self.tallies: dict[str, Tally] = {}
+
+class EventTallies(Generic[T]):
+    """Tallies keyed by event name, fed by ``events.request`` and the recorder's batches: the one place
+    a request event is counted (:class:`Book`, and the InfluxDB sink's per-interval book).
+
+    A STOMP event keeps its own name, any other request its :func:`request_key`. Failures count but
+    are not timed; negative latencies (unsynchronised clocks) are counted, not clipped in.
+    """
+
+    def __init__(self, new_tally: Callable[[], T]) -> None:
+        self._new = new_tally
+        self.tallies: dict[str, T] = {}
         #: False during a warm-up: events are not tallied (the recorder cuts its batches itself).
         self.recording = True
 
@@ -161,7 +178,8 @@ class Book:
         now = time.time()
         tally = self.tallies.get(name)
         if tally is None:
-            tally = self.tallies[name] = Tally(first=now)
+            tally = self.tallies[name] = self._new()
+            tally.first = now
         tally.last = now
         tally.count += 1
         tally.bytes += response_length
@@ -170,20 +188,26 @@ class Book:
         elif response_time < 0:
             tally.negative += 1
         else:
-            micros = round(response_time * 1000.0)  # exact for the recorder's micros / 1000
-            tally.histogram.record_value(LOWEST_US if micros < LOWEST_US else min(micros, HIGHEST_US))
+            tally.time(round(response_time * 1000.0))  # exact for the recorder's micros / 1000
 
     def add_batches(self, batches: Sequence[Batch]) -> None:
         """The recorder's successes: what :meth:`on_request` per message would have tallied."""
         for batch in batches:
             tally = self.tallies.get(batch.name)
             if tally is None:
-                tally = self.tallies[batch.name] = Tally(first=batch.first_ns / 1e9)
+                tally = self.tallies[batch.name] = self._new()
             tally.first = min(tally.first, batch.first_ns / 1e9)
             tally.last = max(tally.last, batch.last_ns / 1e9)
             tally.count += batch.count
             tally.bytes += batch.bytes
-            tally.negative += record_grouped(tally.histogram, batch.micros)
+            tally.time_grouped(batch.micros)
+
+
+class Book(EventTallies[Tally]):
+    """The run's tallies: STOMP events' own, any other request's :func:`request_key`; shipped and merged."""
+
+    def __init__(self) -> None:
+        super().__init__(Tally)
 
     def clear(self) -> None:
         self.tallies = {}

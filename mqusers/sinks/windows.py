@@ -8,16 +8,14 @@ percentiles come from the merged histograms, never from an average of the worker
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import compress
-from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.measure.book import Book, EncodedTallies, Tally, record_grouped
-from mqusers.measure.names import REQUEST_TYPE, request_key, split_event_name
-from mqusers.measure.recorder import Batch
+from mqusers.measure.book import Book, EncodedTallies, EventTallies, Tally, record_grouped
+from mqusers.measure.names import split_event_name
 from mqusers.sinks.schema import PERCENTILE_FIELDS
 
 
@@ -79,67 +77,45 @@ def tallies_of(drained: EncodedTallies) -> dict[str, Tally]:
     return book.tallies
 
 
-class _Slot:
-    __slots__ = ("bytes", "count", "failures", "groups", "negative", "samples")
+@dataclass
+class _Deferred(Tally):
+    """A tally whose latencies wait as integers and reach its histogram once, when the interval is taken."""
 
-    def __init__(self) -> None:
-        self.count = self.failures = self.bytes = self.negative = 0
-        self.samples: list[int] = []
-        #: Samples that came already grouped (the recorder's batches), merged only when taken.
-        self.groups: list[Mapping[int, int]] = []
+    samples: list[int] = field(default_factory=list)
+    #: Samples that came already grouped (the recorder's batches), merged only when taken.
+    groups: list[Mapping[int, int]] = field(default_factory=list)
+
+    def time(self, micros: int) -> None:
+        self.samples.append(micros)
+
+    def time_grouped(self, micros: Mapping[int, int]) -> None:
+        self.groups.append(micros)
+
+    def settled(self) -> Tally:
+        tally = Tally(self.count, self.failures, self.bytes, self.negative, self.histogram, self.first, self.last)
+        # Counter(list) groups equal samples at C speed.
+        tally.negative += record_grouped(tally.histogram, Counter(self.samples), *self.groups)
+        return tally
 
 
-class IntervalBook:
+class IntervalBook(EventTallies[_Deferred]):
     """A :class:`Book` for one interval, cheaper per event: samples are kept as integers and put
     into the HdrHistogram once per interval, one ``record_value(value, count)`` per distinct value.
 
     hdrh's ``record_value`` is Python (~1 µs); this listener sees every message a second time, so
-    per event it only appends an int. Same figures as a Book: failures count but are not timed,
-    negative latencies are counted, not clipped in.
+    per event it only appends an int. Counted as a Book counts (:class:`EventTallies`: the same code).
     """
 
     def __init__(self) -> None:
-        self.slots: dict[str, _Slot] = {}
-
-    def on_request(
-        self, request_type: str, name: str, response_time: float, response_length: int, exception: Any, **_: Any
-    ) -> None:
-        if request_type != REQUEST_TYPE:  # the one compare a STOMP message pays
-            name = request_key(request_type, name)
-        slot = self.slots.get(name)
-        if slot is None:
-            slot = self.slots[name] = _Slot()
-        slot.count += 1
-        slot.bytes += response_length
-        if exception is not None:
-            slot.failures += 1
-        elif response_time < 0:
-            slot.negative += 1
-        else:
-            slot.samples.append(round(response_time * 1000.0))
-
-    def add_batches(self, batches: Sequence[Batch]) -> None:
-        """The recorder's successes, as :meth:`on_request` per message would have taken them."""
-        for batch in batches:
-            slot = self.slots.get(batch.name)
-            if slot is None:
-                slot = self.slots[batch.name] = _Slot()
-            slot.count += batch.count
-            slot.bytes += batch.bytes
-            slot.groups.append(batch.micros)
+        super().__init__(_Deferred)
 
     def clear(self) -> None:
-        self.slots = {}
+        self.tallies = {}
 
     def take(self) -> dict[str, Tally]:
         """This interval's tallies; then start afresh."""
-        slots, self.slots = self.slots, {}
-        tallies = {}
-        for name, slot in slots.items():
-            tally = tallies[name] = Tally(slot.count, slot.failures, slot.bytes, slot.negative)
-            # Counter(list) groups equal samples at C speed.
-            tally.negative += record_grouped(tally.histogram, Counter(slot.samples), *slot.groups)
-        return tallies
+        deferred, self.tallies = self.tallies, {}
+        return {name: tally.settled() for name, tally in deferred.items()}
 
 
 def drain(book: IntervalBook, encode: bool = True) -> tuple[dict[str, Tally], EncodedTallies]:
