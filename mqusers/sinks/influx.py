@@ -19,7 +19,8 @@ from typing import Any
 
 from mqusers.options.parsing import OptionError
 from mqusers.run.context import context
-from mqusers.sinks.listener import AuditSource, InfluxSink, RunInfo, listen
+from mqusers.sinks.lines import AuditSource
+from mqusers.sinks.listener import InfluxSink, RunInfo, listen
 from mqusers.sinks.settings import add_influx_arguments, read_influx_settings
 
 __all__ = ["AuditSource", "InfluxSink", "RunInfo", "add_influx_arguments", "attach", "register", "secrets"]

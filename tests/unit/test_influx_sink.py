@@ -20,7 +20,8 @@ from mqusers.measure.book import Book
 from mqusers.measure.totals import destination_rows
 from mqusers.options.parsing import OptionError
 from mqusers.sinks import schema
-from mqusers.sinks.listener import InfluxSink, ShippedInterval
+from mqusers.sinks.lines import ShippedInterval
+from mqusers.sinks.listener import InfluxSink
 from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.writer import LineWriter, StoreRejected
