@@ -9,7 +9,7 @@ import locust  # noqa: F401  (gevent's monkey-patching must come before any sock
 
 from mqusers.measure.book import Book, Tally
 from mqusers.options.parsing import BrokerAddress, OptionError, parse_broker_url, parse_size
-from mqusers.options.table import Settings, read_settings
+from mqusers.options.settings import Settings, read_settings
 from mqusers.stomp.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
 from mqusers.stomp.dialects import Dialect, dialect_for
 from mqusers.stomp.receiver import Receiver, Replier

@@ -28,7 +28,8 @@ from typing import Any
 
 from mqusers.commands.capacity import StepFailed, run_locust
 from mqusers.commands.matrix import shipped_locustfiles
-from mqusers.options.parsing import OptionError, parse_broker_url, parse_fault, parse_size
+from mqusers.options.faultspec import parse_fault
+from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
 
 #: scheme: (title, locustfile, persistent, durable)
 SCHEMES = {

@@ -65,8 +65,7 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
 
 from __future__ import annotations
 
-from typing import Any
-
+from mqusers.measure.expected import END, Figures, compare, topic_window
 from mqusers.measure.intervals import IntervalBag, IntervalSet
 from mqusers.measure.ledgers import Delta, QueueEntry, Session, StreamEntry, SubscriptionEntry
 from mqusers.measure.sendrecord import SendRecord
@@ -77,8 +76,6 @@ FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected"
 #: A subscription's own share of its destination's figures (a queue's only receives and order).
 SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
                "redelivered", "unexpected", "worker_lost")  # fmt: skip
-Figures = dict[str, Any]
-_END = (1 << 63) - 1
 
 
 class _Stream:
@@ -228,18 +225,18 @@ class Audit:
                 continue
             for name, p in producers.items():
                 received = sub.streams[name].bag if name in sub.streams else IntervalBag()
-                window, zone = _topic_window(sub, p, offsets, drain_ns, horizon)
+                window, zone = topic_window(sub.process, sub.sessions, sub.durable, p, offsets, drain_ns, horizon)
                 lost = blind or p.process in gone or sub.process in gone
-                _tally((fig, own), p, p.bag.distinct.intersection(window), received, zone, settled, lost)
+                compare((fig, own), p, p.bag.distinct.intersection(window), received, zone, settled, lost)
         for (destination, name), received in sorted(self._queues.items()):
             if name not in known.get(destination, {}) and not _of(name, gone):
                 out[destination]["foreign"] += len(received)
         for destination in queues:
             for name, p in known.get(destination, {}).items():
-                zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, _END)])
+                zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, END)])
                 received = self._queues.get((destination, name), IntervalBag())
                 lost = p.process in gone or destination in touched
-                _tally((out[destination],), p, p.bag.distinct, received, zone, settled, lost)
+                compare((out[destination],), p, p.bag.distinct, received, zone, settled, lost)
         for destination, producers in known.items():
             # A put-only fill, or no SUBSCRIBE confirmed: no delivery expected, sends still unsure.
             if not any(sub["sessions"] for sub in out[destination]["by_subscription"]):
@@ -278,63 +275,3 @@ def _sub_figures(key: str, sub: _Sub) -> Figures:
     return {"key": key, "kind": sub.kind, "durable": sub.durable, "process": sub.process,
             "sessions": len(sub.sessions), "drops": sub.drops, "foreign": sub.foreign, "other_run": sub.other_run,
             **dict.fromkeys(SUB_FIGURES, 0)}  # fmt: skip
-
-
-def _topic_window(
-    sub: _Sub, p: SendRecord, offsets: dict[str, int], drain_ns: int, horizon: int
-) -> tuple[IntervalSet, IntervalSet]:
-    """Seqs of ``p`` that ``sub`` expects, and the seqs that may still be in flight to it."""
-    shift = offsets.get(p.process, 0) - offsets.get(sub.process, 0)  # subscriber clock -> producer clock
-    window, zone = IntervalSet(), IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, _END)])
-    sessions = sorted(sub.sessions.items())
-    if sub.durable and sessions:
-        sessions = [(sessions[0][0], sessions[-1][1])]
-    for joined, left in sessions:
-        start = joined + shift
-        lo = 0 if start < p.first_ns else p.after(start)
-        hi = _END if left is None else p.before(left + shift)
-        if left is not None:
-            zone.add_range(max(lo, p.before(left + shift - drain_ns) + 1), hi)
-        window.add_range(lo, hi)
-    return window, zone
-
-
-def _tally(
-    into: tuple[Figures, ...],
-    p: SendRecord,
-    expected: IntervalSet,
-    bag: IntervalBag,
-    zone: IntervalSet,
-    settled: bool,
-    worker_lost: bool = False,
-) -> None:
-    """Add one producer's expected-versus-received figures to each of ``into`` (computed once);
-    ``worker_lost``: a lost process sent them or may have received them, so none is lost or unreceived."""
-    received = bag.distinct
-    missing = expected.difference(received)
-    unconfirmed = missing.intersection(p.unconfirmed)
-    rest = missing.difference(p.unconfirmed)
-    waiting = rest.difference(zone)
-    top = received.last
-    # Evidence of loss: a later message of the same producer arrived, and the consumers went idle.
-    lost = len(waiting.intersection(IntervalSet([(0, top)]))) if settled and top is not None else 0
-    unexpected = received.difference(expected)
-    if worker_lost:
-        lost = 0
-        # Above the last seq shipped as sent: a lost producer's sends that never reached its ledger.
-        unexpected = unexpected.intersection(IntervalSet([(0, p.bag.distinct.last or 0)]))
-    figures = {
-        "expected": len(expected),
-        "received": len(received),
-        "lost": lost,
-        "unreceived": 0 if worker_lost else len(waiting) - lost,
-        "worker_lost": len(waiting) if worker_lost else 0,
-        "unconfirmed": len(unconfirmed),
-        "in_flight": len(rest) - len(waiting),
-        "unexpected": len(unexpected),
-        # deliveries beyond sends: received more than k times, sent at most k times
-        "duplicated": sum(len(bag.layers[k].difference(p.bag.above(k))) for k in range(1, len(bag.layers))),
-    }
-    for fig in into:
-        for key, value in figures.items():
-            fig[key] += value

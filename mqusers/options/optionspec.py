@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mqusers.options.parsing import read_secret_file, utf8
+from mqusers.options.parsing import utf8
+from mqusers.options.paths import read_secret_file
 
 
 def _dest(name: str) -> str:

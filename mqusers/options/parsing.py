@@ -7,12 +7,7 @@ here knows which options exist (but Locust's ``--host``, the default flag of :fu
 
 from __future__ import annotations
 
-from locust.util.timespan import parse_timespan
-
-import os
 import re
-import shlex
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -260,72 +255,3 @@ def parse_http_url(value: str, option: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise OptionError(f"{option}: {value!r} is not an http(s) URL; {form}")
     return value.rstrip("/")
-
-
-def parse_ca_file(path: str, option: str) -> str:
-    if not os.access(path, os.R_OK) or not os.path.isfile(path):
-        raise OptionError(f"{option}: cannot read {path!r}; give a PEM file of the CA that signed the broker")
-    return path
-
-
-def writable_file(path: str, option: str) -> str:
-    """``path``, if a file can be written there later; checked without creating or truncating it."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if path.endswith(os.sep) or os.path.isdir(path):
-        problem = "it names a folder"
-    elif os.path.exists(path):
-        problem = "" if os.path.isfile(path) and os.access(path, os.W_OK) else "not a writable regular file"
-    elif not os.path.isdir(folder):
-        problem = "no such folder"
-    else:
-        problem = "" if os.access(folder, os.W_OK | os.X_OK) else "the folder is not writable"
-    if problem:
-        raise OptionError(f"{option}: cannot write {path!r}: {problem}; give a file in a writable folder")
-    return path
-
-
-def read_secret_file(path: str, option: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read().strip()
-    except OSError as error:
-        raise OptionError(f"{option}: cannot read {path!r}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise OptionError(f"{option}: {path!r} is not UTF-8 text; save the secret as UTF-8") from None
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One ``--mq-fault``: seconds after the test starts, and the command's argv."""
-
-    at_s: float
-    argv: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return f"{self.at_s:g}s:{shlex.join(self.argv)}"
-
-
-def parse_fault(value: str, option: str = "--mq-fault") -> Fault:
-    """``TIME:COMMAND`` (``30s:kill -STOP 1234``, ``1m30s:...``); the command must exist here."""
-    when, sep, command = value.partition(":")
-    usage = f"{option} {value!r}: use TIME:COMMAND, e.g. 30s:kill -STOP 1234"
-    if not sep or not command.strip():
-        raise OptionError(usage)
-    try:
-        at_s = _seconds(when.strip())
-        argv = tuple(shlex.split(command))
-    except ValueError:
-        raise OptionError(usage) from None
-    if not 0 <= at_s <= MAX_SECONDS:
-        raise OptionError(f"{option} {value!r}: the time must be 0 to {MAX_SECONDS:,} s into the test")
-    if shutil.which(argv[0]) is None:
-        raise OptionError(f"{option} {value!r}: {argv[0]}: no such executable command (no shell is used)")
-    return Fault(at_s, argv)
-
-
-def _seconds(text: str) -> float:
-    """``2.5`` or Locust's time span (``30s``, ``1m30s``); ValueError otherwise."""
-    try:
-        return float(text)
-    except ValueError:
-        return float(parse_timespan(text))

@@ -14,7 +14,7 @@ from mqusers.measure.book import Book
 from mqusers.measure.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.measure.series import Series
 from mqusers.measure.totals import DestinationRow, destination_rows
-from mqusers.options.table import Settings
+from mqusers.options.settings import Settings
 from mqusers.report.brokerreport import broker_notes
 from mqusers.report.failover import failover_notes
 from mqusers.run.ending import DrainOutcome

@@ -15,7 +15,8 @@ from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import percentile_plot
 from mqusers.measure.names import RECEIVE, split_event_name
-from mqusers.options.table import OPTIONS, SECRET_FIELDS, Settings
+from mqusers.options.settings import Settings
+from mqusers.options.table import OPTIONS, SECRET_FIELDS
 from mqusers.report.htmltables import Html, facts, number, table, when
 from mqusers.run.verdicts import sentence
 

@@ -30,7 +30,7 @@ from mqusers.measure.ledgers import Delta, ReceiveLedger, SentLedger
 from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
-from mqusers.options.table import Settings, class_brokers, read_settings
+from mqusers.options.settings import Settings, class_brokers, read_settings
 from mqusers.run.ending import Drain
 from mqusers.run.faults import FaultSchedule
 from mqusers.run.health import Health

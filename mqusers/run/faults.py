@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 import gevent
 from gevent import subprocess as gsubprocess
 
-from mqusers.options.parsing import Fault
+from mqusers.options.faultspec import Fault
 
 #: A command still running after this long is killed (a service script's start waits up to 90 s).
 FAULT_TIMEOUT_S = 120.0

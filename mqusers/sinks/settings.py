@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqusers.options.optionspec import Option, read, register, text_of
-from mqusers.options.parsing import OptionError, decimal, parse_http_url, text, whole, writable_file
+from mqusers.options.parsing import OptionError, decimal, parse_http_url, text, whole
+from mqusers.options.paths import writable_file
 from mqusers.sinks.writer import StoreRejected
 
 #: The store's HTTP status codes that mean "this batch will never be accepted".

@@ -11,7 +11,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from typing import Any
 
-from mqusers.options.table import Settings, read_settings
+from mqusers.options.settings import Settings, read_settings
 from mqusers.run.context import client_config, context
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.wiring import fdlimit, roles

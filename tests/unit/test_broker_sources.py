@@ -14,7 +14,7 @@ import pytest
 import requests
 from gevent.queue import Empty
 
-from mqusers.brokers import activemq, jvm, rabbitmq
+from mqusers.brokers import activemq, activemqmaps, jvm, rabbitmq, rabbitmqjson
 from mqusers.brokers.activemq import ActiveMQStatistics
 from mqusers.brokers.jvm import JvmProbe
 from mqusers.brokers.model import MetricsError
@@ -35,9 +35,9 @@ def sample(name: str) -> str:
 
 
 def test_the_plugins_destination_map_becomes_destination_figures() -> None:
-    stats = activemq.parse_map_json(sample("activemq-destination.json"))
+    stats = activemqmaps.parse_map_json(sample("activemq-destination.json"))
     assert stats["destinationName"] == "queue://mqusers.test.recorded"
-    assert activemq.destination_figures(stats) == {
+    assert activemqmaps.destination_figures(stats) == {
         "enqueued": 10,
         "dequeued": 2,
         "dispatched": 6,
@@ -51,7 +51,7 @@ def test_the_plugins_destination_map_becomes_destination_figures() -> None:
 
 
 def test_the_plugins_broker_map_becomes_broker_figures_without_a_connection_count() -> None:
-    figures = activemq.broker_figures(activemq.parse_map_json(sample("activemq-broker.json")))
+    figures = activemqmaps.broker_figures(activemqmaps.parse_map_json(sample("activemq-broker.json")))
     assert set(figures) == {"memory_percent", "store_percent", "temp_percent", "memory_bytes", "store_bytes",
                             "instance"}  # fmt: skip
     assert figures["instance"] == "ID:vm-36495-1796320201639-0:1"  # the brokerId: new at every start
@@ -68,13 +68,13 @@ def test_the_plugins_broker_map_becomes_broker_figures_without_a_connection_coun
     ],
 )
 def test_map_json_shapes(body: str, expected: dict[str, Any]) -> None:
-    assert activemq.parse_map_json(body) == expected
+    assert activemqmaps.parse_map_json(body) == expected
 
 
 @pytest.mark.parametrize("body", ["not json", '{"map": [1]}', '{"map":{"entry":[{"long":1}]}}'])
 def test_a_reply_that_is_no_map_is_an_error(body: str) -> None:
     with pytest.raises(ValueError):
-        activemq.parse_map_json(body)
+        activemqmaps.parse_map_json(body)
 
 
 def test_destinations_are_asked_about_on_their_own_kind() -> None:
@@ -250,7 +250,7 @@ def test_rabbitmq_is_not_asked_for_activemqs_statistics() -> None:
 
 
 def test_a_queue_of_the_management_api_becomes_destination_figures() -> None:
-    figures = rabbitmq.queue_figures(json.loads(sample("rabbitmq-queue.json")))
+    figures = rabbitmqjson.queue_figures(json.loads(sample("rabbitmq-queue.json")))
     assert figures == {
         "enqueued": 10,
         "dequeued": 2,
@@ -266,20 +266,20 @@ def test_a_queue_of_the_management_api_becomes_destination_figures() -> None:
 
 
 def test_a_queue_without_message_stats_yet_counts_zero() -> None:
-    assert rabbitmq.queue_figures({"name": "q", "messages": 0, "consumers": 0})["enqueued"] == 0
+    assert rabbitmqjson.queue_figures({"name": "q", "messages": 0, "consumers": 0})["enqueued"] == 0
 
 
 def test_a_topics_subscriber_queues_are_summed_without_counters() -> None:
     queue = json.loads(sample("rabbitmq-queue.json"))
-    figures = rabbitmq.subscriber_figures([queue, {**queue, "consumers": 2}])
+    figures = rabbitmqjson.subscriber_figures([queue, {**queue, "consumers": 2}])
     assert (figures["depth"], figures["unacked"], figures["consumers"]) == (16, 8, 3)
     assert "enqueued" not in figures and "dispatched" not in figures
-    assert rabbitmq.subscriber_figures([]) == {}
+    assert rabbitmqjson.subscriber_figures([]) == {}
 
 
 def test_overview_and_nodes_become_broker_figures() -> None:
     overview, nodes = json.loads(sample("rabbitmq-overview.json")), json.loads(sample("rabbitmq-nodes.json"))
-    figures = rabbitmq.broker_figures(overview, nodes)
+    figures = rabbitmqjson.broker_figures(overview, nodes)
     assert figures["connections"] == overview["object_totals"]["connections"]
     assert figures["memory_bytes"] == nodes[0]["mem_used"]
     assert figures["memory_percent"] == pytest.approx(100.0 * nodes[0]["mem_used"] / nodes[0]["mem_limit"])
@@ -287,7 +287,7 @@ def test_overview_and_nodes_become_broker_figures() -> None:
     assert figures["alarms"] == []
     assert figures["instance"] == f"{nodes[0]['name']}/{nodes[0]['os_pid']}"  # a restart has another pid
     alarmed = [{**nodes[0], "mem_alarm": True, "disk_free_alarm": True}]
-    assert rabbitmq.broker_figures(overview, alarmed)["alarms"] == ["memory", "disk"]
+    assert rabbitmqjson.broker_figures(overview, alarmed)["alarms"] == ["memory", "disk"]
 
 
 def test_the_management_url_is_beside_the_first_stomp_host() -> None:

@@ -14,8 +14,8 @@ import mqusers  # noqa: F401  (its init_command_line_parser listener registers t
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.options.optionspec import Option, env_var
+from mqusers.options.settings import Settings, read_settings
 from mqusers.options.table import OPTIONS as MQ_OPTIONS
-from mqusers.options.table import Settings, read_settings
 from mqusers.sinks.settings import OPTIONS as INFLUX_OPTIONS
 from mqusers.sinks.settings import InfluxSettings, read_influx_settings
 

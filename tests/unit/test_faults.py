@@ -9,7 +9,8 @@ import sys
 import gevent
 import pytest
 
-from mqusers.options.parsing import Fault, OptionError, parse_fault
+from mqusers.options.faultspec import Fault, parse_fault
+from mqusers.options.parsing import OptionError
 from mqusers.run import faults
 from mqusers.run.faults import FaultSchedule, fault_line, known_secrets, mask
 

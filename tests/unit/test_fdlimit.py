@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from mqusers.measure.book import Book
-from mqusers.options.table import Settings
+from mqusers.options.settings import Settings
 from mqusers.report.build import RunFacts, build_report
 from mqusers.run.ending import DrainOutcome
 from mqusers.stomp.transport import OUT_OF_FILES

@@ -13,7 +13,7 @@ import pytest
 from mqusers.commands.matrix import Cell, matrix_document
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
-from mqusers.options.table import Settings
+from mqusers.options.settings import Settings
 from mqusers.report.build import RunFacts, build_report
 from mqusers.report.htmlreport import chart_data, main, render
 from mqusers.report.htmlrun import AUDIT_COLUMNS

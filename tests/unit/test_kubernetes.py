@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 import mqusers  # noqa: F401  (registers the --mq-* and --influx-* arguments)
-from mqusers.options.table import read_settings
+from mqusers.options.settings import read_settings
 from tests.kustomize import KUBERNETES, OVERLAYS, ROOT, Document, find, render
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="the dev extra installs kubernetes-validate")

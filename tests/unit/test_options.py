@@ -6,16 +6,16 @@ from pathlib import Path
 import pytest
 
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
+from mqusers.options.faultspec import Fault
 from mqusers.options.parsing import (
     BrokerAddress,
-    Fault,
     OptionError,
     parse_broker_url,
     parse_destination,
     parse_frame_size,
     parse_size,
 )
-from mqusers.options.table import Settings, class_brokers, read_settings
+from mqusers.options.settings import Settings, class_brokers, read_settings
 from mqusers.sinks.settings import read_influx_settings
 from mqusers.stomp.wire import make_body
 

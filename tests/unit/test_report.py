@@ -7,7 +7,7 @@ from hdrh.histogram import HdrHistogram
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
 from mqusers.options.parsing import parse_broker_url
-from mqusers.options.table import Settings
+from mqusers.options.settings import Settings
 from mqusers.report.build import RunFacts, build_report, gate_failures, rows_of, shortfall
 from mqusers.report.reportformats import CSV_COLUMNS, format_summary, report_document, write_csv
 from mqusers.run.ending import DrainOutcome

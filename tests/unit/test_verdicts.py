@@ -10,7 +10,7 @@ from html import escape
 
 from mqusers.measure.book import Book
 from mqusers.measure.cpu import CpuInterval, CpuSampler, parse_schedstat, parse_stat
-from mqusers.options.table import Settings
+from mqusers.options.settings import Settings
 from mqusers.report.build import RunFacts, build_report
 from mqusers.report.htmlreport import render
 from mqusers.report.reportformats import format_summary, report_document

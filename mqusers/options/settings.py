@@ -1,0 +1,87 @@
+"""The frozen settings a test runs with: every ``--mq-*`` option's value, validated once per test.
+
+:data:`~mqusers.options.table.OPTIONS` declares the options; :func:`read_settings` reads them into
+:class:`Settings` and picks the broker (``--mq-host``, the User classes' ``host``, or ``--host``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mqusers.options.faultspec import Fault
+from mqusers.options.optionspec import read
+from mqusers.options.parsing import MAX_FRAME_DEFAULT, BrokerAddress, OptionError, is_broker_url, parse_broker_url
+from mqusers.options.table import OPTIONS
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated option values. ``None`` means the User class decides."""
+
+    broker: BrokerAddress | None = None
+    destination: str | None = None
+    size: int | None = None
+    persistent: bool | None = None
+    durable: bool | None = None
+    ack: str | None = None
+    prefetch: int | None = None
+    receipts: bool | None = None
+    rate: float | None = None
+    max_messages: int | None = None
+    consumers: int | None = None
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    heartbeats: tuple[int, int] = (0, 0)
+    vhost: str = "/"
+    dialect: str = "auto"
+    reply_to: str | None = None
+    timeout: float = 10.0
+    max_frame: int = MAX_FRAME_DEFAULT
+    run_id: str = ""
+    report_json: str | None = None
+    report_csv: str | None = None
+    report_html: str | None = None
+    warmup: float = 0.0
+    max_p99_ms: float | None = None
+    max_errors: int | None = None
+    max_lost: int | None = None
+    min_rate: float | None = None
+    total_rate: float = 0.0
+    drain: float = 5.0
+    drain_max: float = 30.0
+    total_messages: int = 0
+    ca_file: str | None = None
+    other_runs: str | None = None
+    fail_on_saturation: bool = False
+    request_events: str = "bulk"
+    #: Commands may carry secrets: never in a repr (reports show them masked, from the fault records).
+    faults: tuple[Fault, ...] = field(default=(), repr=False)
+
+
+def class_brokers(user_classes: Iterable[type]) -> tuple[str, ...]:
+    """The distinct stomp(+ssl) URLs the User classes set as ``host``: the STOMP Users' broker.
+
+    Read before the first spawn: Locust then overwrites every class's ``host`` with ``--host``.
+    """
+    hosts = (getattr(user_class, "host", None) for user_class in user_classes)
+    return tuple(dict.fromkeys(host for host in hosts if isinstance(host, str) and is_broker_url(host)))
+
+
+def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ()) -> Settings:
+    """Validate every mqusers option once; raise :class:`~mqusers.options.parsing.OptionError` with one clear line.
+
+    The broker is ``--mq-host``, else the STOMP User classes' ``host`` (``brokers``, from
+    :func:`class_brokers`), else ``host`` (``--host``), which then has to be a broker URL: an http(s)
+    ``--host`` belongs to the HttpUsers of a mixed locustfile once the broker comes from elsewhere.
+    """
+    values = read(options, OPTIONS)
+    if "broker" not in values:
+        if len(brokers) > 1:
+            raise OptionError(f"the User classes' host name {len(brokers)} brokers; give one with --mq-host")
+        if brokers:
+            values["broker"] = parse_broker_url(brokers[0], "host")
+        elif host:
+            values["broker"] = parse_broker_url(host)
+    return Settings(**values)
