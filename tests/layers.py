@@ -8,11 +8,24 @@ from pathlib import Path
 
 #: A layer row of ARCHITECTURE.md's table starts with its folder: "| `stomp/` | ...".
 LAYER_ROW = re.compile(r"^\| `(\w+)/` \|", re.M)
+#: The same row with its modules cell: "| `stomp/` | `client.py`, ... | job |".
+MODULES_CELL = re.compile(r"^\| `(\w+)/` \|([^|]*)\|", re.M)
 
 
 def layers(architecture: Path) -> list[str]:
     """The folders of ARCHITECTURE.md's table, top layer first."""
     return LAYER_ROW.findall(architecture.read_text(encoding="utf-8"))
+
+
+def unlisted_modules(package: Path, architecture: Path) -> list[str]:
+    """``folder/module.py`` for each module its folder's row of ARCHITECTURE.md's table does not name."""
+    rows = dict(MODULES_CELL.findall(architecture.read_text(encoding="utf-8")))
+    return [
+        f"{folder}/{path.name}"
+        for folder, cell in sorted(rows.items())
+        for path in sorted((package / folder).glob("*.py"))
+        if path.name != "__init__.py" and f"`{path.name}`" not in cell
+    ]
 
 
 def imported(source: str, module: str) -> set[str]:

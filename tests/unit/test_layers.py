@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.layers import layers, upward_imports
+from tests.layers import layers, unlisted_modules, upward_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "mqusers"
@@ -20,6 +20,21 @@ def test_the_table_lists_every_folder_once() -> None:
 def test_the_package_root_holds_only_the_api_and_the_folders() -> None:
     files = sorted(p.name for p in PACKAGE.iterdir() if p.is_file())
     assert files == ["__init__.py", "py.typed"]
+
+
+def test_every_module_is_named_in_its_folders_row() -> None:
+    assert unlisted_modules(PACKAGE, ROOT / "ARCHITECTURE.md") == []
+
+
+def test_an_unlisted_module_is_named(tmp_path: Path) -> None:
+    copy = tmp_path / "mqusers"
+    (copy / "run").mkdir(parents=True)
+    (copy / "run" / "__init__.py").write_text('"""Run."""\n')
+    (copy / "run" / "context.py").write_text('"""Listed."""\n')
+    (copy / "run" / "stray.py").write_text('"""Not listed."""\n')
+    table = tmp_path / "ARCHITECTURE.md"
+    table.write_text("| folder | modules | job |\n|---|---|---|\n| `run/` | `context.py` | the run |\n")
+    assert unlisted_modules(copy, table) == ["run/stray.py"]
 
 
 def test_no_import_runs_up_the_layers() -> None:
