@@ -75,7 +75,9 @@ class FakeHealth:
         on_second: Callable[[str, int, float, float], None] | None = None,
     ) -> None:
         self.time, self.cpu, self.probe = FakeClock(), PlantedCpu(), FakeProbe()
-        self.health = Health("local", producers, fire, on_second, self.time.clock(), self.cpu, self.probe)
+        self.health = Health(
+            "local", producers, fire, on_second, clock=self.time.clock(), cpu=self.cpu, probe=self.probe
+        )
         self.health.start()
 
     def second(self, interval: CpuInterval = QUIET, lag_ms: float = 1.0) -> None:
