@@ -56,8 +56,12 @@ class BrokerSampler:
         interval: float,
         timeout: float,
         listeners: Iterable[Callable[[BrokerSample], None]] = (),
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] = gevent.sleep,
     ) -> None:
+        """``clock`` (monotonic s) and ``sleep`` are injectable, for tests on a fake clock."""
         self.source, self.jvm, self._destinations = source, jvm, destinations
+        self._clock, self._sleep = clock, sleep
         self.interval, self.timeout = interval, timeout
         self._listeners = list(listeners)
         #: Per destination, its figures when first read (empty: the broker did not know it then), and the last.
@@ -89,7 +93,7 @@ class BrokerSampler:
     @property
     def stale_s(self) -> float | None:
         """How old the figures are when the last reading failed (None: it answered, or none ever did)."""
-        return time.monotonic() - self._broker_read_at if self.failing and self._broker_read_at else None
+        return self._clock() - self._broker_read_at if self.failing and self._broker_read_at else None
 
     def start(self, baseline_s: float) -> None:
         """The first reading now, before any message (the counters' baseline), then every interval.
@@ -104,7 +108,7 @@ class BrokerSampler:
 
     def _run(self) -> None:
         while True:
-            gevent.sleep(self.interval)
+            self._sleep(self.interval)
             self.sample()
 
     def stop(self) -> None:
@@ -118,16 +122,16 @@ class BrokerSampler:
         # Agreeing readings count only that far apart: the broker may not have refreshed in between.
         settle = self.source.settle_s if self.source is not None else 0.0
         previous, since = _counts(self.last), self._read_at
-        deadline = time.monotonic() + SETTLE_MAX_S
+        deadline = self._clock() + SETTLE_MAX_S
         for _ in range(0 if self.failing else SETTLE_READS):
             sample = self.sample()
-            if sample is None or time.monotonic() >= deadline:
+            if sample is None or self._clock() >= deadline:
                 break
             if _counts(sample["destinations"]) != previous:
                 previous, since = _counts(sample["destinations"]), self._read_at
             elif self._read_at - since >= settle:
                 break
-            gevent.sleep(min(settle, max(0.0, deadline - time.monotonic())))
+            self._sleep(min(settle, max(0.0, deadline - self._clock())))
         if self.source is not None:
             self._guard("close", self.source.close)
 
@@ -152,7 +156,7 @@ class BrokerSampler:
             broker = self._guard("broker", source.broker)
             self.failing = broker is None
             if broker is not None:
-                self._broker_read_at = time.monotonic()
+                self._broker_read_at = self._clock()
                 for name in dict.fromkeys(self._destinations()):
                     figures = self._guard(name, functools.partial(source.destination, name))
                     if figures is not None:
@@ -161,7 +165,7 @@ class BrokerSampler:
             jvm_figures = self._guard("jvm", self.jvm.sample)
         if broker is None and jvm_figures is None:
             return None
-        self._read_at = time.monotonic()
+        self._read_at = self._clock()
         sample = BrokerSample(ts_ns=time.time_ns(), source=source.name if source is not None else "jvm",
                               broker=broker or {}, destinations=destinations, jvm=jvm_figures)  # fmt: skip
         self._take(sample)

@@ -60,7 +60,7 @@ def arrival(figures: Iterable[Mapping[str, Any]]) -> str | None:
 class Drain:
     """One run's drain. ``received`` counts this run's deliveries so far; ``complete`` asks the
     audit whether the wait is over (:func:`arrival`: why, or None); ``refresh`` pulls the latest
-    figures in first."""
+    figures in first. ``clock`` and ``sleep`` are injectable, for tests on a fake clock."""
 
     def __init__(
         self,
@@ -68,8 +68,12 @@ class Drain:
         complete: Callable[[], str | None],
         refresh: Callable[[], None] = lambda: None,
         deserted: Callable[[], bool] = lambda: False,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] = gevent.sleep,
     ):
         self.received, self.complete, self.refresh = received, complete, refresh
+        self._clock, self._sleep = clock, sleep
         #: True when no consumer is left to drain (a master whose workers all quit, e.g. on Ctrl-C).
         self.deserted = deserted
         self.running = False
@@ -82,7 +86,7 @@ class Drain:
         """Wait as described in the module docs; runs once per test, later callers get the outcome."""
         if self.outcome is not None:
             return self.outcome
-        began = time.monotonic()
+        began = self._clock()
         if limit_s is not None:
             # A later end (e.g. -t during a fixed-count drain) can only shorten the drain.
             self._deadline = min(self._deadline, began + limit_s)
@@ -94,7 +98,7 @@ class Drain:
         last_change = began
         count, checked = self.received(), 0.0
         while True:
-            now = time.monotonic()
+            now = self._clock()
             if now - checked >= AUDIT_EVERY_S:
                 checked = now
                 self.refresh()
@@ -113,7 +117,7 @@ class Drain:
             if self.cut or now >= self._deadline:
                 outcome = DrainOutcome(False, now - began, "cut short: messages may still be queued")
                 break
-            gevent.sleep(POLL_S)
+            self._sleep(POLL_S)
         self.outcome = outcome
         self.running = False
         self._done.set()

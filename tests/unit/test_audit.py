@@ -5,7 +5,6 @@ from locust.rpc.protocol import Message
 
 import json
 import random
-import time
 from collections import Counter
 from typing import Any
 
@@ -367,20 +366,16 @@ def test_deltas_cross_locusts_wire_unchanged() -> None:
     assert merged(arrived).snapshot() == merged(deltas).snapshot()
 
 
-def test_ten_million_in_order_records_cost_one_interval_per_producer() -> None:
-    n = 10_000_000
+def test_a_million_in_order_records_cost_one_interval_per_producer() -> None:
+    # What a record costs in time is measured by benchmarks.ceiling (the receive and send paths); here, its size.
+    n = 1_000_000
     sent, received = SentLedger("w1"), ReceiveLedger("w2")
     record = sent.producer(Q, "p").record
-    start = time.perf_counter()
     for seq in range(1, n + 1):
-        record(seq, S + seq * 1000)  # 1 µs apart: 10 s of sends
-    send_us = (time.perf_counter() - start) / n * 1e6
+        record(seq, S + seq * 10_000)  # 10 µs apart: 10 s of sends, a checkpoint every 100 ms of them
     on_message = received.subscription("w2/1", Q, "queue", 0).record
-    start = time.perf_counter()
     for seq in range(1, n + 1):
         on_message(b"p", seq, False)
-    receive_us = (time.perf_counter() - start) / n * 1e6
-    print(f"\nSentStream.record {send_us:.3f} µs, Subscription.record {receive_us:.3f} µs (in order, per message)")
     shipped, got = sent.drain(), received.drain()
     assert shipped["producers"][0]["seqs"] == [[[1, n]]]
     assert len(shipped["producers"][0]["checkpoints"]) == 100

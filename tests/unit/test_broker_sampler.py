@@ -6,6 +6,7 @@ from __future__ import annotations
 import locust  # noqa: F401  (gevent first)
 
 import gevent
+from gevent.event import Event
 
 from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError
 from mqusers.brokers.sampler import MAX_KEPT, SETTLE_READS, BrokerSampler
@@ -19,13 +20,15 @@ class Scripted:
     settle_s = 0.01
 
     def __init__(self) -> None:
-        self.reads, self.fail, self.hang, self.closed = 0, False, False, False
-        self.delay = 0.0
+        self.reads, self.calls, self.fail, self.hang, self.closed = 0, 0, False, False, False
+        self.answer = Event()  # cleared: a slow broker, whose reading waits until it is set
+        self.answer.set()
 
     def broker(self) -> BrokerFigures:
+        self.calls += 1
         if self.hang:
             gevent.sleep(60)
-        gevent.sleep(self.delay)
+        self.answer.wait()
         if self.fail:
             raise MetricsError("ActiveMQ at stomp://h:1 does not answer ActiveMQ.Statistics.Broker")
         self.reads += 1
@@ -50,10 +53,42 @@ class Jvm:
         return {"heap_used_mb": 100.0 + self.n, "heap_committed_mb": 512.0, "gc_count": 5 + self.n, "gc_seconds": 0.5}
 
 
-def sampler(source: Scripted, **kwargs: object) -> tuple[BrokerSampler, list[BrokerSample]]:
-    seen: list[BrokerSample] = []
+class Clock:
+    """Monotonic seconds that move only when the sampler sleeps (or a test says so)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        gevent.sleep(0)
+
+
+class Seen(list[BrokerSample]):
+    """The samples a listener got; ``wait(n)`` until it has ``n``, the event it means."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._more = Event()
+
+    def __call__(self, sample: BrokerSample) -> None:
+        self.append(sample)
+        self._more.set()
+
+    def wait(self, n: int) -> None:
+        with gevent.Timeout(10):  # a bound for a broken sampler, not a measure of speed
+            while len(self) < n:
+                self._more.clear()
+                self._more.wait()
+
+
+def sampler(source: Scripted, **kwargs: object) -> tuple[BrokerSampler, Seen]:
+    seen = Seen()
     made = BrokerSampler(source, Jvm(), lambda: ["/queue/a", "/queue/new", "/queue/a"], interval=0.01, timeout=0.05,
-                         listeners=[seen.append], **kwargs)  # type: ignore[arg-type]  # fmt: skip
+                         listeners=[seen], **kwargs)  # type: ignore[arg-type]  # fmt: skip
     return made, seen
 
 
@@ -62,7 +97,7 @@ def test_counters_are_this_tests_differences_and_gauges_their_last_reading() -> 
     made, seen = sampler(source)
     made.start(1.0)  # the baseline reading happens before start returns
     assert source.reads == 1
-    gevent.sleep(0.1)
+    seen.wait(3)
     before = source.reads
     made.stop()
     # Its counters never stop moving: the last readings give up after SETTLE_READS.
@@ -88,12 +123,13 @@ def test_a_failing_or_hanging_source_is_counted_logged_once_and_never_blocks() -
     source.fail = True
     made, seen = sampler(source)
     made.start(1.0)
-    gevent.sleep(0.05)
+    seen.wait(2)  # two readings, the broker's part failing in each (the JVM answers)
     source.fail, source.hang = False, True
-    made.sample()  # a reading hanging costs at most twice the timeout...
-    with gevent.Timeout(0.05):  # ...and one failing at the end is not asked again
-        made.stop()
-    assert made.failures >= 2 and len(made.errors) == 1
+    made.sample()  # a reading hanging costs at most twice the timeout (the sampler's own bound)...
+    calls = source.calls
+    made.stop()  # ...and one failing at the end is not asked again
+    assert source.calls == calls and source.closed
+    assert made.failures >= 3 and len(made.errors) == 1
     assert "Statistics.Broker" in made.errors["broker"]
     document = broker_document(made)
     assert document["destinations"] == {} and seen  # the JVM still answered
@@ -145,9 +181,11 @@ def test_the_cross_check_names_only_what_in_flight_messages_do_not_explain() -> 
 
 def test_a_destination_first_read_after_the_load_began_has_no_baseline_and_no_cross_check() -> None:
     source = Scripted()
-    source.delay = 0.2  # a slow broker: its first reading comes after the load began
+    source.answer.clear()  # a slow broker: its first reading comes after the load began
     made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
     made.start(0.05)
+    assert source.reads == 0 and made.baseline == set()
+    source.answer.set()
     made.stop()
     figures = broker_document(made)["destinations"]["/queue/a"]
     assert figures["baseline"] is False and figures["enqueued"] == 100 + 10 * source.reads  # as the broker has it
@@ -156,27 +194,27 @@ def test_a_destination_first_read_after_the_load_began_has_no_baseline_and_no_cr
 
 
 def test_the_last_reading_is_taken_once_when_nothing_moved_since_the_one_before() -> None:
-    source = Scripted()
-    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
+    source, clock = Scripted(), Clock()
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1, clock=clock, sleep=clock.sleep)
     made.start(1.0)
     source.destination = lambda destination: {"enqueued": 7, "depth": 0}  # type: ignore[method-assign]
     made.sample()
-    gevent.sleep(2 * source.settle_s)  # the broker had time to refresh since
+    clock.now += 2 * source.settle_s  # the broker had time to refresh since
     reads = source.reads
     made.stop()
     assert source.reads == reads + 1
 
 
 def test_agreeing_readings_too_close_together_do_not_count_as_settled() -> None:
-    source = Scripted()
+    source, clock = Scripted(), Clock()
     source.settle_s = 0.2
-    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1)
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1, clock=clock, sleep=clock.sleep)
     made.start(1.0)
     source.destination = lambda destination: {"enqueued": 7, "depth": 0}  # type: ignore[method-assign]
     made.sample()
     reads = source.reads
     made.stop()  # the first reading agrees with one taken a moment ago: read again after settle_s
-    assert source.reads == reads + 2
+    assert source.reads == reads + 2 and clock.now == 1000.0 + source.settle_s  # slept settle_s between them
 
 
 class Restarting(Scripted):
@@ -245,14 +283,15 @@ def test_a_destination_the_broker_stops_reporting_is_not_a_counter_reset() -> No
 
 
 def test_figures_left_by_a_broker_that_stopped_answering_are_dated_and_not_compared() -> None:
-    source = Scripted()
-    made, _ = sampler(source)
+    source, clock = Scripted(), Clock()
+    made = BrokerSampler(source, None, lambda: ["/queue/a"], interval=60, timeout=1, clock=clock, sleep=clock.sleep)
     made.start(1.0)
-    gevent.sleep(0.05)
+    made.sample()
+    clock.now += 7.0
     source.fail = True
-    made.stop()  # the last reading fails: the figures are the previous answer's
+    made.stop()  # the last reading fails: the figures are the previous answer's, 7 s old
     document = broker_document(made)
-    assert document["stale_s"] is not None and 0 <= document["stale_s"] < 5
+    assert document["stale_s"] == 7.0
     assert document["destinations"]["/queue/a"]["comparable"] is False
     rows = [{"destination": "/queue/a", "sent": 10**6, "received": 10**6}]  # far from the stale counts
     notes = broker_notes(document, rows)

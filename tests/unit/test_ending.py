@@ -1,25 +1,51 @@
-"""The drain's three ways to end and the shared schedule's end: no broker."""
+"""The drain's three ways to end and the shared schedule's end: no broker, on a fake clock."""
 
+from collections.abc import Callable
 from typing import Any
 
 import gevent
+import pytest
 
 from mqusers.coordination.conductor import Conductor
-from mqusers.run.ending import ALL_ARRIVED, NONE_CONFIRMED, NOTHING_EXPECTED, NOTHING_SENT, Drain, arrival
+from mqusers.run.ending import (
+    ALL_ARRIVED,
+    AUDIT_EVERY_S,
+    NONE_CONFIRMED,
+    NOTHING_EXPECTED,
+    NOTHING_SENT,
+    POLL_S,
+    Drain,
+    arrival,
+)
+
+
+class Clock:
+    """Time that moves only when the drain sleeps; the sleep still yields to other greenlets."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        gevent.sleep(0)
+
+
+def drain(clock: Clock, received: Callable[[], int], complete: Callable[[], str | None], **kw: Any) -> Drain:
+    return Drain(received, complete, clock=clock, sleep=clock.sleep, **kw)
 
 
 def test_the_drain_ends_when_everything_arrived() -> None:
-    arrived = {"n": 0}
+    clock = Clock()
 
-    def deliver() -> None:
-        for _ in range(5):
-            gevent.sleep(0.05)
-            arrived["n"] += 1
+    def arrived() -> int:
+        return min(5, int((clock.now - 1000.0) / 0.05))  # one every 50 ms, five in all
 
-    gevent.spawn(deliver)
-    drain = Drain(lambda: arrived["n"], lambda: ALL_ARRIVED if arrived["n"] == 5 else None)
-    outcome = drain.run(idle_s=10, limit_s=None)
-    assert outcome.settled and outcome.reason == "every expected message arrived" and outcome.seconds < 2
+    outcome = drain(clock, arrived, lambda: ALL_ARRIVED if arrived() == 5 else None).run(idle_s=10, limit_s=None)
+    assert outcome.settled and outcome.reason == "every expected message arrived"
+    assert 0.25 <= outcome.seconds <= 0.25 + AUDIT_EVERY_S + POLL_S  # the first audit after the fifth
 
 
 def figures(
@@ -48,24 +74,27 @@ def test_the_drain_never_says_all_arrived_when_no_subscription_was_confirmed() -
 
 
 def test_the_drain_ends_after_its_idle_timeout_and_that_settles_it() -> None:
-    outcome = Drain(lambda: 7, lambda: None).run(idle_s=0.3, limit_s=None)
-    assert outcome.settled and outcome.reason == "no delivery for 0.3 s" and 0.3 <= outcome.seconds < 1
+    outcome = drain(Clock(), lambda: 7, lambda: None).run(idle_s=0.3, limit_s=None)
+    assert outcome.settled and outcome.reason == "no delivery for 0.3 s"
+    assert outcome.seconds == pytest.approx(0.3, abs=POLL_S)  # the first poll at or after 0.3 s
 
 
 def test_a_drain_still_receiving_is_cut_by_its_limit_and_settles_nothing() -> None:
     ticks = iter(range(10**6))
-    outcome = Drain(lambda: next(ticks), lambda: None).run(idle_s=0.2, limit_s=0.5)
-    assert not outcome.settled and "cut short" in outcome.reason and 0.5 <= outcome.seconds < 1.5
+    outcome = drain(Clock(), lambda: next(ticks), lambda: None).run(idle_s=0.2, limit_s=0.5)
+    assert not outcome.settled and "cut short" in outcome.reason
+    assert outcome.seconds == pytest.approx(0.5, abs=POLL_S)
 
 
 def test_a_later_end_shortens_a_running_drain_and_shares_its_outcome() -> None:
-    ticks = iter(range(10**6))
-    drain = Drain(lambda: next(ticks), lambda: None)
-    first = gevent.spawn(drain.run, 0.2, None)  # a fixed-count end: no limit of its own
-    gevent.idle()  # runs the first drain up to its first poll, no guessed delay
-    assert drain.running
-    second = drain.run(0.2, 0.3)  # then -t: at most 0.3 s more
-    assert first.get(timeout=2) is second and not second.settled
+    ticks, clock = iter(range(10**6)), Clock()
+    running = drain(clock, lambda: next(ticks), lambda: None)
+    first = gevent.spawn(running.run, 0.2, None)  # a fixed-count end: no limit of its own
+    gevent.sleep(0)  # runs the first drain up to its first poll
+    assert running.running
+    second = running.run(0.2, 0.3)  # then -t: at most 0.3 s more
+    assert first.get(timeout=10) is second and not second.settled
+    assert second.seconds <= 0.3 + 2 * POLL_S  # from the first drain's start: shortened, not endless
 
 
 def test_the_shared_schedule_is_done_when_every_drawing_producer_was_told_so() -> None:
@@ -79,5 +108,5 @@ def test_the_shared_schedule_is_done_when_every_drawing_producer_was_told_so() -
 
 def test_a_drain_with_no_consumer_left_ends_unsettled() -> None:
     ticks = iter(range(10**6))
-    outcome = Drain(lambda: next(ticks), lambda: None, deserted=lambda: True).run(idle_s=5, limit_s=None)
-    assert not outcome.settled and outcome.reason == "no worker left to receive" and outcome.seconds < 1
+    outcome = drain(Clock(), lambda: next(ticks), lambda: None, deserted=lambda: True).run(idle_s=5, limit_s=None)
+    assert not outcome.settled and outcome.reason == "no worker left to receive" and outcome.seconds == 0

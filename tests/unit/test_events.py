@@ -154,11 +154,9 @@ def test_a_drop_while_a_receipt_is_pending_leaves_the_message_unconfirmed() -> N
         connection.drop()
 
     gevent.spawn(drop)
-    started = time.monotonic()
     assert client.publish(publisher(client), 1, sync=True) is Sent.UNCONFIRMED
-    assert time.monotonic() - started < 1.0  # the drop answers the wait, not the timeout
     assert client.dropped and not client.connected
-    assert errors(env) == ["connection lost"]
+    assert errors(env) == ["connection lost"]  # the drop answered the wait: the timeout says "no RECEIPT within"
     assert env.stats.entries[("receipt /queue/a", "STOMP")].num_failures == 1
 
 
@@ -196,29 +194,28 @@ def test_reconnecting_moves_the_generation_and_connected_at() -> None:
     assert (client.generation, client.connected, client.dropped) == (1, True, False)
     transport.connection.drop()
     assert (client.generation, client.connected, client.dropped) == (1, False, True)
-    gevent.sleep(0.01)
+    before = time.monotonic()
     client.connect()
     assert (client.generation, client.connected, client.dropped) == (2, True, False)
-    assert client.connected_at > first_at and len(transport.connections) == 2
+    assert client.connected_at >= before > first_at and len(transport.connections) == 2
 
 
 def test_disconnect_waits_for_the_receipt_of_its_disconnect() -> None:
     client, connection = connected(environment(), ClientConfig(parse_broker_url(ADDRESS), timeout=5.0))
     gevent.spawn(connection.answer_receipt)
-    started = time.monotonic()
-    assert client.disconnect() is True  # the broker confirmed it read everything written before
-    assert time.monotonic() - started < 1.0
+    assert client.disconnect() is True  # the RECEIPT answered it (a timeout returns False)
     assert connection.sent == [b"DISCONNECT\nreceipt:mq-bye-1\n\n\x00"] and connection.closed
     assert not client.connected and not client.dropped
     assert client.disconnect() is False  # nothing left to confirm
 
 
-def test_disconnect_from_a_broker_that_never_answers_returns_within_the_timeout() -> None:
+def test_disconnect_from_a_broker_that_never_answers_returns_at_the_timeout() -> None:
     client, connection = connected(environment())
-    started = time.monotonic()
-    assert client.disconnect() is False  # what was written may never have been read
-    assert 0.05 <= time.monotonic() - started < 0.5  # it waited for the RECEIPT, up to the timeout
-    assert connection.sent[0].startswith(b"DISCONNECT\n") and connection.closed
+    closing = gevent.spawn(client.disconnect)
+    gevent.idle()  # it wrote DISCONNECT and waits for the RECEIPT, the connection still open
+    assert not closing.ready() and connection.sent[0].startswith(b"DISCONNECT\n") and not connection.closed
+    assert closing.get(timeout=10) is False  # what was written may never have been read
+    assert connection.closed
     assert not client.connected and not client.dropped
 
 
@@ -227,12 +224,10 @@ def test_a_blocked_send_shows_in_send_progress_and_disconnect_still_returns() ->
     client, connection = connected(env)
     connection.stall()
     producer = gevent.spawn(client.publish, publisher(client), 1)
-    gevent.sleep(0.01)
-    assert client.send_progress() == (True, 1)
-    started = time.monotonic()
+    gevent.idle()  # the producer runs until its send blocks
+    assert client.send_progress() == (True, 1) and connection.in_send
     assert client.disconnect() is False  # its DISCONNECT blocks too, until the timeout
-    assert time.monotonic() - started < 0.5
-    assert producer.get(timeout=1) is Sent.FAILED  # the connection closed under the blocked send
+    assert producer.get(timeout=10) is Sent.FAILED  # the connection closed under the blocked send
     assert client.send_progress() == (False, 0) and connection.closed
 
 
@@ -243,7 +238,8 @@ def blocked_burst(whole: int) -> tuple[Environment, StompClient, MemoryConnectio
     one = len(publisher(client).frames.frame(1, time.time_ns()))  # messages 1-8: one length
     connection.stall(accept=whole * one + one // 2)
     burst = gevent.spawn(client.publish_many, publisher(client), 1, 8)
-    gevent.sleep(0.01)
+    gevent.idle()  # the burst runs until its write blocks
+    assert connection.in_send
     return env, client, connection, burst
 
 
@@ -288,11 +284,9 @@ def test_a_connection_closed_before_connected_fails_at_once_not_at_the_timeout()
     transport = MemoryTransport(connected=None)
     config = ClientConfig(parse_broker_url(ADDRESS), timeout=30)
     client = StompClient(config, env.events.request.fire, transport=transport)
-    gevent.spawn_later(0.01, lambda: transport.connection.drop())
-    start = time.monotonic()
+    gevent.spawn(lambda: transport.connection.drop())  # runs once connect() waits for CONNECTED
     with pytest.raises(MqError, match="refused the connection: the connection closed before CONNECTED"):
-        client.connect()
-    assert time.monotonic() - start < 1
+        client.connect()  # the drop answered it: the timeout says "no CONNECTED frame within 30s"
     assert not client.connected and not client.dropped and client.generation == 0
 
 

@@ -315,8 +315,8 @@ def test_grafana_provisioning_is_the_repositorys() -> None:
 # -- the container scripts, run with a stand-in `locust` ------------------------------------------
 
 FAKE_LOCUST = """#!/bin/sh
-echo "start $$ $*" >> "$LOG"
 trap 'echo "term $$" >> "$LOG"; exit 0' TERM
+echo "start $$ $*" >> "$LOG"
 case "$MODE" in
   fail) exit 3 ;;
   run) sleep 30 & wait $! ;;
@@ -324,15 +324,24 @@ esac
 """
 
 
+#: A stand-in `sleep` that logs its argument and returns at once, except from BLOCK_FROM seconds on:
+#: then it really sleeps (a back-off a test interrupts). The scripts' waits, without waiting.
+FAKE_SLEEP = """#!/bin/sh
+echo "sleep $*" >> "$LOG"
+[ "$1" -lt "${BLOCK_FROM:-999999}" ] || exec /bin/sleep 30
+"""
+
+
 def script(name: str) -> Path:
     return KUBERNETES / "base" / name
 
 
-def fake_locust(tmp_path: Path, mode: str) -> dict[str, str]:
+def fake_locust(tmp_path: Path, mode: str, *, fake_sleep: bool = False) -> dict[str, str]:
     (tmp_path / "bin").mkdir(exist_ok=True)
-    binary = tmp_path / "bin" / "locust"
-    binary.write_text(FAKE_LOCUST)
-    binary.chmod(0o755)
+    for name, text in [("locust", FAKE_LOCUST), ("sleep", FAKE_SLEEP)][: 1 + fake_sleep]:
+        binary = tmp_path / "bin" / name
+        binary.write_text(text)
+        binary.chmod(0o755)
     log = tmp_path / "log"
     log.touch()
     return {"PATH": f"{binary.parent}:/usr/bin:/bin", "LOG": str(log), "MODE": mode}
@@ -350,12 +359,13 @@ def wait_for(condition: Any, timeout: float) -> None:
 
 
 def test_the_worker_loop_restarts_locust_with_a_bounded_back_off(tmp_path: Path) -> None:
-    environment = fake_locust(tmp_path, "fail")
+    environment = fake_locust(tmp_path, "fail", fake_sleep=True) | {"BLOCK_FROM": "4"}
     loop = subprocess.Popen(["/bin/sh", str(script("worker-loop.sh")), "--processes", "1"], env=environment,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        # Quick failures: restarted after 1 s, then 2 s (the back-off doubles, up to 30 s).
-        wait_for(lambda: len(lines(tmp_path, "start")) >= 3, timeout=6)
+        # Quick failures: restarted after 1 s, then 2 s (the back-off doubles, up to 30 s); the third
+        # back-off, 4 s, is where SIGTERM comes.
+        wait_for(lambda: lines(tmp_path, "sleep 4"), timeout=10)
         loop.send_signal(signal.SIGTERM)
         assert loop.wait(timeout=3) == 0
     finally:
@@ -367,13 +377,13 @@ def test_the_worker_loop_restarts_locust_with_a_bounded_back_off(tmp_path: Path)
     assert "locust exited with status 3; starting it again in 1s" in output
     assert "locust exited with status 3; starting it again in 2s" in output
     assert len(starts) == 3, "SIGTERM during the back-off ends the loop, no restart"
+    assert lines(tmp_path, "sleep") == ["sleep 1", "sleep 2", "sleep 4"]
 
 
 def test_the_worker_loop_hands_sigterm_to_locust(tmp_path: Path) -> None:
     loop = subprocess.Popen(["/bin/sh", str(script("worker-loop.sh"))], env=fake_locust(tmp_path, "run"))
     try:
-        wait_for(lambda: lines(tmp_path, "start"), timeout=5)
-        time.sleep(0.2)  # the fake's trap is set
+        wait_for(lambda: lines(tmp_path, "start"), timeout=5)  # said once its TERM trap is set
         loop.send_signal(signal.SIGTERM)
         assert loop.wait(timeout=5) == 0
     finally:
@@ -384,11 +394,11 @@ def test_the_worker_loop_hands_sigterm_to_locust(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("mode", "code"), [("fail", 3), ("done", 0)])
 def test_keep_reports_holds_the_pod_then_exits_with_the_commands_status(tmp_path: Path, mode: str, code: int) -> None:
-    environment = fake_locust(tmp_path, mode) | {"KEEP_REPORTS_SECONDS": "1", "HOSTNAME": "mqusers-master-x"}
-    began = time.monotonic()
+    environment = fake_locust(tmp_path, mode, fake_sleep=True) | {"KEEP_REPORTS_SECONDS": "90",
+                                                                  "HOSTNAME": "mqusers-master-x"}  # fmt: skip
     result = subprocess.run(["/bin/sh", str(script("keep-reports.sh")), "locust", "--master"], env=environment,
                             capture_output=True, text=True, timeout=10)  # fmt: skip
     assert result.returncode == code
-    assert time.monotonic() - began >= 1.0
+    assert lines(tmp_path, "sleep") == ["sleep 90"]  # the pod held KEEP_REPORTS_SECONDS after the command
     assert "kubectl cp mqusers-master-x:/reports ./reports" in result.stderr
     assert lines(tmp_path, "start") and lines(tmp_path, "start")[0].endswith(" --master")
