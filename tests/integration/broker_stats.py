@@ -85,10 +85,10 @@ def parse_jms_map_json(body: str) -> dict[str, Any]:
 
 
 class _Replies(stomp.ConnectionListener):  # type: ignore[misc]
-    """Collects statistics replies until the empty terminator map arrives."""
+    """Collects statistics replies until the empty terminator map arrives (or ``replies`` maps did)."""
 
-    def __init__(self, subscription: str) -> None:
-        self.subscription = subscription
+    def __init__(self, subscription: str, replies: int | None = None) -> None:
+        self.subscription, self.replies = subscription, replies
         self.maps: list[dict[str, Any]] = []
         self.done = threading.Event()
         self.error: str | None = None
@@ -99,7 +99,7 @@ class _Replies(stomp.ConnectionListener):  # type: ignore[misc]
         parsed = parse_jms_map_json(frame.body)
         if parsed:
             self.maps.append(parsed)
-        else:
+        if not parsed or len(self.maps) == self.replies:
             self.done.set()
 
     def on_error(self, frame: Any) -> None:
@@ -107,17 +107,20 @@ class _Replies(stomp.ConnectionListener):  # type: ignore[misc]
         self.done.set()
 
 
-def activemq_statistics(port: int, query: str, timeout: float = 10.0, host: str = "127.0.0.1") -> list[dict[str, Any]]:
+def activemq_statistics(
+    port: int, query: str, timeout: float = 10.0, host: str = "127.0.0.1", replies: int | None = None
+) -> list[dict[str, Any]]:
     """Send one statisticsBrokerPlugin query (a STOMP destination) and collect the maps.
 
     ``query`` e.g. ``/queue/ActiveMQ.Statistics.Destination.foo``,
     ``/topic/ActiveMQ.Statistics.Destination.>`` or ``/queue/ActiveMQ.Statistics.Broker``.
     The END_MARKER header makes the broker send an empty map after the last
-    reply, so "no such destination" is an empty list, not a timeout.
+    reply, so "no such destination" is an empty list, not a timeout. The broker query ends with
+    no such map: ``replies=1`` ends at its one reply.
     """
     conn = stomp.Connection12([(host, port)], heartbeats=(0, 0))
     reply_to = f"/temp-queue/stats-{uuid.uuid4().hex}"
-    listener = _Replies(subscription="stats")
+    listener = _Replies(subscription="stats", replies=replies)
     conn.set_listener("stats", listener)
     conn.connect(wait=True)
     try:

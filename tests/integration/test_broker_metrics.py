@@ -7,6 +7,8 @@ that refuses gives one line and the run goes on.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +37,21 @@ def independent(broker: Broker, destination: str) -> dict[str, int]:
     }
 
 
+def jstat_gc(pid: int) -> tuple[int, float]:
+    """The JVM's collections so far and their seconds, read with ``jstat -gc`` here, not by mqusers."""
+    out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True, timeout=60, check=True).stdout
+    header, values = (line.split() for line in out.strip().splitlines()[:2])
+    row = dict(zip(header, values, strict=True))
+    return sum(int(float(row[key])) for key in ("YGC", "FGC", "CGC") if key in row), float(row["GCT"])
+
+
 @pytest.mark.parametrize("name", broker_params("activemq", "rabbitmq"))
 def test_the_brokers_figures_equal_its_counters_read_independently(name: str, destination: Any, tmp_path: Path) -> None:
     broker = started(name)
     queue = destination("queue")
-    extra = ["--mq-broker-pid", str(services.pid("activemq"))] if name == "activemq" else []
+    pid = services.pid("activemq") if name == "activemq" else None
+    extra = ["--mq-broker-pid", str(pid)] if pid is not None else []
+    gc_before = jstat_gc(pid) if pid is not None else (0, 0.0)
     run = run_locust(
         "queue_balance.py", broker.url, "--mq-consumers", "1", "--mq-destination", queue, "--mq-ack", "client",
         "--mq-total-messages", str(MESSAGES), "--mq-total-rate", "1000", "--mq-broker-metrics-interval", "0.5",
@@ -56,10 +68,15 @@ def test_the_brokers_figures_equal_its_counters_read_independently(name: str, de
     assert figures["baseline"] and figures["comparable"]
     assert run.row(queue)["sent"] == MESSAGES and not [n for n in run.report["notes"] if "unexplained" in n]
     assert f"{queue}" in run.output and "broker " in run.output  # the summary's broker table
-    if name == "activemq":
+    if pid is not None:
+        (count_before, seconds_before), (count_after, seconds_after) = gc_before, jstat_gc(pid)
         jvm = document["jvm"]
-        assert 0 < jvm["heap_used_mb"] <= jvm["heap_committed_mb"] and jvm["threads"] > 10
-        assert jvm["gc_count_run"] >= 0 and jvm["gc_seconds"] >= 0 and jvm["cpu_percent"] >= 0
+        assert 0 < jvm["heap_used_mb"] <= jvm["heap_committed_mb"] and 512 <= jvm["heap_committed_mb"] <= 4096  # -Xmx4g
+        assert 10 < jvm["threads"] < 1000 and 0 <= jvm["cpu_percent"] <= 100 * (os.cpu_count() or 1)
+        # The run's collections lie between this test's own readings of the JVM's counters, before and after.
+        assert count_before <= jvm["gc_count"] - jvm["gc_count_run"] <= jvm["gc_count"] <= count_after, jvm
+        assert seconds_before - 0.001 <= jvm["gc_seconds"] - jvm["gc_seconds_run"] <= jvm["gc_seconds"]
+        assert jvm["gc_seconds"] <= seconds_after + 0.001 and jvm["gc_count_run"] >= 0, jvm  # jstat prints ms
     else:
         assert document["broker"]["fd_total"] > 0 and document["broker"]["alarms"] == []
 
