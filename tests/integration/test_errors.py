@@ -9,110 +9,21 @@ import pytest
 from tests.integration.brokers import Broker, started
 from tests.integration.locust_runs import assert_refused_before_load, run_locust
 
-
-@pytest.mark.parametrize(
-    ("args", "fragment"),
-    [
-        (["--mq-size", "1XB"], "--mq-size: '1XB' is not a size"),
-        (["--mq-consumers", "3"], "--mq-consumers 3 is more than the 2 users (-u); no producer would run"),
-        (["--mq-consumers", "2"], "--mq-consumers 2 takes all 2 users (-u); no producer would run"),
-        (["--mq-drain-max", "1e308"], "--mq-drain-max: '1e308' must be at least 0 and at most 86,400"),
-        (["--mq-other-runs", "keep"], "--mq-other-runs: 'keep' is not one of apart, fail, receive"),
-        (["--mq-rate", "-3"], "--mq-rate: '-3' must be 0, or at least 0.001 and at most 10,000,000 msg/s"),
-        (["--mq-destination", "orders"], "--mq-destination: 'orders' is not a STOMP destination"),
-        (["--mq-ack", "never"], "--mq-ack: 'never' is not one of auto, client, client-individual"),
-        (["--mq-total-rate", "1e-300"], "--mq-total-rate: '1e-300' must be 0, or at least 0.001 and at most 10,000,"),
-        (["--mq-rate", "1e-300"], "--mq-rate: '1e-300' must be 0, or at least 0.001 and at most 10,000,000 msg/s"),
-        (["--mq-drain", "1e308"], "--mq-drain: '1e308' must be at least 0 and at most 86,400 seconds"),
-        (["--mq-warmup", "1e308"], "--mq-warmup: '1e308' must be at least 0 and at most 86,400 seconds"),
-        (["--mq-timeout", "1e308"], "--mq-timeout: '1e308' must be at least 0.001 and at most 3,600 seconds"),
-        (["--mq-prefetch", "99999999999999999999"], "--mq-prefetch: '99999999999999999999' must be at least 0 and"),
-        (["--mq-heartbeats", "1e9,0"], "--mq-heartbeats: '1e9' is not a whole number"),
-        (["--mq-heartbeats", "0,99999999999"], "--mq-heartbeats: '99999999999' must be at least 0 and at most 3,600,"),
-        (["--mq-destination", "/queue/a\x01b"], "--mq-destination: '/queue/a\\x01b' is not a STOMP destination"),
-        (["--mq-destination", "/queue/" + "x" * 20_000], "--mq-destination: 20,007 characters is too long"),
-        (["--mq-run-id", "run 1"], "--mq-run-id: 'run 1' is not a run id; use 1 to 64 of A-Z a-z 0-9 . _ -"),
-        (["--mq-fault", "5s:true", "--mq-fault", "9s:stop-the-broker"], "--mq-fault '9s:stop-the-broker': "),
-        (["--mq-broker-pid", "4194304"], "--mq-broker-pid 4194304: no such process on this host"),
-        (["--mq-broker-metrics", "jmx"], "--mq-broker-metrics: 'jmx' is not one of auto, off, activemq, rabbitmq"),
-    ],
-)
-def test_bad_option_values_stop_before_load(args: list[str], fragment: str, tmp_path: Path) -> None:
-    run = run_locust("pubsub.py", "stomp://127.0.0.1:61613", *args, tmp_path=tmp_path)
-    assert_refused_before_load(run, fragment)
-
-
-@pytest.mark.parametrize("name", ["LOCUST_MQ_RUN_ID", "LOCUST_MQ_DESTINATION"])
-def test_bad_env_bytes_stop_before_load(name: str, tmp_path: Path) -> None:
-    env = {name: "mq\udcff"}  # the env bytes b"mq\xff", as Python hands them over
-    run = run_locust("pubsub.py", "stomp://127.0.0.1:61613", env=env, tmp_path=tmp_path)
-    option = "--" + name[len("LOCUST_") :].lower().replace("_", "-")
-    assert_refused_before_load(run, f"{option}: the value is not valid UTF-8; use UTF-8 text")
-
-
-IN_A_MISSING_FOLDER = "{tmp}/missing/report.json"
-
-
-@pytest.mark.activemq  # the --influx-* options are read once the broker answered
-@pytest.mark.parametrize(
-    ("args", "fragment"),
-    [
-        (
-            ["--mq-report-json", IN_A_MISSING_FOLDER],
-            f"--mq-report-json: cannot write '{IN_A_MISSING_FOLDER}': no such folder",
-        ),
-        (["--mq-report-json", "{tmp}"], "--mq-report-json: cannot write '{tmp}': it names a folder"),
-        (["--mq-report-csv", "/proc/sys/r.csv"], "--mq-report-csv: cannot write '/proc/sys/r.csv': the folder is not"),
-        (
-            ["--influx-url", "http://127.0.0.1:9", "--influx-line-file", IN_A_MISSING_FOLDER],
-            f"--influx-line-file: cannot write '{IN_A_MISSING_FOLDER}': no such folder",
-        ),
-    ],
-)
-def test_unwritable_files_stop_before_load(args: list[str], fragment: str, tmp_path: Path) -> None:
-    started("activemq")
-    run = run_locust("pubsub.py", "stomp://127.0.0.1:61613", *(a.format(tmp=tmp_path) for a in args), tmp_path=tmp_path)
-    assert_refused_before_load(run, fragment.format(tmp=tmp_path))
-
-
-@pytest.mark.parametrize(
-    ("host", "fragment"),
-    [
-        ("http://127.0.0.1:61613", "--host: 'http://127.0.0.1:61613' has scheme 'http'"),
-        ("stomp://127.0.0.1:99999", "bad port"),
-    ],
-)
-def test_bad_urls_stop_before_load(host: str, fragment: str, tmp_path: Path) -> None:
-    assert_refused_before_load(run_locust("pubsub.py", host, tmp_path=tmp_path), fragment)
-
+# Each kind of refusal once, through a real locust: a bad value, a secret in a value, a broker out of
+# reach. Every line itself is checked in tests/unit/test_refusals.py (and test_options.py,
+# test_roles.py); a combination (-u 1 for two roles) in test_roles.py; the web UI's form in test_webui.py.
 
 SECRET = "hunter2-swordfish"
 
 
-@pytest.mark.activemq  # the --influx-* options are read once the broker answered
-@pytest.mark.parametrize(
-    ("host", "args", "fragment"),
-    [
-        (f"stomp://guest:{SECRET}@127.0.0.1:61613", [], "--host: 'stomp://***@127.0.0.1:61613': credentials do not"),
-        (f"http://user:{SECRET}@127.0.0.1:61613", [], "--host: 'http://***@127.0.0.1:61613': credentials do not"),
-        (
-            f"stomp://127.0.0.1:61613,http://u:{SECRET}@127.0.0.1:1",
-            [],
-            "--host: 'stomp://***@127.0.0.1:1': credentials",
-        ),
-        (
-            "stomp://127.0.0.1:61613",
-            ["--influx-url", f"ftp://u:{SECRET}@127.0.0.1:8086"],
-            "--influx-url: 'ftp://***@127.0.0.1:8086': credentials do not belong in the URL; set LOCUST_INFLUX_TOKEN",
-        ),
-    ],
-)
-def test_secrets_in_urls_are_masked_and_stop_before_load(
-    host: str, args: list[str], fragment: str, tmp_path: Path
-) -> None:
-    started("activemq")
-    run = run_locust("pubsub.py", host, *args, tmp_path=tmp_path)
-    assert_refused_before_load(run, fragment)
+def test_a_bad_value_stops_before_load_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    run = run_locust("pubsub.py", "stomp://127.0.0.1:61613", "--mq-size", "1XB", tmp_path=tmp_path)
+    assert_refused_before_load(run, "--mq-size: '1XB' is not a size")
+
+
+def test_a_secret_in_a_refused_value_is_in_no_line_locust_prints(tmp_path: Path) -> None:
+    run = run_locust("pubsub.py", f"stomp://guest:{SECRET}@127.0.0.1:61613", tmp_path=tmp_path)
+    assert_refused_before_load(run, "--host: 'stomp://***@127.0.0.1:61613': credentials do not")
     assert SECRET not in run.output
 
 
