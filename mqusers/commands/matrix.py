@@ -28,7 +28,7 @@ def shipped_locustfiles() -> Path:
 
     An editable install or a checkout has no copy inside the package, so it falls back to the repository's.
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # mqusers/, this module being mqusers/commands/matrix.py
     installed = package / "locustfiles"
     return installed if installed.is_dir() else package.parent / "locustfiles"
 

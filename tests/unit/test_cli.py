@@ -1,6 +1,7 @@
 """The ``mqusers`` command's own help: exit 0, every subcommand named with its line."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +38,10 @@ def test_mqusers_report_says_what_it_wrote_and_where(tmp_path, capsys: pytest.Ca
     assert main(["report", str(source), "--html", str(out)]) == 0
     said = capsys.readouterr().out
     assert said == f"mqusers report: wrote {out} ({out.stat().st_size:,} bytes) from matrix {source}\n"
+
+
+def test_mqusers_locustfiles_prints_the_checkouts_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
+    # In a checkout (or an editable install) the package has no copy: the repository's folder is the one.
+    assert main(["locustfiles"]) == 0
+    folder = Path(capsys.readouterr().out.strip())
+    assert folder == Path(__file__).resolve().parents[2] / "locustfiles" and (folder / "pubsub.py").is_file()
