@@ -4,7 +4,7 @@
 
 Two measurements in this process, CPU (user + sys from ``getrusage``), median over ``--repeat``:
 
-- **large frames**: one MESSAGE of 1, 8 and 64 MiB fed to :class:`mqusers.stomp.wire.FrameParser` in
+- **large frames**: one MESSAGE of 1, 8 and 64 MiB fed to :class:`mqusers.stomp.framing.FrameParser` in
   256 KiB pieces, the size of a socket read of the transport. Printed as ms per MiB: linear
   reassembly costs the same per MiB at every size; a parser that re-copies what it holds on every
   read costs more per MiB the larger the frame (quadratic in all).
@@ -21,7 +21,8 @@ import argparse
 import resource
 import statistics
 
-from mqusers.stomp.wire import FrameParser, encode_frame, make_body
+from mqusers.stomp.framing import FrameParser
+from mqusers.stomp.wire import encode_frame, make_body
 
 READ_BYTES = 256 * 1024
 MIB = 1024 * 1024

@@ -87,7 +87,7 @@ def summarize(path: str, plain: dict[str, Any], top: int) -> None:
     print("\ncumulative, selected mqusers entry points (est. µs/msg, socket calls at their profiled time):")
     wanted = [
         ("wire.py", "feed", "FrameParser.feed: receive path, per message"),
-        ("wire.py", "parse_headers", "  wire.parse_headers"),
+        ("framing.py", "parse_headers", "  framing.parse_headers"),
         ("receiver.py", "__call__", "  Receiver.__call__ (incl. its receive event)"),
         ("users.py", "send", "StompProducerUser.send task: send path"),
         ("client.py", "publish", "  StompClient.publish (incl. its send event)"),

@@ -20,8 +20,6 @@ import enum
 import time
 from dataclasses import dataclass
 
-from gevent.event import AsyncResult
-
 from mqusers.measure.names import RECEIPT, REQUEST, SEND, SUBSCRIBE, UNSUBSCRIBE, event_name
 from mqusers.measure.recorder import Record
 from mqusers.stomp.connection import ClientConfig
@@ -85,7 +83,7 @@ class StompClient(Session):
         sent_ns = time.time_ns()
         if sync:
             receipt = b"mq-%d" % next(self._ids)
-            waiter = self._waiters[receipt] = AsyncResult()
+            waiter = self._answers.expect(receipt)
             data = frames.frame_with(seq, sent_ns, receipt_line(receipt, extra))
         elif extra:
             data = frames.frame_with(seq, sent_ns, extra)
@@ -94,11 +92,11 @@ class StompClient(Session):
         measured = sent_ns >= self.recorder.measured_from_ns  # the warm-up is cut by send time
         if not self._write(publisher.send, start, frames.body_size, data, measured):
             if sync:
-                self._waiters.pop(receipt, None)
+                self._answers.forget(receipt)
             return Sent.FAILED
         if not sync:
             return Sent.WRITTEN
-        error = self._await(waiter, receipt, publisher.receipt, start, frames.body_size, "RECEIPT", measured)
+        error = self._answers.wait(waiter, receipt, publisher.receipt, start, frames.body_size, "RECEIPT", measured)
         if error is None:
             return Sent.CONFIRMED
         # An ERROR frame answering the receipt is the broker refusing the message: it was not sent.
@@ -144,16 +142,16 @@ class StompClient(Session):
         CONFIRMED when the reply came, UNCONFIRMED when the request went out but no reply did.
         """
         correlation = b"%s-%d" % (publisher.frames.producer_id, seq)
-        waiter = self._waiters[correlation] = AsyncResult()
+        waiter = self._answers.expect(correlation)
         start = time.perf_counter()
         sent_ns = time.time_ns()
         data = publisher.frames.frame_with(seq, sent_ns, request_lines(reply_to.encode(), correlation))
         measured = sent_ns >= self.recorder.measured_from_ns
         if not self._write(publisher.send, start, publisher.frames.body_size, data, measured):
-            self._waiters.pop(correlation, None)
+            self._answers.forget(correlation)
             return Sent.FAILED
         size = publisher.frames.body_size
-        error = self._await(waiter, correlation, publisher.request, start, size, "reply", measured)
+        error = self._answers.wait(waiter, correlation, publisher.request, start, size, "reply", measured)
         return Sent.CONFIRMED if error is None else Sent.UNCONFIRMED
 
     def _write(self, operation: Record, start: float, size: int, data: bytes, measured: bool) -> bool:
@@ -196,14 +194,14 @@ class StompClient(Session):
     def frame_with_receipt(self, name: str, command: str, headers: dict[str, str]) -> None:
         """Send a control frame, wait for its RECEIPT, fire ``name``; raise :class:`MqError` on failure."""
         receipt = b"mq-%d" % next(self._ids)
-        waiter = self._waiters[receipt] = AsyncResult()
+        waiter = self._answers.expect(receipt)
         start = time.perf_counter()
         try:
             self.send_raw(receipted_frame(command, headers, receipt))
         except MqError as error:
-            self._waiters.pop(receipt, None)
+            self._answers.forget(receipt)
             self._fire(name, start, 0, error)
             raise
-        refused = self._await(waiter, receipt, name, start, 0, "RECEIPT")
+        refused = self._answers.wait(waiter, receipt, name, start, 0, "RECEIPT")
         if refused is not None:
             raise refused

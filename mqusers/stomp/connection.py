@@ -2,8 +2,8 @@
 
 In the spirit of httpx's ``transport=``: the client decides what to send and what the answers mean;
 a :class:`Transport` opens a :class:`Connection` that moves frames. The default is
-:class:`mqusers.stomp.transport.StompTransport` (stomp.py's connection with a lean frame path); tests
-plug in an in-memory one.
+:class:`mqusers.stomp.transport.StompTransport` (mqusers' own sockets, :mod:`mqusers.stomp.link`);
+tests plug in an in-memory one.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class ClientConfig:
     client_id: str | None = None
     #: CA bundle to verify a stomp+ssl broker; None uses the system's trusted CAs.
     ca_file: str | None = None
+    #: A client certificate (PEM) for brokers that ask for one, and its key (None: in the same file).
+    cert_file: str | None = None
+    key_file: str | None = None
     #: The largest frame read from the broker (``--mq-max-frame``).
     max_frame: int = MAX_FRAME_DEFAULT
 

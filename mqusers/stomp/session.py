@@ -1,4 +1,4 @@
-"""One STOMP session's lifecycle and bookkeeping: connecting, dropping, closing, and who waits on what.
+"""One STOMP session's lifecycle: connecting, routing what the broker sends, dropping and closing.
 
 :class:`Session` opens a :class:`mqusers.stomp.connection.Connection` through its transport, routes what
 the broker sends (MESSAGE to its subscription's handler, RECEIPT and replies to their waiters, ERROR
@@ -19,10 +19,14 @@ from gevent.event import AsyncResult, Event
 
 from mqusers.measure.names import CONNECT, ERROR, REQUEST_TYPE, SUBSCRIBE, UNSUBSCRIBED, event_name
 from mqusers.measure.recorder import Record, Recorder
+from mqusers.stomp.answers import Answers
 from mqusers.stomp.connection import ClientConfig, Connection, Listener, Transport, Unreachable
 from mqusers.stomp.dialects import ACTIVEMQ, Dialect, dialect_for
+from mqusers.stomp.errors import BrokerError, ConnectionLost, MqError, error_text
 from mqusers.stomp.transport import StompTransport
-from mqusers.stomp.wire import Headers, disconnect_frame, unescape
+from mqusers.stomp.wire import Headers, disconnect_frame
+
+__all__ = ["BEHIND_PAUSE_S", "BrokerError", "ConnectionLost", "MessageHandler", "MqError", "Session"]
 
 #: How long the reader waits between reads while deliveries arrive already late (a backlog, auto ack:
 #: the broker waits for nothing from us). A wake-up costs more CPU than a message; at a backlog's pace
@@ -32,18 +36,6 @@ BEHIND_PAUSE_S = 0.001
 
 #: ``handler(headers, body, received_ns)`` for each MESSAGE of a subscription.
 MessageHandler = Callable[[Headers, bytes, int], None]
-
-
-class MqError(Exception):
-    """A messaging failure whose message is one readable line."""
-
-
-class BrokerError(MqError):
-    """The broker sent an ERROR frame; the message is its ``message`` header."""
-
-
-class ConnectionLost(MqError):
-    """The connection dropped while an answer was pending: the outcome is unknown."""
 
 
 class Session:
@@ -75,7 +67,7 @@ class Session:
         #: Set by the broker's answer to CONNECT: None for CONNECTED, else why not (ERROR, closed).
         self._handshake: AsyncResult | None = None
         self._handlers: dict[bytes, MessageHandler] = {}
-        self._waiters: dict[bytes, AsyncResult] = {}
+        self._answers = Answers(config.timeout, self._fire)
         self._ids = itertools.count(1)
         self._context: dict[str, Any] = {}
         #: Set while disconnecting: unacknowledged deliveries now will go to another consumer.
@@ -102,7 +94,7 @@ class Session:
                 callback()
         if self.behind:
             self.behind = False
-            if not self._waiters:  # a receipt or a reply is timed: read it at once
+            if not self._answers.pending:  # a receipt or a reply is timed: read it at once
                 return BEHIND_PAUSE_S
         return 0.0
 
@@ -172,13 +164,13 @@ class Session:
         confirmed = False
         if self.connected:
             receipt = b"mq-bye-%d" % next(self._ids)
-            waiter = self._waiters[receipt] = AsyncResult()
+            waiter = self._answers.expect(receipt)
             # The Timeout also ends a send blocked by a broker that stopped reading.
             with gevent.Timeout(self.config.timeout, False), contextlib.suppress(MqError):
                 self.send_raw(disconnect_frame(receipt))
                 waiter.wait(self.config.timeout)
             confirmed = waiter.ready() and waiter.successful()
-            self._waiters.pop(receipt, None)
+            self._answers.forget(receipt)
         self._close_quietly()
         return confirmed
 
@@ -210,56 +202,9 @@ class Session:
                 raise MqError(f"connection lost: {error or type(error).__name__}") from None
             raise
 
-    # -- answers -----------------------------------------------------------------------------
-
-    def _await(
-        self,
-        waiter: AsyncResult,
-        key: bytes,
-        target: Record | str,
-        start: float,
-        size: int,
-        what: str,
-        measured: bool = True,
-    ) -> MqError | None:
-        """Wait for ``waiter``, record the outcome under ``target`` (an operation or an event name),
-        return the error (None: answered). An operation's success only if ``measured`` (sent after
-        the warm-up).
-
-        ``wait`` returns on timeout instead of raising ``gevent.Timeout``, a BaseException that would
-        end the User's greenlet (and could be another, outer timeout's).
-        """
-        try:
-            waiter.wait(self.config.timeout)
-        except BaseException:
-            # The User was stopped while it waited (the run ended). A control frame (SUBSCRIBE...) stays
-            # unconfirmed and says so as a failure rather than vanishing with the greenlet; a message's
-            # send is the audit's `unconfirmed` already (producers stop mid-wait at every end).
-            if isinstance(target, str):
-                self._fire(target, start, size, MqError(f"unconfirmed: the User stopped before the broker's {what}"))
-            raise
-        finally:
-            self._waiters.pop(key, None)
-        error: MqError | None
-        if not waiter.ready():
-            error = MqError(f"no {what} within {self.config.timeout:g}s")
-        elif waiter.successful():
-            if isinstance(target, str):
-                self._fire(target, start, size, None, end=waiter.value)
-            elif measured:
-                target.record(int((waiter.value - start) * 1e6), size, time.time_ns())
-            return None
-        else:
-            exception = waiter.exception
-            error = exception if isinstance(exception, MqError) else MqError(str(exception))
-        self._fire(target if isinstance(target, str) else target.name, start, size, error)
-        return error
-
     def reply_arrived(self, headers: Headers, body: bytes, received_ns: int) -> None:
         """For reply subscriptions: wake the request waiting on this correlation id."""
-        waiter = self._waiters.get(headers.get(b"correlation-id", b""))
-        if waiter is not None:
-            waiter.set(time.perf_counter())
+        self._answers.answer(headers.get(b"correlation-id", b""))
 
     def _fire(self, name: str, start: float, size: int, error: Exception | None, end: float | None = None) -> None:
         self.fire(
@@ -285,27 +230,18 @@ class Session:
                 self._fire(UNSUBSCRIBED, time.perf_counter(), len(body), stray)
             return True
         if command == b"RECEIPT":
-            waiter = self._waiters.get(headers.get(b"receipt-id", b""))
-            if waiter is not None:
-                waiter.set(time.perf_counter())
-                return True
-            return False
+            return self._answers.answer(headers.get(b"receipt-id", b""))
         if command == b"ERROR":
             self._on_error(headers, body)
         return False
 
     def _on_error(self, headers: Headers, body: bytes) -> None:
-        message = unescape(headers.get(b"message", b"")).decode("utf-8", "replace").strip()
-        detail = " ".join(body[:300].decode("utf-8", "replace").split())
-        if detail and detail not in message:
-            message = f"{message}: {detail}" if message else detail
+        message = error_text(headers, body)
         error = BrokerError(f"broker ERROR: {message}")
         if not self._connected.is_set():
             self._answer_connect(message or "ERROR frame")
             return
-        waiter = self._waiters.get(headers.get(b"receipt-id", b""))
-        if waiter is not None:
-            waiter.set_exception(error)
+        if self._answers.refuse(headers.get(b"receipt-id", b""), error):
             return
         subscribed = self._last_subscribe
         if subscribed is not None and time.perf_counter() - subscribed[1] < self.config.timeout:
@@ -341,6 +277,4 @@ class Session:
         # Closed before CONNECTED (a dying broker's backlog, one not serving yet): no need to wait
         # out --mq-timeout for an answer that cannot come.
         self._answer_connect("the connection closed before CONNECTED")
-        for waiter in list(self._waiters.values()):
-            if not waiter.ready():
-                waiter.set_exception(ConnectionLost("connection lost"))
+        self._answers.fail_all(ConnectionLost("connection lost"))

@@ -1,10 +1,7 @@
 import importlib.resources
 import types
 
-import stomp
-
 import mqusers
-from mqusers.stomp.transport import _Events
 
 
 def test_public_api_is_exactly_all() -> None:
@@ -15,8 +12,3 @@ def test_public_api_is_exactly_all() -> None:
 
 def test_typed_marker_ships() -> None:
     assert importlib.resources.files("mqusers").joinpath("py.typed").is_file()
-
-
-def test_listener_methods_exist_on_stomps_listener() -> None:
-    ours = {name for name in vars(_Events) if name.startswith("on_")}
-    assert ours and ours <= set(dir(stomp.ConnectionListener))

@@ -1,7 +1,7 @@
 """The client's own frame bytes (receipts, requests, control frames, DISCONNECT) read back as a broker would."""
 
+from mqusers.stomp.framing import FrameParser
 from mqusers.stomp.wire import (
-    FrameParser,
     Headers,
     SendFrames,
     disconnect_frame,

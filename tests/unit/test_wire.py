@@ -3,16 +3,14 @@ import zlib
 
 import pytest
 
+from mqusers.stomp.framing import FrameParser, ProtocolError, parse_headers
 from mqusers.stomp.wire import (
-    FrameParser,
-    ProtocolError,
     SendFrames,
     ack_frame,
     due_line,
     encode_frame,
     escape_bytes,
     make_body,
-    parse_headers,
     reply_frame,
     unescape,
 )
