@@ -1,4 +1,4 @@
-"""Option values that name files: a CA file to read, a report file to write later, a secret read now.
+"""Option values that name files: a CA file or client certificate to read, a report file to write later, a secret read now.
 
 Each checks the path once, when the settings are read, so a bad one stops the run before any load.
 """
@@ -6,14 +6,40 @@ Each checks the path once, when the settings are read, so a bad one stops the ru
 from __future__ import annotations
 
 import os
+import ssl
 
 from mqusers.options.parsing import OptionError
 
 
-def parse_ca_file(path: str, option: str) -> str:
+def _readable(path: str, option: str, what: str) -> str:
     if not os.access(path, os.R_OK) or not os.path.isfile(path):
-        raise OptionError(f"{option}: cannot read {path!r}; give a PEM file of the CA that signed the broker")
+        raise OptionError(f"{option}: cannot read {path!r}; give {what}")
     return path
+
+
+def parse_ca_file(path: str, option: str) -> str:
+    return _readable(path, option, "a PEM file of the CA that signed the broker")
+
+
+def parse_cert_file(path: str, option: str) -> str:
+    return _readable(path, option, "the client's PEM certificate (its key in the same file or --mq-key-file)")
+
+
+def parse_key_file(path: str, option: str) -> str:
+    return _readable(path, option, "the PEM private key (unencrypted) of --mq-cert-file")
+
+
+def check_client_certificate(cert_file: str | None, key_file: str | None) -> None:
+    """The client certificate and its key load together (an encrypted key is refused, never prompted for)."""
+    if cert_file is None:
+        if key_file is not None:
+            raise OptionError("--mq-key-file: needs --mq-cert-file, the certificate it is the key of")
+        return
+    try:
+        ssl.create_default_context().load_cert_chain(cert_file, key_file, password=b"")
+    except (ssl.SSLError, OSError) as error:
+        reason = getattr(error, "reason", None) or error.strerror or str(error)
+        raise OptionError(f"--mq-cert-file: cannot load {cert_file!r} with its key ({reason})") from None
 
 
 def writable_file(path: str, option: str) -> str:

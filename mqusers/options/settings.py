@@ -13,6 +13,7 @@ from typing import Any
 from mqusers.options.faultspec import Fault
 from mqusers.options.optionspec import read
 from mqusers.options.parsing import MAX_FRAME_DEFAULT, BrokerAddress, OptionError, is_broker_url, parse_broker_url
+from mqusers.options.paths import check_client_certificate
 from mqusers.options.table import OPTIONS
 
 
@@ -53,6 +54,8 @@ class Settings:
     drain_max: float = 30.0
     total_messages: int = 0
     ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
     other_runs: str | None = None
     fail_on_saturation: bool = False
     request_events: str = "bulk"
@@ -84,4 +87,5 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
             values["broker"] = parse_broker_url(brokers[0], "host")
         elif host:
             values["broker"] = parse_broker_url(host)
+    check_client_certificate(values.get("cert_file"), values.get("key_file"))
     return Settings(**values)

@@ -38,7 +38,7 @@ from mqusers.options.parsing import (
     text,
     whole,
 )
-from mqusers.options.paths import parse_ca_file, writable_file
+from mqusers.options.paths import parse_ca_file, parse_cert_file, parse_key_file, writable_file
 
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
 _SECONDS = decimal(MAX_SECONDS, unit="seconds")
@@ -182,6 +182,20 @@ OPTIONS: tuple[Option, ...] = (
         "ca_file",
         parse_ca_file,
         "PEM file of the CA (or self-signed certificate) to verify a stomp+ssl broker",
+        ui=False,
+    ),
+    Option(
+        "mq-cert-file",
+        "cert_file",
+        parse_cert_file,
+        "PEM client certificate for a stomp+ssl broker that asks for one (its key in it or in --mq-key-file)",
+        ui=False,
+    ),
+    Option(
+        "mq-key-file",
+        "key_file",
+        parse_key_file,
+        "PEM private key (unencrypted) of --mq-cert-file, when not in that file",
         ui=False,
     ),
     Option(

@@ -248,6 +248,8 @@ def client_config(settings: Settings, client_id: str | None = None) -> ClientCon
         dialect=settings.dialect,
         client_id=client_id,
         ca_file=settings.ca_file,
+        cert_file=settings.cert_file,
+        key_file=settings.key_file,
         max_frame=settings.max_frame,
     )
 

@@ -1,7 +1,8 @@
 """TLS for stomp+ssl, through the standard ``ssl`` module: the verifying context, and a failed handshake in words.
 
 Verification is on: the broker's certificate must chain to the system's CAs or ``--mq-ca-file``
-and name the host dialled. Under gevent (Locust patches ``ssl`` first) the sockets block cooperatively.
+and name the host dialled; ``--mq-cert-file`` (and ``--mq-key-file``) is the client's certificate.
+Under gevent (Locust patches ``ssl`` first) the sockets block cooperatively.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def context(ca_file: str | None, cert_file: str | None = None, key_file: str | N
     which a thousand Users connecting would pay a thousand times."""
     tls = ssl.create_default_context(cafile=ca_file)
     if cert_file is not None:
-        tls.load_cert_chain(cert_file, key_file)
+        tls.load_cert_chain(cert_file, key_file, password=b"")  # never a prompt on the terminal
     return tls
 
 

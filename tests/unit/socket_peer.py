@@ -20,6 +20,7 @@ from mqusers.stomp.connection import ClientConfig
 
 def certificate(folder: Path, name: str = "127.0.0.1") -> tuple[Path, Path]:
     """A self-signed certificate for ``name`` (an IP address or a DNS name) and its key."""
+    folder.mkdir(parents=True, exist_ok=True)
     cert, key = folder / f"{name}.pem", folder / f"{name}.key"
     kind = "IP" if name.replace(".", "").isdigit() else "DNS"
     subprocess.run(
@@ -37,15 +38,19 @@ def closed_port() -> int:
 
 
 class Peer:
-    """Listens on 127.0.0.1; ``accepted`` gives the first connection (TLS when ``cert`` is given)."""
+    """Listens on 127.0.0.1; ``accepted`` gives the first connection (TLS when ``cert`` is given, and
+    the client must show a certificate signed by ``client_ca`` when that is given)."""
 
-    def __init__(self, cert: tuple[Path, Path] | None = None):
+    def __init__(self, cert: tuple[Path, Path] | None = None, client_ca: Path | None = None):
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = int(self._server.getsockname()[1])
         self._tls: ssl.SSLContext | None = None
         if cert is not None:
             self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self._tls.load_cert_chain(*cert)
+            if client_ca is not None:  # a broker that asks for the client's certificate
+                self._tls.verify_mode = ssl.CERT_REQUIRED
+                self._tls.load_verify_locations(client_ca)
         self.accepted: AsyncResult = AsyncResult()
         self.received = bytearray()
         self._acceptor = gevent.spawn(self._accept)

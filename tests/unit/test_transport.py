@@ -4,6 +4,9 @@ nothing behind."""
 
 from __future__ import annotations
 
+from locust.argument_parser import get_parser
+
+import argparse
 import gc
 import os
 import shutil
@@ -14,7 +17,9 @@ import gevent
 import pytest
 from gevent.event import AsyncResult
 
-from mqusers.options.parsing import parse_broker_url
+from mqusers.options.parsing import OptionError, parse_broker_url
+from mqusers.options.settings import read_settings
+from mqusers.run.context import client_config
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.framing import parse_headers
@@ -164,6 +169,34 @@ def test_tls_refuses_an_untrusted_certificate_by_default_and_trusts_the_given_ca
     assert sent_connect(trusted)[0] == b"STOMP"
     link.close()
     trusted.close()
+
+
+@needs_openssl
+def test_a_broker_that_asks_for_a_client_certificate_gets_the_one_given(tmp_path: Path) -> None:
+    server, client = certificate(tmp_path), certificate(tmp_path, "mqusers-client")
+    peer = Peer(server, client_ca=client[0])
+    config = peer.config("stomp+ssl", ca_file=str(server[0]), cert_file=str(client[0]), key_file=str(client[1]))
+    link, _ = opened(peer, config)
+    assert dict(rdn[0] for rdn in peer.conn().getpeercert()["subject"]) == {"commonName": "mqusers-client"}  # type: ignore[attr-defined]
+    link.close()
+    peer.close()
+
+
+def parse(*args: str) -> argparse.Namespace:
+    return get_parser(default_config_files=[]).parse_args(["-f", "x.py", *args])
+
+
+@needs_openssl
+def test_client_certificate_options_are_checked_before_load(tmp_path: Path) -> None:
+    (cert, key), (_, other_key) = certificate(tmp_path), certificate(tmp_path / "other")
+    settings = read_settings(parse("--mq-cert-file", str(cert), "--mq-key-file", str(key)), "stomp+ssl://h:1")
+    assert (client_config(settings).cert_file, client_config(settings).key_file) == (str(cert), str(key))
+    with pytest.raises(OptionError, match=r"^--mq-key-file: needs --mq-cert-file"):
+        read_settings(parse("--mq-key-file", str(key)), "stomp+ssl://h:1")
+    with pytest.raises(OptionError, match=r"^--mq-cert-file: cannot load .* with its key \(KEY_VALUES_MISMATCH\)$"):
+        read_settings(parse("--mq-cert-file", str(cert), "--mq-key-file", str(other_key)), "stomp+ssl://h:1")
+    with pytest.raises(OptionError, match=r"^--mq-cert-file: cannot read '/nowhere.pem'; give the client's PEM"):
+        read_settings(parse("--mq-cert-file", "/nowhere.pem"), "stomp+ssl://h:1")
 
 
 def open_files() -> set[str]:
