@@ -86,12 +86,12 @@ def summarize(path: str, plain: dict[str, Any], top: int) -> None:
         print(f"  {1e6 * tottime / messages * scale:>7.2f}  {name}")
     print("\ncumulative, selected mqusers entry points (est. µs/msg, socket calls at their profiled time):")
     wanted = [
-        ("wire.py", "feed", "FrameParser.feed: receive path, per message"),
-        ("framing.py", "parse_headers", "  framing.parse_headers"),
-        ("receiver.py", "__call__", "  Receiver.__call__ (incl. its receive event)"),
-        ("users.py", "send", "StompProducerUser.send task: send path"),
-        ("client.py", "publish", "  StompClient.publish (incl. its send event)"),
-        ("transport.py", "send", "    LeanTransport.send (incl. sendall)"),
+        ("stomp/framing.py", "feed", "FrameParser.feed: receive path, per message"),
+        ("stomp/framing.py", "parse_headers", "  framing.parse_headers"),
+        ("stomp/receiver.py", "__call__", "  Receiver.__call__ (incl. its receive event)"),
+        ("users/producers.py", "send", "StompProducerUser.send task: send path"),
+        ("stomp/client.py", "publish", "  StompClient.publish (incl. its send event)"),
+        ("stomp/link.py", "send", "    Link.send (incl. the socket's send)"),
         ("measure/book.py", "on_request", "Book.on_request (both events)"),
     ]
     for filename, function, shown in wanted:

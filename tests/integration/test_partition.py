@@ -14,7 +14,7 @@ produce: the clock of the partition and the broker's own counters before it and 
 
 Two things this test found and mqusers now does: a producer blocked in a send on the dead link is
 dropped by the heart-beat monitor like everyone else (a beat never waits behind a blocked send,
-mqusers/stomp/transport.py), and a connection counts as dead after 2.5 silent heart-beat periods, not
+mqusers/stomp/link.py), and a connection counts as dead after 2.5 silent heart-beat periods, not
 stomp.py's 1.5: ActiveMQ 5.17 beats only after a whole period without writing, so 1 to 2 periods
 pass between its frames and idle consumers were dropped half the time.
 """

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import stomp
@@ -31,7 +32,7 @@ class Collector(stomp.ConnectionListener):  # type: ignore[misc]
         self.headers: list[dict[str, str]] = []
         self.count, self.done = count, threading.Event()
 
-    def on_message(self, frame: stomp.utils.Frame) -> None:
+    def on_message(self, frame: Any) -> None:
         self.headers.append(frame.headers)
         if len(self.headers) >= self.count:
             self.done.set()
