@@ -12,10 +12,6 @@ import pytest
 
 from tests.integration.brokers import Broker, broker_params, started
 
-# test_failover.py, test_partition.py and test_runtime.py (another helper's files right now) still
-# import these from here; they move to tests.integration.locust_runs with their next change.
-from tests.integration.locust_runs import LOCUSTFILES, ROOT, LocustRun, free_port, run_locust  # noqa: F401
-
 
 @pytest.fixture(params=broker_params("activemq", "rabbitmq"))
 def broker(request: pytest.FixtureRequest) -> Broker:

@@ -17,7 +17,7 @@ import pytest
 import services
 from tests.integration import broker_stats
 from tests.integration.browser import opened, unavailable_reason
-from tests.integration.conftest import LocustRun, run_locust
+from tests.integration.locust_runs import LocustRun, run_locust
 
 LOCUSTFILE = Path(__file__).parent / "locustfiles" / "failover.py"
 SERVICE = "activemq-persistent"

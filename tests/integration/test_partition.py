@@ -35,7 +35,7 @@ import pytest
 
 import services
 from tests.integration import broker_stats
-from tests.integration.conftest import ROOT
+from tests.integration.locust_runs import ROOT
 from tests.integration.netns import Network, network_or_skip, unavailable_reason
 
 _UNAVAILABLE = unavailable_reason()

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import services
-from tests.integration.conftest import LOCUSTFILES, ROOT, Broker, free_port, run_locust, started
+from tests.integration.brokers import Broker, started
+from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port, run_locust
 
 
 def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tmp_path: Path) -> None:

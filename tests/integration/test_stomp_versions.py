@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import Broker, started
+from tests.integration.brokers import Broker, started
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.activemq

@@ -6,9 +6,6 @@ import ast
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-#: Files of another helper's work in progress that still import from conftest (it re-exports those names
-#: for them); each moves to ``tests.integration.locust_runs`` with its next change, and leaves this list.
-STILL_FROM_CONFTEST = {"integration/test_failover.py", "integration/test_partition.py", "integration/test_runtime.py"}
 
 
 def imported_from_tests(source: str) -> set[str]:
@@ -36,8 +33,6 @@ def test_no_test_file_imports_another_test_file_or_a_conftest() -> None:
     for path in sorted(TESTS.rglob("*.py")):
         relative = path.relative_to(TESTS).as_posix()
         names = offending(path.read_text(encoding="utf-8"))
-        if relative in STILL_FROM_CONFTEST:
-            names = [name for name in names if not name.startswith("tests.integration.conftest")]
         if names:
             found[relative] = names
     assert found == {}
