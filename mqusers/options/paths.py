@@ -1,4 +1,4 @@
-"""Option values that name files: a CA file or client certificate to read, a report file to write later, a secret read now.
+"""Option values that name files: a CA or client certificate to read, a report to write later, a secret read now.
 
 Each checks the path once, when the settings are read, so a bad one stops the run before any load.
 """
