@@ -47,9 +47,8 @@ stops with one line and exit 2.
 **What the one-line helps leave out.** `--mq-destination` also takes RabbitMQ's `/exchange/…` and
 `/amq/queue/…`. `--mq-persistent` sets `persistent:true` on every SEND. `--mq-ack client` ACKs
 cumulatively, every ≤ 50 messages. `--mq-timeout` bounds a DISCONNECT's receipt too.
-`--mq-warmup` leaves its messages out of Locust's statistics as well (they are reset when the
-warm-up ends); the audit still counts them. `--mq-max-errors` counts the failed operations of the
-whole run, broker ERROR frames and connects included. `--mq-fault`: see [faults](faults.md).
+`--mq-max-errors` counts broker ERROR frames and failed connects too. `--mq-warmup`: see
+[the warm-up](results.md#the-warm-up). `--mq-fault`: see [faults](faults.md).
 
 A secret (`--mq-password`, the management API's password, the InfluxDB token) is never in the web
 UI, a log or a report: prefer its environment variable or its `-file` option.

@@ -153,7 +153,7 @@ OPTIONS: tuple[Option, ...] = (
         "mq-reply-to",
         "reply_to",
         choice(REPLY_MODES),
-        f"request/reply: reply to a {' or a per-requester '.join(REPLY_MODES)} queue",
+        f"request/reply: replies to a temporary queue or to a queue per requester ({', '.join(REPLY_MODES)})",
     ),
     Option(
         "mq-timeout",
@@ -234,7 +234,8 @@ OPTIONS: tuple[Option, ...] = (
         "mq-warmup",
         "warmup",
         _SECONDS,
-        f"seconds at the start left out of the exact summary (Locust's own stats keep them; at most {MAX_SECONDS:,})",
+        f"seconds at the start left out of every figure, Locust's stats too (the audit counts them; at most "
+        f"{MAX_SECONDS:,})",
     ),
     Option(
         "mq-max-p99-ms",
@@ -243,7 +244,10 @@ OPTIONS: tuple[Option, ...] = (
         "gate: exit 3 when any destination's send-to-receive p99 exceeds this (ms)",
     ),
     Option(
-        "mq-max-errors", "max_errors", whole(MAX_COUNT), "gate: exit 3 when any destination has more errors than this"
+        "mq-max-errors",
+        "max_errors",
+        whole(MAX_COUNT),
+        "gate: exit 3 when the run has more failed operations than this",
     ),
     Option(
         "mq-max-lost",
