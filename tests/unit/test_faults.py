@@ -6,8 +6,8 @@ import locust  # noqa: F401  (gevent first)
 
 import sys
 
-import gevent
 import pytest
+from gevent.event import Event
 
 from mqusers.options.faultspec import Fault, parse_fault
 from mqusers.options.parsing import OptionError
@@ -53,12 +53,24 @@ def test_secrets_are_masked_longest_first_and_the_environment_s_are_known(monkey
     assert mask("x hunter2-long hunter2 visible", found) == "x *** *** visible"
 
 
-def _annotations() -> tuple[list[tuple[str, str, int]], FaultSchedule]:
-    seen: list[tuple[str, str, int]] = []
+class Announced(list[tuple[str, str, int]]):
+    """The annotations a schedule made; ``ran`` is set by the first, which a fault makes once it has run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ran = Event()
+
+    def __call__(self, kind: str, text: str, ts: int) -> None:
+        self.append((kind, text, ts))
+        self.ran.set()
+
+
+def _annotations() -> tuple[Announced, FaultSchedule]:
+    seen = Announced()
     schedule = FaultSchedule(
         [Fault(0.05, (sys.executable, "-c", "print('token s3cret'); raise SystemExit(3)")), Fault(60.0, ("true",))],
         ["s3cret"],
-        lambda kind, text, ts: seen.append((kind, text, ts)),
+        seen,
     )
     return seen, schedule
 
@@ -66,9 +78,7 @@ def _annotations() -> tuple[list[tuple[str, str, int]], FaultSchedule]:
 def test_due_faults_run_with_their_output_captured_and_masked_and_later_ones_never() -> None:
     seen, schedule = _annotations()
     schedule.start()
-    with gevent.Timeout(10):
-        while not schedule.records:
-            gevent.sleep(0.02)
+    assert seen.ran.wait(timeout=10), "the fault due at 0.05 s did not run"
     schedule.stop()
     ran, skipped = schedule.records
     assert (ran["ran"], ran["exit_code"], ran["output"].strip()) == (True, 3, "token ***")
@@ -81,11 +91,10 @@ def test_due_faults_run_with_their_output_captured_and_masked_and_later_ones_nev
 
 def test_a_command_that_hangs_is_killed_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(faults, "FAULT_TIMEOUT_S", 0.2)
-    schedule = FaultSchedule([Fault(0.0, (sys.executable, "-c", "import time; time.sleep(30)"))], [], lambda *_: None)
+    seen = Announced()
+    schedule = FaultSchedule([Fault(0.0, (sys.executable, "-c", "import time; time.sleep(30)"))], [], seen)
     schedule.start()
-    with gevent.Timeout(10):
-        while not schedule.records:
-            gevent.sleep(0.02)
+    assert seen.ran.wait(timeout=10), "the hanging command was not killed"
     (record,) = schedule.records
     assert record["exit_code"] is None and "killed after 0.2 s" in record["output"]
     assert "-> killed in " in fault_line(record)

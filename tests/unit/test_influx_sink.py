@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import gevent
 import pytest
+from gevent.event import Event
 
 from mqusers.measure.book import Book
 from mqusers.measure.totals import destination_rows
@@ -179,11 +179,22 @@ def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: 
     ctx = Ctx()
     sink = InfluxSink(env, ctx, InfluxSettings(url="http://h", interval=0.1), audit=lambda: audit, send=store.send)
     sink.start()
+    closed = Event()  # set when the ticker hands over an interval holding this test's operations
+    add = sink.writer.add
+
+    def handed(lines: list[str]) -> None:
+        add(lines)
+        if any(line.startswith(f"{schema.OPS.name},") for line in lines):
+            closed.set()
+
+    sink.writer.add = handed  # type: ignore[method-assign]
     env.events.test_start.fire(environment=env)
     for index in range(50):
+        if index == 25:  # half in one interval, half in a later one: wait for the boundary between
+            closed.clear()
+            assert closed.wait(timeout=10), "no interval closed"
         fire(env.events, "receive /queue/a", ms=0.5 + index / 100)
         fire(env.events, "send /queue/a", ms=0.1, error=RuntimeError("x") if index == 0 else None)
-        gevent.sleep(0.006)
     for annotate in ctx.annotations:  # what a fault and an outage do, at their own times
         annotate("fault", "fault at 5s: kill -STOP 1", 1_700_000_000_123_456_789)
         annotate("outage", "/queue/a: producer p 2.00 s without service", 1_700_000_001_000_000_000)
