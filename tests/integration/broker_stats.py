@@ -223,6 +223,14 @@ def rabbitmq_queue_stats(port: int, queue: str, vhost: str = "/", auth: tuple[st
     return {**stats, "exists": 1}
 
 
+def rabbitmq_queue_rates(port: int, queue: str, vhost: str = "/", auth: tuple[str, str] = GUEST) -> dict[str, float]:
+    """The management API's own msg/s of ``queue``: publish, deliver_get and ack (0.0 before any)."""
+    data = _management_get(port, f"queues/{quote(vhost, safe='')}/{quote(queue, safe='')}", auth) or {}
+    message_stats = data.get("message_stats") or {}
+    rates = {"publish_rate": "publish", "deliver_rate": "deliver_get", "ack_rate": "ack"}
+    return {name: float((message_stats.get(f"{key}_details") or {}).get("rate") or 0.0) for name, key in rates.items()}
+
+
 def rabbitmq_exchange_stats(
     port: int, exchange: str = "amq.topic", vhost: str = "/", auth: tuple[str, str] = GUEST
 ) -> dict[str, int]:

@@ -187,14 +187,19 @@ def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path
             return shown
 
         assert wait_for(lambda: live() is not None, timeout=20), table(page)
-        time.sleep(3)
+        time.sleep(3)  # a steady state: these live rates are held against the final ones below
         first = live()
+        assert first is not None
         page.screenshot(path=str(tmp_path / "live.png"), full_page=True)
-        time.sleep(2.5)  # the page polls every 2 s
-        second = live()
-        assert first is not None and second is not None
-        assert facts()["figures"].startswith("live since")
-        assert number(first["Sent"]) < number(second["Sent"]) and number(first["Received"]) < number(second["Received"])
+        second: dict[str, str] | None = None
+
+        def grown() -> bool:  # the page's next poll (every 2 s) shows more sent and more received
+            nonlocal second
+            second = live()
+            return second is not None and all(number(second[k]) > number(first[k]) for k in ("Sent", "Received"))
+
+        assert wait_for(grown, timeout=20), (first, second)
+        assert second is not None and facts()["figures"].startswith("live since")
         stats = requests.get(base + "/mqusers/stats", timeout=5).text
         assert SECRET not in stats and SECRET not in requests.get(base + "/stats/requests", timeout=5).text
 
