@@ -1,12 +1,11 @@
 """A backlog read in bulk: the reader pauses between reads only while deliveries arrive already late.
 
-The client decides (over the in-memory transport); the transport honours the pause over a real TCP
-socket, against a writer process whose own clock says when each frame was written.
+The client decides (over the in-memory transport); the transport's reader honours the pause, read
+by read, on a socket pair the test writes (each pause recorded, not waited). What the pauses do to
+latency and throughput over real TCP is timed by ``python -m benchmarks.read_pause``.
 """
 
-import statistics
-import subprocess
-import sys
+import socket
 import time
 
 import gevent
@@ -14,11 +13,11 @@ import pytest
 from gevent.event import Event
 
 from mqusers import Receiver
-from mqusers.options.parsing import parse_broker_url
-from mqusers.stomp.connection import ClientConfig, Listener
+from mqusers.stomp import link
+from mqusers.stomp.connection import Listener
+from mqusers.stomp.link import Link
 from mqusers.stomp.receiver import RECEIVE_BEHIND_US
 from mqusers.stomp.session import BEHIND_PAUSE_S
-from mqusers.stomp.transport import StompTransport
 from mqusers.stomp.wire import Headers
 from tests.unit.fake_client import connected, deliver, environment, message
 
@@ -48,83 +47,78 @@ def test_no_pause_while_a_receipt_is_awaited() -> None:
     waiting.kill()
 
 
-#: Writes CONNECTED, then FRAMES MESSAGE frames of SIZE bytes one every GAP_US (0: as fast as it
-#: can), each stamped with its write time.
-WRITER = """
-import socket, sys, time
-FRAMES, GAP_US, SIZE = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-server = socket.create_server(("127.0.0.1", 0))
-print(server.getsockname()[1], flush=True)
-server.settimeout(10)
-conn, _ = server.accept()
-conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-conn.recv(4096)
-conn.sendall(b"CONNECTED\\nversion:1.2\\n\\n\\x00")
-due = time.perf_counter()
-for _ in range(FRAMES):
-    due += GAP_US / 1e6
-    while time.perf_counter() < due:
-        pass
-    conn.sendall(b"MESSAGE\\nwritten-ns:%d\\ncontent-length:%d\\n\\n%s\\x00" % (time.time_ns(), SIZE, b"x" * SIZE))
-conn.settimeout(10)
-conn.recv(4096)
-"""
+class Paused:
+    """Stands in for ``gevent`` in :mod:`mqusers.stomp.link`: each pause the reader takes is recorded
+    (and not waited); spawning is gevent's own."""
+
+    spawn = staticmethod(gevent.spawn)
+    Greenlet = gevent.Greenlet
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        gevent.sleep(0)
 
 
-def read_from_writer(
-    pause_s: float, frames: int = 1500, gap_us: int = 100, size: int = 100
-) -> tuple[int, list[float], float]:
-    """(socket reads, each frame's receive stamp minus its write time in ms, seconds from the first
-    frame's receive stamp to the last's) with this pause asked after every read."""
-    command = [sys.executable, "-c", WRITER, str(frames), str(gap_us), str(size)]
-    writer = subprocess.Popen(command, stdout=subprocess.PIPE)
-    try:
-        assert writer.stdout is not None
-        port = int(writer.stdout.readline())
-        delays: list[float] = []
-        stamps: list[int] = []
-        reads = 0
-        answered, everything = Event(), Event()
+class Reader:
+    """A :class:`Link` reading one end of a socket pair whose other end the test writes."""
+
+    def __init__(self, pause_s: float, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paused = Paused()
+        monkeypatch.setattr(link, "gevent", self.paused)
+        self.frames: list[int] = []  # each MESSAGE's body length
+        self.reads = 0
+        self.read = Event()  # set after each read, once the reader asked for its pause
+        ours, self.peer = socket.socketpair()
 
         def on_frame(command: bytes, headers: Headers, body: bytes, received_ns: int) -> bool:
-            if command != b"MESSAGE":
-                return False
-            delays.append((received_ns - int(headers[b"written-ns"])) / 1e6)
-            stamps.append(received_ns)
-            if len(delays) == frames:
-                everything.set()
-            return True
+            self.frames.append(len(body))
+            return command == b"MESSAGE"
 
         def on_read_done() -> float:
-            nonlocal reads
-            reads += 1
+            self.reads += 1
+            self.read.set()
             return pause_s
 
-        config = ClientConfig(parse_broker_url(f"stomp://127.0.0.1:{port}"), timeout=5)
-        listener = Listener(on_frame, lambda headers: answered.set(), lambda: None, on_read_done, lambda _: None)
-        connection = StompTransport().open(config, {}, listener)
-        with gevent.Timeout(20):
-            answered.wait()
-            everything.wait()
-        connection.close()
-        return reads, delays, (stamps[-1] - stamps[0]) / 1e9
-    finally:
-        writer.kill()
-        writer.wait()
+        listener = Listener(on_frame, lambda headers: None, lambda: None, on_read_done, lambda _: None)
+        self.link = Link(ours, listener, (0, 0), max_frame=1 << 20)
+        self.link.start()
+
+    def write(self, *bodies: bytes) -> None:
+        """MESSAGE frames in one write; returns once the reader has read them and asked its pause."""
+        self.read.clear()
+        self.peer.sendall(b"".join(b"MESSAGE\ncontent-length:%d\n\n%s\x00" % (len(b), b) for b in bodies))
+        assert self.read.wait(timeout=10), "the reader did not read"
+
+    def end(self) -> None:
+        self.peer.close()
+        assert self.link.reader is not None and self.link.reader.join(timeout=10) is None
 
 
-def test_the_transport_pauses_as_asked_and_stamps_stay_within_the_pause() -> None:
-    eager_reads, eager, _ = read_from_writer(0.0)
-    paused_reads, paused, _ = read_from_writer(BEHIND_PAUSE_S)
-    # 1,500 frames over ~150 ms: ~1 read per millisecond when pausing, many more when not.
-    assert paused_reads <= 400 and eager_reads >= 3 * paused_reads, (eager_reads, paused_reads)
-    # A frame waits at most the pause (plus the timer's slack) in the kernel before it is stamped.
-    assert statistics.median(paused) <= 2 * BEHIND_PAUSE_S * 1e3 and max(paused) <= 20, sorted(paused)[-5:]
-    assert statistics.median(eager) <= statistics.median(paused)
+def test_the_reader_pauses_as_asked_after_each_small_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = Reader(BEHIND_PAUSE_S, monkeypatch)
+    for n in range(3):
+        reader.write(b"x" * 100, b"y" * (100 + n))  # two frames, one read
+    reader.end()
+    assert reader.reads == 3 and reader.paused.pauses == [BEHIND_PAUSE_S] * 3
+    assert reader.frames == [100, 100, 100, 101, 100, 102]
 
 
-def test_big_reads_are_not_paused_so_large_messages_are_not_throttled() -> None:
-    # A pause after every read would cap a reader at a socket buffer per pause (~180 MB/s at 1 ms
-    # measured here with 100 KB messages, against ~2 GB/s eager): a read of 16 KB or more goes on.
-    reads, _, span_s = read_from_writer(0.05, frames=200, gap_us=0, size=64 * 1024)
-    assert span_s < 0.5, (reads, span_s)  # 12.8 MB: at one 256 KB read per 50 ms pause, over 2 s
+def test_no_pause_asked_is_no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = Reader(0.0, monkeypatch)
+    reader.write(b"x" * 100)
+    reader.write(b"x" * 100)
+    reader.end()
+    assert reader.reads == 2 and reader.paused.pauses == []
+
+
+def test_a_big_read_is_not_paused_so_large_messages_are_not_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pause after every read would cap a reader at a socket buffer per pause (~180 MB/s at 1 ms):
+    # a read of 16 KB or more goes on. How long the reads take is benchmarks/read_pause.py's.
+    reader = Reader(0.05, monkeypatch)
+    reader.write(b"x" * 100)  # small: paused
+    reader.write(b"y" * 64 * 1024)  # one read of 64 KB: not paused
+    reader.end()
+    assert (reader.reads, reader.frames, reader.paused.pauses) == (2, [100, 64 * 1024], [0.05])
