@@ -32,15 +32,15 @@ def negotiate(ours: tuple[int, int], theirs: bytes | None) -> tuple[int, int]:
 
 
 class HeartBeats:
-    """Beats every ``send_ms`` through ``beat()``; calls ``silent(seconds)`` once when nothing was read
-    for ``GRACE`` receive intervals (``last_read()`` is the monotonic time of the last read)."""
+    """Beats every ``send_ms`` through ``beat()``; calls ``silent()`` once when nothing was read for
+    ``GRACE`` receive intervals (``last_read()`` is the monotonic time of the last read)."""
 
     def __init__(
         self,
         intervals: tuple[int, int],
         beat: Callable[[], None],
         last_read: Callable[[], float],
-        silent: Callable[[float], None],
+        silent: Callable[[], None],
     ):
         send_ms, receive_ms = intervals
         self._greenlets: list[gevent.Greenlet] = []
@@ -67,10 +67,10 @@ class HeartBeats:
             return  # the connection is gone: its reader reports that
 
     @staticmethod
-    def _watch(limit_s: float, last_read: Callable[[], float], silent: Callable[[float], None]) -> None:
+    def _watch(limit_s: float, last_read: Callable[[], float], silent: Callable[[], None]) -> None:
         while True:
             quiet = time.monotonic() - last_read()
             if quiet > limit_s:
-                silent(quiet)
+                silent()
                 return
             gevent.sleep(limit_s - quiet + 0.001)

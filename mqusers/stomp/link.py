@@ -101,10 +101,6 @@ class Link:
         with contextlib.suppress(OSError):
             self._sock.close()
 
-    def _silent(self, quiet_s: float) -> None:
-        """The broker sent nothing, not even a heart-beat, for longer than agreed: the link is dead."""
-        self.close()
-
     # -- the reader greenlet -------------------------------------------------------------------
 
     def _read(self) -> None:
@@ -138,8 +134,8 @@ class Link:
         if command == b"CONNECTED" and not self._connected:
             self._connected = True
             intervals = negotiate(self._asked, headers.get(b"heart-beat"))
-            if intervals != (0, 0):
-                self._beats = HeartBeats(intervals, self._beat, lambda: self.last_read, self._silent)
+            if intervals != (0, 0):  # a broker silent for longer than agreed is gone: close
+                self._beats = HeartBeats(intervals, self._beat, lambda: self.last_read, self.close)
             # CONNECTED's values are not escaped (STOMP 1.2).
             self._listener.on_connected({k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
                                          for k, v in headers.items()})  # fmt: skip
