@@ -1,4 +1,4 @@
-"""(a) and (e): plain stomp.py 9.0 under gevent, one producer and one consumer connection.
+"""(a) and (e): plain stomp.py (the dev extra's range) under gevent, one producer and one consumer connection.
 
 Run by :mod:`benchmarks.core` in its own process; prints one ``BENCH-RESULT {json}`` line.
 stomp.py is used as its documentation shows: ``Connection12``, a listener counting ``on_message``,
