@@ -109,7 +109,7 @@ class Link:
             while True:
                 try:
                     data = sock.recv(_RECV_BYTES)
-                except OSError:
+                except (OSError, ValueError):  # ValueError: a TLS socket shut down by close()
                     return
                 if not data:
                     return
