@@ -111,7 +111,7 @@ def test_a_generator_starved_by_a_cpu_hog_is_judged_contended_not_saturated(dest
         os.sched_setaffinity(locust.pid, {core})
         os.setpriority(os.PRIO_PROCESS, locust.pid, 19)
         assert hog.wait(30) == 0
-        assert locust.wait(60) is not None
+        code = locust.wait(60)  # it ends by itself (-t 12s), or TimeoutExpired fails the test
     finally:
         for process in (hog, locust):
             if process is not None and process.poll() is None:
@@ -119,6 +119,7 @@ def test_a_generator_starved_by_a_cpu_hog_is_judged_contended_not_saturated(dest
                 process.wait()
     reader.join(10)
     output = "".join(lines)
+    assert code == 0, output[-3000:]  # a slow loop is judged, not failed: no request failed, no gate
     generator = json.loads((tmp_path / "contended.json").read_text())["generator"]
     [process] = generator["processes"].values()
     assert generator["verdict"] == "contended", (generator, output[-3000:])
