@@ -103,7 +103,7 @@ class MemoryConnection:
             self.listener.on_disconnected()
 
     def _dispatch(self, command: bytes, headers: Headers, body: bytes, received_ns: int) -> None:
-        # As stomp.py does under the lean transport: the client first, then CONNECTED to the session.
+        # As mqusers.stomp.link does: the client first, then CONNECTED to the session.
         if not self.listener.on_frame(command, headers, body, received_ns) and command == b"CONNECTED":
             self.listener.on_connected({k.decode(): v.decode() for k, v in headers.items()})
 
