@@ -18,6 +18,8 @@ from .base import LOOPBACK, Ctx, port_open, spawn, stomp_handshake
 from .control import Service
 
 HOME = Path("/usr/share/activemq")
+# What Debian 12's `activemq` installs (upstream part of its version; held by tests/unit/test_compose.py).
+VERSION = "5.17.2"
 # The statisticsBrokerPlugin and the jms-map-json STOMP transformation need
 # XStream/Jettison, which Debian's activemq does not put on the broker's path.
 # The launcher (console Main) appends -Dactivemq.classpath entries to it.

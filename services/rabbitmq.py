@@ -29,6 +29,8 @@ from .control import Service
 USER = "rabbitmq"  # the node refuses to run from a folder it does not own
 SCRIPTS = Path("/usr/lib/rabbitmq/bin")  # behind Debian's su-wrapper in /usr/sbin
 GUEST = ("guest", "guest")  # default user; allowed from loopback only
+# What Debian 12's `rabbitmq-server` installs (upstream part of its version; held by tests/unit/test_compose.py).
+VERSION = "3.10.8"
 
 CONFIG = """\
 # Written by `python -m services`; rewritten on every start.

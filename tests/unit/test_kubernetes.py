@@ -402,3 +402,15 @@ def test_keep_reports_holds_the_pod_then_exits_with_the_commands_status(tmp_path
     assert lines(tmp_path, "sleep") == ["sleep 90"]  # the pod held KEEP_REPORTS_SECONDS after the command
     assert "kubectl cp mqusers-master-x:/reports ./reports" in result.stderr
     assert lines(tmp_path, "start") and lines(tmp_path, "start")[0].endswith(" --master")
+
+
+def test_no_overlay_runs_a_broker_and_the_others_are_the_compose_stacks_images(
+    overlay: tuple[str, list[Document]],
+) -> None:
+    """The broker is the user's (locust.conf's host); InfluxDB and Grafana are compose's images, same versions."""
+    _, documents = overlay
+    images = {container["image"] for _, _, container in containers(documents)} - {"mqusers-locust:dev"}
+    assert not [image for image in images if re.search(r"activemq|artemis|rabbitmq", image)], images
+    assert conf(documents)["host"] == "stomp://broker:61613"
+    compose = set(re.findall(r"\$\{\w+_IMAGE:-([^}]+)\}", (ROOT / "docker-compose.yml").read_text()))
+    assert images <= compose, images - compose
