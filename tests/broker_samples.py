@@ -1,6 +1,7 @@
-"""Broker-metrics samples shaped like each source's (what ActiveMQ's and RabbitMQ's APIs report), for the sink's tests.
+"""Broker-metrics samples shaped like each source's (what ActiveMQ's, RabbitMQ's and Artemis's APIs report), for
+the sink's tests.
 
-Between them the two cover every figure of :mod:`mqusers.brokers.model`, so feeding one of each
+Between them the three cover every figure of :mod:`mqusers.brokers.model`, so feeding one of each
 writes every field :mod:`mqusers.sinks.schema` declares for the broker measurements.
 """
 
@@ -75,4 +76,37 @@ def rabbitmq(ts_ns: int, second: int, destination: str, alarms: tuple[str, ...] 
             }
         },
         "jvm": None,
+    }
+
+
+def artemis(ts_ns: int, second: int, destination: str) -> BrokerSample:
+    """Artemis (Jolokia): disk %, killed, paging and sizes, its JVM through Jolokia; no dispatched, no rates."""
+    return {
+        "ts_ns": ts_ns,
+        "source": "artemis",
+        "broker": {
+            "memory_percent": 2.0,
+            "memory_bytes": 4_200_000,
+            "disk_percent": 41.5,
+            "store_percent": 46.1,
+            "connections": 4,
+            "alarms": [],
+        },
+        "destinations": {
+            destination: {
+                "enqueued": 700 + RATE * second,
+                "dequeued": 690 + RATE * second,
+                "expired": 3,
+                "killed": 2,
+                "depth": 5,
+                "unacked": 4,
+                "consumers": 1,
+                "memory_percent": 0.0,
+                "memory_bytes": 5_200,
+                "store_bytes": 4_800,
+                "paging": 1,
+                "pages": 2,
+            }
+        },
+        "jvm": {"heap_used_mb": 95.0, "heap_committed_mb": 256.0, "gc_count": 12, "gc_seconds": 0.09, "threads": 70},
     }

@@ -262,7 +262,7 @@ def rates_against_clients() -> list[str]:
 
 
 def broker_usage() -> str:
-    usage = [(f("max", f"{name}_percent"), f"{name} %") for name in ("memory", "store", "temp")]
+    usage = [(f("max", f"{name}_percent"), f"{name} %") for name in ("memory", "store", "temp", "disk")]
     return select(s.BROKER, usage, [RUN], by=(s.SOURCE,))
 
 
@@ -281,10 +281,10 @@ def broker() -> dict[str, Any]:
     unacked = select(s.BROKER_DESTINATIONS, [(f("last", "unacked"), "broker unacked")], BROKER_FLOW, by=BY_DESTINATION)
     board.panel("timeseries", "Depth and unacknowledged vs mqusers backlog", [*depth_against_backlog(), unacked])
     board.panel("timeseries", "Enqueue/dequeue vs mqusers sent/received (msg/s)", rates_against_clients())
-    counted = [(rate("dispatched"), "dispatched/s"), (rate("expired"), "expired/s")]
+    counted = [(rate("dispatched"), "dispatched/s"), (rate("expired"), "expired/s"), (rate("killed"), "killed/s")]
     board.panel(
         "timeseries",
-        "Dispatched and expired (msg/s)",
+        "Dispatched, expired and killed (msg/s)",
         [select(s.BROKER_DESTINATIONS, counted, BROKER_FLOW, by=BY_DESTINATION)],
         width=6,
     )
@@ -310,10 +310,26 @@ def broker() -> dict[str, Any]:
         unit="percent",
         width=6,
     )
+    held = [(f("last", "memory_bytes"), "memory"), (f("last", "store_bytes"), "store")]
+    board.panel(
+        "timeseries",
+        "Destination memory and store used (Artemis)",
+        [select(s.BROKER_DESTINATIONS, held, BROKER_FLOW, by=BY_DESTINATION)],
+        unit="bytes",
+        width=12,
+    )
+    paged = [(f("last", "pages"), "pages"), (f("max", "paging"), "paging")]
+    board.panel(
+        "timeseries",
+        "Paged to disk: page files, and 1 while paging (Artemis)",
+        [select(s.BROKER_DESTINATIONS, paged, BROKER_FLOW, by=BY_DESTINATION)],
+        width=12,
+    )
     table = [
         ('last("enqueued") - first("enqueued")', "enqueued"),
         ('last("dequeued") - first("dequeued")', "dequeued"),
         ('last("expired") - first("expired")', "expired"),
+        ('last("killed") - first("killed")', "killed"),
         (f("max", "depth"), "max depth"),
         (f("last", "depth"), "depth"),
         (f("max", "unacked"), "max unacked"),
@@ -323,7 +339,7 @@ def broker() -> dict[str, Any]:
     board.panel("table", "Per destination over the time range (counts: last - first sample)", [rows], width=24)
 
     board.row("Broker")
-    board.panel("timeseries", "Memory / store / temp usage", [broker_usage()], unit="percent", width=8)
+    board.panel("timeseries", "Memory / store / temp / disk usage", [broker_usage()], unit="percent", width=8)
     board.panel("timeseries", "Connections", [connections()], width=8)
     used = [(f("last", "memory_bytes"), "memory"), (f("last", "store_bytes"), "store")]
     board.panel("timeseries", "Memory and store used", [select(s.BROKER, used, [RUN], by=(s.SOURCE,))], unit="bytes",
@@ -331,7 +347,7 @@ def broker() -> dict[str, Any]:
     fd = [(f("last", "fd_used"), "fd used"), (f("last", "fd_total"), "fd limit")]
     board.panel("timeseries", "File descriptors (RabbitMQ)", [select(s.BROKER, fd, [RUN], by=(s.SOURCE,))], width=8)
     alarms = select(s.BROKER, [(f("max", "alarms"), "alarms")], [RUN], by=(s.SOURCE,))
-    board.panel("timeseries", "Resource alarms blocking publishers (RabbitMQ)", [alarms], width=8)
+    board.panel("timeseries", "Resource alarms blocking publishers (RabbitMQ, Artemis)", [alarms], width=8)
     names = [(f("last", "alarm_names"), "alarms now"), (f("max", "alarms"), "most at once")]
     board.panel(
         "table",

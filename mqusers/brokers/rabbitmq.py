@@ -1,8 +1,8 @@
 """RabbitMQ's own figures, from its management HTTP API (the ``rabbitmq_management`` plugin).
 
-``requests`` (Locust's own dependency) cooperates under gevent's patching; one keep-alive session,
-every call bounded by ``timeout`` as a whole. The API refreshes its figures every
-``collect_statistics_interval`` (5 s by default), so they lag the load by up to that much.
+One keep-alive session, every call bounded by ``timeout`` as a whole (:mod:`mqusers.brokers.httpcall`).
+The API refreshes its figures every ``collect_statistics_interval`` (5 s by default), so they lag
+the load by up to that much.
 
 Destinations, as RabbitMQ's STOMP plugin maps them:
 
@@ -17,13 +17,12 @@ Destinations, as RabbitMQ's STOMP plugin maps them:
 
 from __future__ import annotations
 
-import re
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
-import gevent
 import requests
 
+from mqusers.brokers.httpcall import Unreachable, call, without_credentials
 from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsError
 from mqusers.brokers.rabbitmqjson import broker_figures, queue_figures, subscriber_figures
 from mqusers.options.parsing import BrokerAddress
@@ -55,30 +54,6 @@ def stomp_ports(overview: dict[str, Any]) -> list[int]:
     """The STOMP ports a broker listens on, from ``/api/overview``'s ``listeners``."""
     listeners = overview.get("listeners") or []
     return sorted({int(x["port"]) for x in listeners if str(x.get("protocol", "")).startswith("stomp")})
-
-
-def _without_credentials(url: str) -> str:
-    """``url`` fit for an error line: a ``user:password@`` part is dropped."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url.rstrip("/")
-    host = parts.hostname or ""
-    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc)).rstrip("/")
-
-
-def _reason(error: requests.RequestException) -> str:
-    """The few words that matter in requests' nested connection errors ("Connection refused")."""
-    found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(error))
-    return found.group(1).strip() if found else type(error).__name__
-
-
-class _Unreachable(MetricsError):
-    """Nothing answered at that address (refused, or no answer in time); ``reason`` says which."""
-
-    def __init__(self, where: str, reason: str) -> None:
-        super().__init__(f"{where} {reason}")
-        self.reason = reason
 
 
 class _Refused(MetricsError):
@@ -123,7 +98,7 @@ class RabbitManagement:
 
     def _use(self, url: str) -> None:
         self.url = url.rstrip("/")
-        self._shown = _without_credentials(url)
+        self._shown = without_credentials(url)
 
     def _find(self) -> Any:
         """The overview of the first candidate whose broker listens on :attr:`stomp_port`."""
@@ -132,7 +107,7 @@ class RabbitManagement:
             self._use(url)
             try:
                 overview = self._get("overview")
-            except _Unreachable as error:
+            except Unreachable as error:
                 tried.append(f"{self._shown} {error.reason}")
                 continue
             except _Refused:
@@ -183,27 +158,15 @@ class RabbitManagement:
     def _get(self, path: str, **params: str) -> Any:
         """The JSON of ``GET /api/PATH``; None when the API answers 404 (no such queue)."""
         where = f"RabbitMQ management at {self._shown}"
-        timer = gevent.Timeout(self.timeout)  # requests' own timeout bounds each socket read, not the call
-        timer.start()
         try:
-            response = self._session.get(f"{self.url}/api/{path}", params=params, timeout=self.timeout)
+            response = call(self._session.get, f"{self.url}/api/{path}", where=where, timeout=self.timeout,
+                            params=params)  # fmt: skip
             body = response.json() if response.status_code == 200 else None
-        except gevent.Timeout as expired:
-            if expired is not timer:
+        except (MetricsError, ValueError) as error:
+            self._reset()
+            if isinstance(error, MetricsError):
                 raise
-            self._reset()
-            raise _Unreachable(where, f"did not answer within {self.timeout:g}s") from None
-        except requests.Timeout:
-            self._reset()
-            raise _Unreachable(where, f"did not answer within {self.timeout:g}s") from None
-        except requests.ConnectionError as error:
-            self._reset()
-            raise _Unreachable(where, f"is unreachable ({_reason(error)})") from None
-        except (requests.RequestException, ValueError) as error:
-            self._reset()
             raise MetricsError(f"{where} did not answer /api/{path} with JSON ({type(error).__name__})") from None
-        finally:
-            timer.close()
         status = response.status_code
         if status == 401:
             raise _Refused(f"{where} refused the credentials (user {self.user})")

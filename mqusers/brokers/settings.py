@@ -13,15 +13,16 @@ from typing import Any
 from mqusers.options.optionspec import Option, read
 from mqusers.options.parsing import choice, decimal, parse_http_url, text, whole
 
-MODES = ("auto", "off", "activemq", "rabbitmq")
+MODES = ("auto", "off", "activemq", "rabbitmq", "artemis")
 
 
 @dataclass(frozen=True)
 class BrokerMetricsSettings:
     mode: str = "auto"
-    #: RabbitMQ's management API; None: looked for (:func:`mqusers.brokers.rabbitmq.management_urls`).
+    #: RabbitMQ's management API or Artemis's console; None: looked for
+    #: (:func:`mqusers.brokers.rabbitmq.management_urls`, :func:`mqusers.brokers.artemis.console_urls`).
     url: str | None = None
-    #: The management API's login; None: the STOMP login (--mq-user / --mq-password).
+    #: The management API's (Artemis: the console's) login; None: the STOMP login (--mq-user / --mq-password).
     user: str | None = None
     password: str | None = field(default=None, repr=False)
     #: A local broker JVM to read heap, GC, threads and CPU of (None: no JVM figures).
@@ -34,8 +35,9 @@ OPTIONS: tuple[Option, ...] = (
         "mq-broker-metrics",
         "mode",
         choice(MODES),
-        "the broker's own figures beside the client's: auto (ActiveMQ's statistics plugin over STOMP or "
-        "RabbitMQ's management API, by the broker's CONNECTED header), activemq, rabbitmq or off",
+        "the broker's own figures beside the client's: auto (ActiveMQ's statistics plugin over STOMP, "
+        "RabbitMQ's management API or Artemis's Jolokia, by the broker's CONNECTED header), activemq, rabbitmq, "
+        "artemis or off",
         default="auto",
         ui=False,
     ),
@@ -43,11 +45,13 @@ OPTIONS: tuple[Option, ...] = (
         "mq-broker-metrics-url",
         "url",
         parse_http_url,
-        "RabbitMQ management API URL (default: port 15672 on the broker's host, or shifted as the STOMP port is; "
-        "kept only if that broker listens on the STOMP port)",
+        "RabbitMQ management API URL, or Artemis console URL (default: port 15672, Artemis 8161, on the broker's "
+        "host, or shifted as the STOMP port is; kept only if that broker listens on the STOMP port)",
         ui=False,
     ),
-    Option("mq-broker-metrics-user", "user", text, "management API login (default: --mq-user)", ui=False),
+    Option(
+        "mq-broker-metrics-user", "user", text, "management API (Artemis: console) login (default: --mq-user)", ui=False
+    ),
     Option(
         "mq-broker-metrics-password",
         "password",

@@ -15,7 +15,10 @@ from mqusers.brokers.model import COUNTERS
 from mqusers.brokers.sampler import BrokerSampler
 
 #: Figures of the moment: reported as last read.
-GAUGES = ("depth", "unacked", "consumers", "producers", "memory_percent", "publish_rate", "deliver_rate", "ack_rate")
+GAUGES = ("depth", "unacked", "consumers", "producers", "memory_percent", "memory_bytes", "store_bytes", "paging",
+          "pages", "publish_rate", "deliver_rate", "ack_rate")  # fmt: skip
+#: Shown in the summary's table only when a destination has some: trouble, not the usual case.
+TROUBLE = ("expired", "killed", "pages")
 
 
 def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool = False) -> dict[str, Any]:
@@ -65,16 +68,18 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
 
 
 def broker_table(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[list[str]]:
-    """Per destination: the broker's enqueued / dequeued beside mqusers' sent / received; depth, unacked."""
+    """Per destination: the broker's enqueued / dequeued beside mqusers' sent / received; depth, unacked,
+    consumers; expired, killed and pages (paged to disk) when a destination has some."""
     if not broker.get("destinations"):
         return []
     ours = {row["destination"]: row for row in rows}
-    table = [["broker", "enqueued", "sent", "dequeued", "received", "depth", "unacked", "consumers"]]
+    trouble = [k for k in TROUBLE if any(figures.get(k) for figures in broker["destinations"].values())]
+    table = [["broker", "enqueued", "sent", "dequeued", "received", "depth", "unacked", "consumers", *trouble]]
     for name, figures in broker["destinations"].items():
         row = ours.get(name, {})
         table.append([name, _count(figures.get("enqueued")), _count(row.get("sent")),
                       _count(figures.get("dequeued")), _count(row.get("received")),
-                      *(_count(figures.get(k)) for k in ("depth", "unacked", "consumers"))])  # fmt: skip
+                      *(_count(figures.get(k)) for k in ("depth", "unacked", "consumers", *trouble))])  # fmt: skip
     return table
 
 

@@ -185,13 +185,14 @@ def _broker_tables(document: dict[str, Any]) -> str:
     if broker.get("source") is None:
         return f"<h3>Broker</h3><p>no broker figures: {escape(str(broker.get('note') or 'not collected'))}</p>"
     ours = {row["destination"]: row for row in document.get("destinations", [])}
-    keys = ("enqueued", "dequeued", "depth", "unacked", "consumers", "expired")
+    keys = ("enqueued", "dequeued", "depth", "unacked", "consumers", "expired", "killed", "paging", "pages",
+            "memory_bytes")  # fmt: skip
     rows = ([name, *(figures.get(k) for k in keys[:2]), ours.get(name, {}).get("sent"),
              ours.get(name, {}).get("received"), *(figures.get(k) for k in keys[2:])]
             for name, figures in broker["destinations"].items())  # fmt: skip
     html = f"<h3>Broker ({escape(str(broker['source']))}, {number(broker['samples'])} readings)</h3>" + table(
         ["destination", "enqueued", "dequeued", "mqusers sent", "mqusers received", "depth", "unacked",
-         "consumers", "expired"], rows, "broker")  # fmt: skip
+         "consumers", "expired", "killed", "paging", "pages", "memory bytes"], rows, "broker")  # fmt: skip
     jvm = broker.get("jvm") or {}
     wide = {**broker.get("broker", {}), **{f"jvm {k}": v for k, v in jvm.items()}}
     return html + table(["figure", "value"], sorted(wide.items()), "broker-wide") if wide else html

@@ -6,7 +6,7 @@ from these constants (the repository's ``tools/dashboards.py``) and checked agai
 
 Tags are low-cardinality by construction: run id, worker (Locust's unique ``client_id``, or
 ``local`` / ``master``), operation, destination, scenario (locustfile stem), event kind and a
-broker-metrics source (``activemq``, ``rabbitmq``). Never exception text, message ids or anything
+broker-metrics source (``activemq``, ``rabbitmq``, ``artemis``). Never exception text, message ids or anything
 else that grows per message.
 
 Latency fields are milliseconds (float, microsecond resolution); counts are integers. The
@@ -60,6 +60,7 @@ BROKER_FIELDS: dict[str, FieldType] = {
     "memory_percent": "float",
     "store_percent": "float",
     "temp_percent": "float",
+    "disk_percent": "float",
     "connections": "int",
     "memory_bytes": "int",
     "store_bytes": "int",
@@ -68,7 +69,7 @@ BROKER_FIELDS: dict[str, FieldType] = {
     "alarms": "int",
     "alarm_names": "str",
 }
-#: A local broker's JVM (:class:`mqusers.brokers.model.JvmFigures`), under the model's names.
+#: The broker's JVM (:class:`mqusers.brokers.model.JvmFigures`), under the model's names.
 JVM_FIELDS: dict[str, FieldType] = {
     "heap_used_mb": "float",
     "heap_committed_mb": "float",
@@ -84,11 +85,16 @@ BROKER_DESTINATION_FIELDS: dict[str, FieldType] = {
     "dequeued": "int",
     "dispatched": "int",
     "expired": "int",
+    "killed": "int",
     "depth": "int",
     "unacked": "int",
     "consumers": "int",
     "producers": "int",
     "memory_percent": "float",
+    "memory_bytes": "int",
+    "store_bytes": "int",
+    "paging": "int",
+    "pages": "int",
     "publish_rate": "float",
     "deliver_rate": "float",
     "ack_rate": "float",
@@ -171,7 +177,8 @@ BROKER = Measurement(
     (RUN, SCENARIO, SOURCE),
     {**BROKER_FIELDS, **JVM_FIELDS},
     "master (or local), once per broker-metrics sample, at the sample's time: the broker's own figures and, when "
-    "a local broker PID is given, its JVM's; only the figures the source reports (absent, never zero)",
+    "a local broker PID is given or the broker is Artemis, its JVM's; only the figures the source reports "
+    "(absent, never zero)",
 )
 BROKER_DESTINATIONS = Measurement(
     "mqusers_broker_destination",

@@ -2,9 +2,9 @@
 
 Wired by :mod:`mqusers.wiring.plugin` on the master or a local runner (workers never read the broker):
 :func:`start` at test start picks the source (``--mq-broker-metrics``; ``auto`` asks the broker's
-CONNECTED header whether it is ActiveMQ or RabbitMQ), takes the baseline reading and leaves the
-sampler running; :func:`stop` takes the last reading before the report; :func:`document` is the
-report's ``broker``. Any failure is one line in the log and the summary; the test goes on.
+CONNECTED header whether it is ActiveMQ Classic, Artemis or RabbitMQ), takes the baseline reading
+and leaves the sampler running; :func:`stop` takes the last reading before the report;
+:func:`document` is the report's ``broker``. Any failure is one line in the log and the summary; the test goes on.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import Any
 import gevent
 
 from mqusers.brokers.activemq import ActiveMQStatistics
+from mqusers.brokers.artemis import ArtemisJolokia, ArtemisJvm, console_urls
 from mqusers.brokers.jvm import JvmProbe
 from mqusers.brokers.model import MetricsError, Source
 from mqusers.brokers.rabbitmq import RabbitManagement, management_urls
-from mqusers.brokers.sampler import BrokerSampler
+from mqusers.brokers.sampler import BrokerSampler, JvmSource
 from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.measure.names import RECEIVE, SEND, destination_operation
 from mqusers.options.parsing import OptionError
@@ -50,7 +51,8 @@ def start(environment: Environment, ctx: RunContext) -> None:
     except (MetricsError, MqError) as error:
         source, ctx.broker_note = None, str(error)
         logger.warning("mqusers: broker metrics: %s (the test goes on without them)", error)
-    jvm = None
+    # Artemis's JVM is read through Jolokia, wherever it runs; --mq-broker-pid reads a local one instead.
+    jvm: JvmSource | None = ArtemisJvm(source) if isinstance(source, ArtemisJolokia) and not metrics.pid else None
     if metrics.pid:
         try:
             jvm = JvmProbe(metrics.pid, timeout=ctx.settings.timeout)
@@ -77,12 +79,22 @@ def open_source(metrics: BrokerMetricsSettings, ctx: RunContext) -> Source | Non
         if mode == "auto":
             raise
     if mode == "auto":
-        server = ctx.broker_server
-        mode = "rabbitmq" if "rabbitmq" in server.lower() else "activemq" if "activemq" in server.lower() else ""
+        server = ctx.broker_server.lower()
+        # Artemis says "ActiveMQ-Artemis/2.40.0 ...": asked before Classic's "ActiveMQ/5.17.2".
+        mode = next((name for name in ("rabbitmq", "artemis", "activemq") if name in server), "")
         if not mode:
-            raise MetricsError(f"no broker figures for {server or 'this broker'}: ActiveMQ and RabbitMQ only")
+            raise MetricsError(f"no broker figures for {ctx.broker_server or 'this broker'}: "
+                               "ActiveMQ, Artemis and RabbitMQ only")  # fmt: skip
     if mode == "activemq":
         return ActiveMQStatistics(config, timeout=settings.timeout)
+    if mode == "artemis":
+        # Artemis's console has no default account: the STOMP login, unless told otherwise.
+        user, password = metrics.user or settings.user, metrics.password or settings.password
+        if metrics.url:
+            return ArtemisJolokia(metrics.url, user, password, timeout=settings.timeout)
+        first, *others = console_urls(config.address)  # guessed: kept only if it is this broker's
+        return ArtemisJolokia(first, user, password, timeout=settings.timeout, stomp_port=config.address.hosts[0][1],
+                              alternatives=tuple(others))  # fmt: skip
     # RabbitMQ shares its users between STOMP and the management API; guest is its default.
     user, password = metrics.user or settings.user or "guest", metrics.password or settings.password or "guest"
     if metrics.url:

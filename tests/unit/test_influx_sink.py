@@ -198,10 +198,11 @@ def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: 
     for annotate in ctx.annotations:  # what a fault and an outage do, at their own times
         annotate("fault", "fault at 5s: kill -STOP 1", 1_700_000_000_123_456_789)
         annotate("outage", "/queue/a: producer p 2.00 s without service", 1_700_000_001_000_000_000)
-    # What the broker sampler does each interval; the two sources' shapes hold every broker figure between them.
+    # What the broker sampler does each interval; the sources' shapes hold every broker figure between them.
     for sampled in ctx.broker_listeners:
         sampled(broker_samples.activemq(1_700_000_002_000_000_000, 0, "/queue/a"))
         sampled(broker_samples.rabbitmq(1_700_000_002_000_000_000, 0, "/queue/a", alarms=("memory",)))
+        sampled(broker_samples.artemis(1_700_000_002_000_000_000, 0, "/queue/a"))
     ctx.shipping.complete()  # what mqusers' test_stop does once the run's figures are all in
     with caplog.at_level(logging.INFO):
         sink.close()
