@@ -169,6 +169,9 @@ class ArtemisJolokia:
         if status == 403:
             raise _Refused(f"{where} refused the access (HTTP 403): the user needs the console's role (amq by "
                            "default), and jolokia-access.xml must allow this origin and address")  # fmt: skip
+        if status == 404:
+            raise MetricsError(f"{where} answered HTTP 404: no Jolokia agent there (give the console's URL with "
+                               "--mq-broker-metrics-url)")  # fmt: skip
         if status != 200:
             raise MetricsError(f"{where} answered HTTP {status}")
         if not isinstance(body, list) or len(body) != len(reads) or not all(isinstance(a, dict) for a in body):
