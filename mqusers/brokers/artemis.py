@@ -135,7 +135,7 @@ class ArtemisJolokia:
                 tried.append(str(error))
                 continue
             ports = sorted({str(a["Parameters"].get("port")) for a in artemisjson.matched(answer)
-                            if isinstance(a.get("Parameters"), dict)})  # fmt: skip
+                            if isinstance(a.get("Parameters"), dict)}, key=lambda p: (len(p), p))  # fmt: skip
             if not ports or str(self.stomp_port) in ports:
                 self._found = True
                 return
@@ -174,6 +174,11 @@ class ArtemisJolokia:
                                "--mq-broker-metrics-url)")  # fmt: skip
         if status != 200:
             raise MetricsError(f"{where} answered HTTP {status}")
+        if isinstance(body, dict) and "error" in body:  # Jolokia refuses a whole request in an HTTP 200
+            said = str(body["error"])[:200]
+            if body.get("status") == 403:  # e.g. "Origin http://... is not allowed to call this agent"
+                raise _Refused(f"{where} refused the access ({said}): jolokia-access.xml must allow this origin")
+            raise MetricsError(f"{where} refused the bulk read: {said}")
         if not isinstance(body, list) or len(body) != len(reads) or not all(isinstance(a, dict) for a in body):
             raise MetricsError(f"{where} answered a bulk read oddly (is it a Jolokia agent?)")
         for answer in body:

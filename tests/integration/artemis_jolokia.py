@@ -67,7 +67,9 @@ def queue_mbean(address: str) -> str:
 def make_queue(address: str, page_beyond: int | None = None) -> None:
     """An ANYCAST queue named as its address, whatever the STOMP frames say; paging beyond ``page_beyond`` bytes."""
     if page_beyond is not None:
-        settings = json.dumps({"maxSizeBytes": page_beyond, "addressFullMessagePolicy": "PAGE"})
+        settings = json.dumps(
+            {"maxSizeBytes": page_beyond, "pageSizeBytes": page_beyond // 2, "addressFullMessagePolicy": "PAGE"}
+        )
         operation = "addAddressSettings(java.lang.String,java.lang.String)"
         call({"type": "exec", "mbean": broker_mbean(), "operation": operation, "arguments": [address, settings]})
     queue = json.dumps({"name": address, "address": address, "routing-type": "ANYCAST", "durable": True})

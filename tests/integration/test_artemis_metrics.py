@@ -87,6 +87,8 @@ def test_the_sources_figures_equal_the_brokers_attributes(artemis: int, destinat
     for seq in range(N):
         producer.send(queue, "x" * SIZE, headers={"seq": str(seq), "persistent": "true"})
     producer.disconnect()  # waits for the DISCONNECT's receipt: every SEND was read
+    queued = artemis_jolokia.queue_mbean(address)
+    assert broker_stats.wait_for(lambda: artemis_jolokia.read(queued)["MessageCount"] == N)  # routed, stored
     # The first messages are in memory: one expired (to the expiry address), one removed (killed).
     assert artemis_jolokia.on_queue(address, "expireMessages(java.lang.String)", "seq = '0'") == 1
     assert artemis_jolokia.on_queue(address, "removeMessages(java.lang.String)", "seq = '1'") == 1
