@@ -13,7 +13,7 @@ define with_services
 	[ ! -s $$started ] || $(PY) -m services stop $$(cat $$started); rm -f $$started; exit $$status
 endef
 
-.PHONY: install demo test unit lint bench bench-listener bench-memory bench-scale soak dashboards docs services-up services-down clean
+.PHONY: install demo test unit lint bench bench-peers bench-listener bench-memory bench-scale soak dashboards docs services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ BENCH_ARGS ?=
 
 bench: install
 	$(call with_services,activemq,$(PY) -m benchmarks.core --host $(BENCH_HOST) --messages 100000 --size 1KB $(BENCH_ARGS))
+
+# mqusers beside `artemis perf client` (on Artemis) and Classic's producer/consumer (on Classic 6),
+# same queue load: benchmarks/peers.py. The first run downloads the brokers and Classic's tools.
+bench-peers: install
+	$(call with_services,artemis activemq6,$(PY) -m benchmarks.peers $(BENCH_ARGS))
 
 bench-listener: install
 	$(call with_services,activemq,$(PY) -m benchmarks.listener --host $(BENCH_HOST) $(BENCH_ARGS))
