@@ -57,6 +57,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rate", type=int, default=10_000, help="the paced load's msg/s (default 10000)")
     parser.add_argument("--seconds", type=int, default=10, help="the paced load's duration (default 10)")
     parser.add_argument("--messages", type=int, default=100_000, help="the all-out load's count (default 100000)")
+    parser.add_argument("--peer-seconds", type=int, default=10, help="perf client's all-out duration (default 10)")
     parser.add_argument("--size", default="1KB", help="body size (default 1KB = 1024 B)")
     parser.add_argument("--timeout", type=float, default=120.0, help="deadline per run, s (default 120)")
     parser.add_argument("--json", default="", help="also write every result to this file")
@@ -69,8 +70,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         options.size_bytes = parse_size(options.size)
     except ValueError as error:
         parser.error(str(error))
-    if min(options.rate, options.seconds, options.messages) < 1 or options.timeout <= 0:
-        parser.error("--rate, --seconds, --messages and --timeout must be positive")
+    if min(options.rate, options.seconds, options.messages, options.peer_seconds) < 1 or options.timeout <= 0:
+        parser.error("--rate, --seconds, --messages, --peer-seconds and --timeout must be positive")
     return options
 
 
@@ -98,9 +99,9 @@ def peer_run(broker: str, options: argparse.Namespace, ports: dict[str, int], pa
         workdir = Path(folder)
         try:
             if broker == "artemis":
-                rate = options.rate if paced else 0
+                rate, seconds = (options.rate, options.seconds) if paced else (0, options.peer_seconds)
                 return java_peers.run_artemis(
-                    ports["core"], queue, messages, options.size_bytes, rate, workdir, options.timeout
+                    ports["core"], queue, seconds, options.size_bytes, rate, workdir, options.timeout
                 )
             return java_peers.run_classic(
                 ports["openwire"], queue, messages, options.size_bytes, paced, workdir, options.timeout
