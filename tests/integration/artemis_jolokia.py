@@ -95,5 +95,6 @@ def figures(address: str) -> dict[str, Any]:
         "paging": int(at["Paging"]),
         "pages": at["NumberOfPages"],
         "memory_bytes": at["AddressSize"],
+        "memory_percent": float(at["AddressLimitPercent"]),
         "store_bytes": queue["DurablePersistentSize"],
     }
