@@ -171,7 +171,7 @@ class StompClient(Session):
     # -- subscriptions -----------------------------------------------------------------------
 
     def subscribe(self, destination: str, handler: MessageHandler, *, ack: str, headers: dict[str, str]) -> str:
-        """SUBSCRIBE and wait for the broker's RECEIPT; return the subscription id."""
+        """SUBSCRIBE (routed as the dialect says) and wait for the broker's RECEIPT; return the subscription id."""
         sub_id = headers.pop("id", None) or f"mq-sub-{next(self._ids)}"
         self._handlers[sub_id.encode()] = handler
         # Set first: RabbitMQ's ERROR may arrive in the same read as the RECEIPT, before this resumes.
@@ -179,7 +179,13 @@ class StompClient(Session):
         self.frame_with_receipt(
             event_name(SUBSCRIBE, destination),
             "SUBSCRIBE",
-            {"destination": destination, "id": sub_id, "ack": ack, **headers},
+            {
+                "destination": destination,
+                "id": sub_id,
+                "ack": ack,
+                **self.dialect.subscribe_headers(destination),
+                **headers,
+            },
         )
         return sub_id
 

@@ -56,7 +56,10 @@ class StompProducerUser(StompUser):
         self.schedule = SharedSchedule(lambda first: self.coordinator.next_block(timeout, first))
         self._lag = self.client.operation(event_name(SCHEDULE_LAG, self.destination))
         self._due_header = b""
+        self.body = make_body(self.message_size)
         self.publisher = self.make_publisher(self.destination, {})
+        #: The dialect ``publisher`` was made for: remade once the broker says which it is.
+        self._publisher_dialect = self.client.dialect
         #: Messages per task run: unpaced sends without receipts go out in one write of up to 64 KB;
         #: a subclass with its own ``emit`` gets it called per message.
         paced = self.receipts or self.rate > 0 or self.mq.settings.total_rate
@@ -70,12 +73,11 @@ class StompProducerUser(StompUser):
         self.mq.producers.append((self.destination, self.client))
 
     def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
-        frame_headers = {**self.headers, **headers}
+        frame_headers = {**self.client.dialect.send_headers(destination), **self.headers, **headers}
         if self.persistent:
             frame_headers["persistent"] = "true"
-        body = make_body(self.message_size)
         return self.client.publisher(
-            destination, SendFrames(destination, body, self.mq.run_id, self.producer_id, frame_headers)
+            destination, SendFrames(destination, self.body, self.mq.run_id, self.producer_id, frame_headers)
         )
 
     def wait_time(self) -> float:
@@ -99,6 +101,9 @@ class StompProducerUser(StompUser):
 
     def on_connected(self) -> None:
         self._connection_seq = self.seq + 1
+        if self.client.dialect is not self._publisher_dialect:
+            self._publisher_dialect = self.client.dialect
+            self.publisher = self.make_publisher(self.destination, {})
 
     def last_ok_ns(self) -> int:
         return self.ok_ns
