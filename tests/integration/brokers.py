@@ -2,7 +2,9 @@
 
 ``started(name)`` starts a broker's service if it is not running (``services.start`` is idempotent) and
 leaves it running for the next test; ``broker_params`` marks each parametrized case with its broker's
-name, so ``pytest -m activemq`` runs one of them.
+name, so ``pytest -m activemq`` runs one of them. ``on_four(behaviour)`` is a behaviour written once
+and run on each of the four brokers, as kombu does: a broker that cannot do it is skipped with the
+reason in ``CANNOT``, which docs/brokers.md's table repeats word for word (tests/unit/test_broker_table.py).
 """
 
 from __future__ import annotations
@@ -27,8 +29,27 @@ class Broker:
     def url(self) -> str:
         return f"stomp://127.0.0.1:{self.port}"
 
+    def routing(self, command: str, destination: str) -> dict[str, str]:
+        """What a plain client adds to a SEND or SUBSCRIBE here: Artemis makes an unknown /queue/ name
+        MULTICAST otherwise. Spelt out here, not read from mqusers' dialects, so a wrong dialect shows."""
+        if self.name != "artemis":
+            return {}
+        routing = "ANYCAST" if destination.startswith("/queue/") else "MULTICAST"
+        return {"destination-type" if command == "SEND" else "subscription-type": routing}
+
     def counters(self, destination: str) -> dict[str, int]:
-        """The broker's own counts for a destination: ``accepted`` and ``delivered``."""
+        """The broker's own counts for a destination: ``accepted``, ``delivered`` and ``held``.
+
+        Artemis drops a topic subscriber's queue, and its counts, with its subscriber: for a topic it
+        says only what it accepted (routed to a subscriber or not) and holds.
+        """
+        if self.name == "artemis":
+            stats = broker_stats.artemis_address_stats(self.management_port, destination)
+            if destination.startswith("/topic/"):
+                accepted = stats["RoutedMessageCount"] + stats["UnRoutedMessageCount"]
+                return {"accepted": accepted, "held": stats["NumberOfMessages"]}
+            return {"accepted": stats["MessagesAdded"], "delivered": stats["MessagesAcknowledged"],
+                    "held": stats["MessageCount"]}  # fmt: skip
         if self.name.startswith("activemq"):
             stats = broker_stats.activemq_destination_stats(self.port, destination)
             return {"accepted": stats["enqueueCount"], "delivered": stats["dispatchCount"], "held": stats["size"]}
@@ -50,7 +71,39 @@ BROKERS = {
     "rabbitmq": Broker(
         "rabbitmq", "rabbitmq", services.PORTS["rabbitmq"]["stomp"], services.PORTS["rabbitmq"]["management"]
     ),
+    "activemq6": Broker("activemq6", "activemq6", services.PORTS["activemq6"]["stomp"]),
+    "artemis": Broker("artemis", "artemis", services.PORTS["artemis"]["stomp"], services.PORTS["artemis"]["http"]),
 }
+
+#: The four brokers (docs/brokers.md's columns): ActiveMQ Classic 5.17 (Debian), Classic 6, Artemis, RabbitMQ.
+FOUR = ("activemq", "activemq6", "artemis", "rabbitmq")
+#: The broker-agnostic behaviours, each tested once on the four (docs/brokers.md's rows).
+BEHAVIOURS = (
+    "queue",
+    "pub/sub",
+    "durable subscriber",
+    "request/reply",
+    "receipts",
+    "client and client-individual acks",
+    "fixed count",
+    "leftovers",
+)
+#: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
+CANNOT: dict[str, dict[str, str]] = {}
+
+
+def on_four(behaviour: str, activemq: str = "activemq") -> list[Any]:
+    """A param per broker for ``@pytest.mark.parametrize("broker", ..., indirect=True)``; ``activemq``
+    names the Classic 5.17 service to use (``activemq-persistent`` where the store matters)."""
+    assert behaviour in BEHAVIOURS, behaviour
+    params = []
+    for column, name in zip(FOUR, (activemq, *FOUR[1:]), strict=True):
+        marks = [getattr(pytest.mark, column)]
+        reason = CANNOT.get(behaviour, {}).get(column)
+        if reason:
+            marks.append(pytest.mark.skip(reason=reason))
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
 
 
 def broker_params(*names: str) -> list[Any]:

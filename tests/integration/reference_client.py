@@ -54,7 +54,7 @@ def publish_outside(broker: Broker, destination: str, count: int, *, stamped: bo
     connection.connect(wait=True)  # both local brokers let an anonymous loopback client in
     for seq in range(count):
         body = b"x" * 100 if stamped else f"foreign {seq}".encode()
-        headers = {"persistent": "true"}
+        headers = {"persistent": "true", **broker.routing("SEND", destination)}
         if stamped:
             headers.update({"mq-run": "outside", "mq-producer": "outside", "mq-seq": str(seq),
                             "mq-sent-ns": str(time.time_ns()), "mq-size": "100",

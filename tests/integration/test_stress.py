@@ -17,7 +17,7 @@ import pytest
 import services
 from services.base import port_open
 from tests.integration.broker_stats import activemq_destination_stats, rabbitmq_queue_names, wait_for
-from tests.integration.brokers import Broker, started
+from tests.integration.brokers import Broker, on_four, started
 from tests.integration.locust_runs import run_locust, start_locust
 from tests.integration.reference_client import publish_outside
 
@@ -30,16 +30,24 @@ def assert_exact(row: dict, sent: int, received: int) -> None:  # type: ignore[t
         assert row[key] == 0, (key, row)
 
 
-@pytest.mark.parametrize(
-    ("locustfile", "kind", "users", "consumers", "fan_out"),
-    [("queue_balance.py", "queue", 2, 1, 1), ("pubsub.py", "topic", 4, 3, 3)],
-    ids=["queue", "topic-3-subscribers"],
-)
-def test_seed_method_counts_every_message_and_ends_when_they_are_in(
-    broker: Broker, destination, tmp_path: Path, locustfile: str, kind: str, users: int, consumers: int, fan_out: int
+@pytest.mark.parametrize("broker", on_four("fixed count"), indirect=True)
+def test_seed_method_counts_every_message_on_a_queue_and_ends_when_they_are_in(
+    broker: Broker, destination, tmp_path: Path
+) -> None:
+    seed_method(broker, destination("queue"), tmp_path, "queue_balance.py", users=2, consumers=1, fan_out=1)
+
+
+def test_seed_method_counts_every_message_to_3_subscribers_and_ends_when_they_are_in(
+    broker: Broker, destination, tmp_path: Path
+) -> None:
+    seed_method(broker, destination("topic"), tmp_path, "pubsub.py", users=4, consumers=3, fan_out=3)
+
+
+def seed_method(
+    broker: Broker, target: str, tmp_path: Path, locustfile: str, *, users: int, consumers: int, fan_out: int
 ) -> None:
     """N messages at once, unpaced, default drain: every one arrives, the run ends by itself."""
-    target, total = destination(kind), 20_000
+    total = 20_000
     began = time.monotonic()
     run = run_locust(
         locustfile, broker.url, "--mq-destination", target, "--mq-consumers", str(consumers), "--mq-rate", "0",
@@ -57,7 +65,7 @@ def test_seed_method_counts_every_message_and_ends_when_they_are_in(
     # Per subscription: every topic subscriber got all of them; the queue's share adds up.
     subscriptions = row["by_subscription"]
     assert len(subscriptions) == consumers
-    if kind == "topic":
+    if target.startswith("/topic/"):
         assert all((s["received"], s["lost"], s["unreceived"]) == (total, 0, 0) for s in subscriptions), subscriptions
     assert sum(s["received"] for s in subscriptions) == total * fan_out
 
@@ -94,6 +102,7 @@ def test_seed_method_on_a_durable_topic_and_request_reply(destination, tmp_path:
     assert run.report["ended_by"] == "count"
 
 
+@pytest.mark.parametrize("broker", on_four("leftovers"), indirect=True)
 def test_leftovers_of_an_earlier_run_and_foreign_messages_are_counted_apart(
     broker: Broker, destination, tmp_path: Path
 ) -> None:
