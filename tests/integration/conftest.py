@@ -15,7 +15,8 @@ from tests.integration.brokers import Broker, broker_params, started
 
 @pytest.fixture(params=broker_params("activemq", "rabbitmq"))
 def broker(request: pytest.FixtureRequest) -> Broker:
-    """Each shared-behaviour test runs once per broker."""
+    """Each shared-behaviour test runs on ActiveMQ and RabbitMQ; ``@pytest.mark.parametrize("broker",
+    on_four(behaviour), indirect=True)`` runs it on the four brokers instead."""
     return started(request.param)
 
 

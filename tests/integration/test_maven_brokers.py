@@ -30,8 +30,9 @@ class Inbox(stomp.ConnectionListener):  # type: ignore[misc]
         self.arrived.set()
 
 
-# Artemis makes an unknown /queue/... a MULTICAST address unless told: a message sent before anyone
-# subscribes would be dropped. Classic knows /queue/ and ignores the header.
+# Artemis makes an unknown /queue/... a MULTICAST address unless told (destination-type on SEND,
+# subscription-type on SUBSCRIBE): a message sent before anyone subscribes would be dropped.
+# Classic knows /queue/ and ignores the headers.
 BROKERS = [
     pytest.param("artemis", f"apache-artemis-{services.artemis.VERSION}/", marks=pytest.mark.artemis),
     pytest.param("activemq6", f"activemq-{services.activemq6.VERSION}-", marks=pytest.mark.activemq6),
@@ -52,7 +53,7 @@ def test_starts_round_trips_and_stops_by_pid(name: str, dist: str) -> None:
         conn.set_listener("inbox", inbox)
         conn.connect(wait=True)
         conn.send(queue, body, headers={"destination-type": "ANYCAST"})
-        conn.subscribe(queue, id="1", ack="auto", headers={"destination-type": "ANYCAST"})
+        conn.subscribe(queue, id="1", ack="auto", headers={"subscription-type": "ANYCAST"})
         assert inbox.arrived.wait(RECEIVE_TIMEOUT)
         conn.disconnect()
         assert [frame.body for frame in inbox.frames] == [body]
