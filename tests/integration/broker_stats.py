@@ -256,7 +256,7 @@ def rabbitmq_exchange_stats(
 #: The local broker's account (services/artemis.py): Jolokia asks for a login of the ``amq`` role.
 ARTEMIS_LOGIN = ("mqusers", "mqusers-local")
 ARTEMIS_QUEUE_KEYS = ("MessagesAdded", "MessagesAcknowledged", "MessageCount", "DeliveringCount", "ConsumerCount")
-ARTEMIS_ADDRESS_KEYS = ("RoutedMessageCount", "UnRoutedMessageCount", "NumberOfMessages")
+ARTEMIS_ADDRESS_KEYS = ("RoutedMessageCount", "UnRoutedMessageCount")
 
 
 def _jolokia_read(port: int, mbean: str, attributes: tuple[str, ...]) -> dict[str, Any]:
@@ -282,7 +282,7 @@ def artemis_address_stats(port: int, address: str) -> dict[str, int]:
     Summed over the address's queues (a /queue/ name has one, of the same name): ``MessagesAdded``,
     ``MessagesAcknowledged``, ``MessageCount`` (held, delivering included), ``DeliveringCount``,
     ``ConsumerCount``; of the address: ``RoutedMessageCount`` and ``UnRoutedMessageCount`` (messages
-    sent to it that reached a queue, or none), ``NumberOfMessages``. A topic subscriber's queue goes
+    sent to it that reached a queue, or none). A topic subscriber's queue goes
     with its subscriber (non-durable): its counts too. Plus ``exists`` (1/0). A stock broker keeps
     the ``/queue/`` or ``/topic/`` prefix in the address's name.
     """

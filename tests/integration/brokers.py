@@ -47,7 +47,7 @@ class Broker:
             stats = broker_stats.artemis_address_stats(self.management_port, destination)
             if destination.startswith("/topic/"):
                 accepted = stats["RoutedMessageCount"] + stats["UnRoutedMessageCount"]
-                return {"accepted": accepted, "held": stats["NumberOfMessages"]}
+                return {"accepted": accepted, "held": stats["MessageCount"]}
             return {"accepted": stats["MessagesAdded"], "delivered": stats["MessagesAcknowledged"],
                     "held": stats["MessageCount"]}  # fmt: skip
         if self.name.startswith("activemq"):
