@@ -1,8 +1,7 @@
 """The brokers' OWN counters: the independent truth that tests compare mqusers to.
 
 Nothing here imports mqusers; ActiveMQ is asked over STOMP with stomp.py
-(statisticsBrokerPlugin), RabbitMQ over its management HTTP API with requests,
-Artemis over Jolokia (its web console's JMX over HTTP) with requests.
+(statisticsBrokerPlugin), RabbitMQ over its management HTTP API with requests.
 
 Counters lag the client: ActiveMQ processes STOMP SENDs without a receipt
 asynchronously (500 sent, connection closed, and enqueueCount read 407 at
@@ -249,48 +248,3 @@ def rabbitmq_exchange_stats(
         "publish_out": int(message_stats.get("publish_out") or 0),
         "exists": int(data is not None),
     }
-
-
-# -------------------------------------------------------------------- Artemis
-
-#: The local broker's account (services/artemis.py): Jolokia asks for a login of the ``amq`` role.
-ARTEMIS_LOGIN = ("mqusers", "mqusers-local")
-ARTEMIS_QUEUE_KEYS = ("MessagesAdded", "MessagesAcknowledged", "MessageCount", "DeliveringCount", "ConsumerCount")
-ARTEMIS_ADDRESS_KEYS = ("RoutedMessageCount", "UnRoutedMessageCount")
-
-
-def _jolokia_read(port: int, mbean: str, attributes: tuple[str, ...]) -> dict[str, Any]:
-    """Jolokia's ``read`` of ``attributes``: {object name: {attribute: value}} for a pattern; {} when none match."""
-    response = requests.post(
-        f"http://127.0.0.1:{port}/console/jolokia/",
-        json={"type": "read", "mbean": mbean, "attribute": list(attributes)},
-        auth=ARTEMIS_LOGIN,
-        headers={"Origin": "http://127.0.0.1"},  # the stock jolokia-access.xml checks it strictly
-        timeout=10,
-    )
-    response.raise_for_status()
-    answer = response.json()
-    if answer.get("status") == 404 or "InstanceNotFoundException" in str(answer.get("error_type", "")):
-        return {}
-    assert answer.get("status") == 200, answer
-    return answer["value"]  # type: ignore[no-any-return]
-
-
-def artemis_address_stats(port: int, address: str) -> dict[str, int]:
-    """Counters of ``address`` and of its queues, from Jolokia on the web port ``port``.
-
-    Summed over the address's queues (a /queue/ name has one, of the same name): ``MessagesAdded``,
-    ``MessagesAcknowledged``, ``MessageCount`` (held, delivering included), ``DeliveringCount``,
-    ``ConsumerCount``; of the address: ``RoutedMessageCount`` and ``UnRoutedMessageCount`` (messages
-    sent to it that reached a queue, or none). A topic subscriber's queue goes
-    with its subscriber (non-durable): its counts too. Plus ``exists`` (1/0). A stock broker keeps
-    the ``/queue/`` or ``/topic/`` prefix in the address's name.
-    """
-    quoted = '"' + address.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    base = f"org.apache.activemq.artemis:broker=*,component=addresses,address={quoted}"
-    found = _jolokia_read(port, base, ARTEMIS_ADDRESS_KEYS)
-    queues = _jolokia_read(port, f"{base},subcomponent=queues,*", ARTEMIS_QUEUE_KEYS)
-    stats = {key: sum(int(q.get(key) or 0) for q in queues.values()) for key in ARTEMIS_QUEUE_KEYS}
-    for key in ARTEMIS_ADDRESS_KEYS:
-        stats[key] = sum(int(a.get(key) or 0) for a in found.values())
-    return {**stats, "exists": int(bool(found))}
