@@ -57,9 +57,12 @@ class StompConsumerUser(StompUser):
         return f"mqusers.{slug}.{worker}.{self.ordinal}"
 
     def make_receiver(self) -> Receiver:
-        # Its ACK batch is the dialect's, set once connected (on_connected).
+        # Small batches: ActiveMQ pages 200 messages in at a time and waits for their ACKs.
+        ack_every = max(1, min(self.prefetch or 100, 100) // 2)
         clock = coordinator_for(self.environment, self.mq).follower
-        return Receiver(self.client, self.destination, self.ack, clock=clock, **self.receiver_options())
+        return Receiver(
+            self.client, self.destination, self.ack, ack_every=ack_every, clock=clock, **self.receiver_options()
+        )
 
     def receiver_options(self) -> dict[str, Any]:
         return {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
@@ -74,8 +77,6 @@ class StompConsumerUser(StompUser):
     def on_connected(self) -> None:
         self.receiver.reset()
         dialect = self.client.dialect
-        # Small batches: ActiveMQ pages 200 messages in at a time, Artemis lets 10 KiB out, and both wait for ACKs.
-        self.receiver.batch_acks(dialect.ack_every(self.prefetch, self.message_size))
         headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size)}
         if self.durable:
             headers.update(dialect.durable_headers(self.durable_name()))
