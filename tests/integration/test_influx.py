@@ -170,7 +170,8 @@ def broker_points(run_id: str, scenario: str, destination: str, start_ms: int, e
     """Broker-metrics samples across the run, one a second, as the master's listener writes them.
 
     The broker sampler is not in this run, so its points are built here from each source's shape
-    (ActiveMQ with its JVM, RabbitMQ with fd and alarms: between them every broker panel has data).
+    (ActiveMQ with its JVM, RabbitMQ with fd and alarms, Artemis with paging and destination sizes:
+    between them every broker panel has data).
     Whole 2 s buckets (the queries' ``$__interval``) from ``start_ms`` to ``end_ms``, two samples in each.
     """
     tags = {schema.RUN: run_id, schema.SCENARIO: scenario}
@@ -181,6 +182,7 @@ def broker_points(run_id: str, scenario: str, destination: str, start_ms: int, e
         for sample in (
             broker_samples.activemq(ts_ns, second, destination),
             broker_samples.rabbitmq(ts_ns, second, destination, alarms=alarms),
+            broker_samples.artemis(ts_ns, second, destination),
         ):
             lines += sink_points.broker_lines(tags, sample, ts_ms)
     return "\n".join(lines)
@@ -235,7 +237,7 @@ def test_every_dashboard_query_returns_its_columns_from_influxdb_1(distributed: 
         [rates] = [text for text in answers if '"broker enqueued/s"' in text]
         enqueued = [row[1] for series in answers[rates] for row in series["values"]]
         assert len(enqueued) >= 4 and set(enqueued) == {float(broker_samples.RATE)}, answers[rates]
-        assert {s["tags"]["source"] for s in answers[rates]} == {"activemq", "rabbitmq"}
+        assert {s["tags"]["source"] for s in answers[rates]} == {"activemq", "rabbitmq", "artemis"}
     finally:
         requests.post(f"{base}/query", params={"q": f'DROP DATABASE "{database}"'}, timeout=10)
 
