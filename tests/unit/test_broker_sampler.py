@@ -11,6 +11,7 @@ from gevent.event import Event
 from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError
 from mqusers.brokers.sampler import MAX_KEPT, SETTLE_READS, BrokerSampler
 from mqusers.report.brokerreport import broker_document, broker_notes, broker_table, cross_check
+from tests.unit.fake_clock import Clock
 
 
 class Scripted:
@@ -51,20 +52,6 @@ class Jvm:
     def sample(self) -> JvmFigures:
         self.n += 1
         return {"heap_used_mb": 100.0 + self.n, "heap_committed_mb": 512.0, "gc_count": 5 + self.n, "gc_seconds": 0.5}
-
-
-class Clock:
-    """Monotonic seconds that move only when the sampler sleeps (or a test says so)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        gevent.sleep(0)
 
 
 class Seen(list[BrokerSample]):

@@ -17,20 +17,7 @@ from mqusers.run.ending import (
     Drain,
     arrival,
 )
-
-
-class Clock:
-    """Time that moves only when the drain sleeps; the sleep still yields to other greenlets."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        gevent.sleep(0)
+from tests.unit.fake_clock import Clock
 
 
 def drain(clock: Clock, received: Callable[[], int], complete: Callable[[], str | None], **kw: Any) -> Drain:
