@@ -108,8 +108,12 @@ def test_a_generator_starved_by_a_cpu_hog_is_judged_contended_not_saturated(dest
         # thread then shares its core at nice 19: it gets a sliver of the core while the hog runs.
         hog = subprocess.Popen([sys.executable, "-c", HOG.format(seconds=6)])
         os.sched_setaffinity(hog.pid, {core})
-        os.sched_setaffinity(locust.pid, {core})
-        os.setpriority(os.PRIO_PROCESS, locust.pid, 19)
+        # Every thread of it (Linux pins and schedules threads, not processes), and SCHED_IDLE rather
+        # than nice 19: a nice-19 loop that mostly sleeps still preempts the hog on each wake-up (the
+        # scheduler credits sleepers), so its lag depended on the kernel; an idle-policy one never does.
+        for thread in os.listdir(f"/proc/{locust.pid}/task"):
+            os.sched_setaffinity(int(thread), {core})
+            os.sched_setscheduler(int(thread), os.SCHED_IDLE, os.sched_param(0))
         assert hog.wait(30) == 0
         code = locust.wait(60)  # it ends by itself (-t 12s), or TimeoutExpired fails the test
     finally:
