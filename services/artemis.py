@@ -72,11 +72,14 @@ def _instance(ctx: Ctx) -> Path:
 
 
 def _create(ctx: Ctx) -> Path:
-    """``artemis create`` once per folder and port offset (its ports are written into etc/)."""
+    """``artemis create`` once per folder, port offset and distribution (its ports and the
+    distribution's path are written into etc/: an instance made from another checkout's cache
+    would start a JVM without its classes)."""
     instance = _instance(ctx)
     shift = str(PORT_SHIFT + ctx.offset)
-    marker = instance / "port-offset"
-    if marker.is_file() and marker.read_text().strip() == shift:
+    marker = instance / "created-with"
+    made_with = f"port-offset {shift}\nhome {home()}\n"
+    if marker.is_file() and marker.read_text() == made_with:
         return instance
     shutil.rmtree(instance, ignore_errors=True)
     argv = [str(home() / "bin" / "artemis"), "create", str(instance), "--silent",
@@ -85,7 +88,7 @@ def _create(ctx: Ctx) -> Path:
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise ServiceError(f"artemis: create failed\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
-    marker.write_text(shift + "\n")
+    marker.write_text(made_with)
     return instance
 
 
