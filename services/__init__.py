@@ -20,6 +20,8 @@ assembled from its Maven Central jars the same way (STOMP 61620).
 
 Master/slave pairs (services/cluster.py): ``activemq-shared-a``/``-b`` share one KahaDB
 folder, ``activemq-jdbc-a``/``-b`` one PostgreSQL database (start ``postgresql`` first).
+Artemis primary/backup pairs (services/artemis_pairs.py): ``artemis-shared-a``/``-b`` share one
+journal folder, ``artemis-replicated-a``/``-b`` replicate theirs.
 Start both of a pair; ``master_of(PAIRS["shared"])`` says which one serves STOMP.
 """
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import activemq, activemq6, artemis, cluster, control, metrics, postgresql, rabbitmq
+from . import activemq, activemq6, artemis, artemis_pairs, cluster, control, metrics, postgresql, rabbitmq
 from .base import ServiceError, live_pid, port_offset, state_dir
 from .control import Service
 
@@ -42,6 +44,7 @@ SERVICES: dict[str, Service] = {
         *metrics.SERVICES,
         postgresql.SERVICE,
         *cluster.SERVICES,
+        *artemis_pairs.SERVICES,
     ]
 }
 
@@ -75,8 +78,13 @@ def ports(name: str) -> dict[str, int]:
     return dict(_service(name).ctx().ports)
 
 
-#: The master/slave pairs' broker names: "shared" (one KahaDB folder), "jdbc" (one PostgreSQL database).
-PAIRS: dict[str, tuple[str, str]] = {kind: pair.names for kind, pair in cluster.PAIRS.items()}
+#: The pairs' broker names: Classic's master/slave "shared" (one KahaDB folder) and "jdbc" (one PostgreSQL
+#: database); Artemis's primary/backup "artemis-shared" (one journal folder) and "artemis-replicated".
+PAIRS: dict[str, tuple[str, str]] = {
+    kind: pair.names for kind, pair in [*cluster.PAIRS.items(), *artemis_pairs.PAIRS.items()]
+}
+#: What a pair's broker that serves STOMP calls itself: Classic's "master", Artemis's "active".
+SERVING_ROLES = ("master", "active")
 
 # Snapshot at import time; call ports() if the offset env var changes later.
 PORTS: dict[str, dict[str, int]] = {name: ports(name) for name in SERVICES}
@@ -118,12 +126,17 @@ def status() -> list[str]:
     return [control.status_line(service) for service in SERVICES.values()]
 
 
+def _serves(service: Service) -> bool:
+    ctx = service.ctx()
+    return service.role is not None and live_pid(ctx) is not None and service.role(ctx) in SERVING_ROLES
+
+
 def master_of(names: Iterable[str]) -> str | None:
     """The broker of a master/slave pair that serves STOMP now; None if neither does.
 
     Raises ServiceError if more than one does: two masters on one store is a broken pair.
     """
-    masters = [name for name in names if cluster.serving(_service(name).ctx())]
+    masters = [name for name in names if _serves(_service(name))]
     if len(masters) > 1:
         raise ServiceError(f"{' and '.join(masters)} serve STOMP at once: more than one master")
     return masters[0] if masters else None

@@ -12,6 +12,7 @@ import hashlib
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .base import Ctx, ServiceError, cache_dir, cache_lock, maven, port_open, spawn, stomp_handshake
@@ -71,30 +72,37 @@ def _instance(ctx: Ctx) -> Path:
     return ctx.dir / "instance"
 
 
-def _create(ctx: Ctx) -> Path:
-    """``artemis create`` once per folder, port offset and distribution (its ports and the
-    distribution's path are written into etc/: an instance made from another checkout's cache
-    would start a JVM without its classes)."""
+def create(ctx: Ctx, shift: int, options: Sequence[str] = (), edit: Callable[[str], str] | None = None) -> Path:
+    """``artemis create`` once per folder, port shift, options and distribution (its ports and the
+    distribution's path are written into etc/: an instance made from another checkout's cache would
+    start a JVM without its classes); ``edit`` rewrites the made etc/broker.xml."""
     instance = _instance(ctx)
-    shift = str(PORT_SHIFT + ctx.offset)
+    shift_text = str(shift + ctx.offset)
     marker = instance / "created-with"
-    made_with = f"port-offset {shift}\nhome {home()}\n"
+    made_with = f"port-offset {shift_text}\nhome {home()}\noptions {' '.join(options)}\n"
     if marker.is_file() and marker.read_text() == made_with:
         return instance
     shutil.rmtree(instance, ignore_errors=True)
     argv = [str(home() / "bin" / "artemis"), "create", str(instance), "--silent",
             "--user", USER, "--password", PASSWORD, "--allow-anonymous",
-            "--host", ctx.host, "--http-host", ctx.host, "--port-offset", shift, "--no-autotune"]  # fmt: skip
+            "--host", ctx.host, "--http-host", ctx.host, "--port-offset", shift_text, "--no-autotune",
+            *options]  # fmt: skip
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise ServiceError(f"artemis: create failed\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+        raise ServiceError(f"{ctx.name}: artemis create failed\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    if edit is not None:
+        config = instance / "etc" / "broker.xml"
+        config.write_text(edit(config.read_text()))
     marker.write_text(made_with)
     return instance
 
 
-def launch(ctx: Ctx) -> int:
-    instance = _create(ctx)
+def run(ctx: Ctx, instance: Path) -> int:
     return spawn(ctx, [str(instance / "bin" / "artemis"), "run"], cwd=instance)
+
+
+def launch(ctx: Ctx) -> int:
+    return run(ctx, create(ctx, PORT_SHIFT))
 
 
 def ready(ctx: Ctx) -> bool:

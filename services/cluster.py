@@ -119,12 +119,7 @@ PAIRS = {
 }
 
 
-def serving(ctx: Ctx) -> bool:
-    """Our broker runs and answers STOMP: the pair's master."""
-    return live_pid(ctx) is not None and activemq.ready(ctx)
-
-
-def waiting_for_lock(ctx: Ctx, line: str) -> bool:
+def logged_since_launch(ctx: Ctx, line: str) -> bool:
     """Our broker runs and logged ``line`` since it was launched (earlier runs' lines do not count)."""
     if live_pid(ctx) is None:
         return False
@@ -139,21 +134,21 @@ def waiting_for_lock(ctx: Ctx, line: str) -> bool:
         return False
 
 
-def _launcher(pair: Pair) -> Callable[[Ctx], int]:
-    launch = activemq.launcher(persistent=True, store=pair.store, heap=HEAP)
+def marked(launch: Callable[[Ctx], int]) -> Callable[[Ctx], int]:
+    """``launch``, noting first where this launch's log lines begin (``logged_since_launch``)."""
 
-    def marked(ctx: Ctx) -> int:
+    def launch_marked(ctx: Ctx) -> int:
         ctx.dir.mkdir(parents=True, exist_ok=True)
         size = ctx.log_file.stat().st_size if ctx.log_file.exists() else 0
         (ctx.dir / LAUNCH_MARK).write_text(f"{size}\n")
         return launch(ctx)
 
-    return marked
+    return launch_marked
 
 
 def _ready(pair: Pair) -> Callable[[Ctx], bool]:
     def ready(ctx: Ctx) -> bool:
-        return activemq.ready(ctx) or waiting_for_lock(ctx, pair.waiting)
+        return activemq.ready(ctx) or logged_since_launch(ctx, pair.waiting)
 
     return ready
 
@@ -162,7 +157,7 @@ def _role(pair: Pair) -> Callable[[Ctx], str]:
     def role(ctx: Ctx) -> str:
         if activemq.ready(ctx):
             return "master"
-        return "slave" if waiting_for_lock(ctx, pair.waiting) else "starting"
+        return "slave" if logged_since_launch(ctx, pair.waiting) else "starting"
 
     return role
 
@@ -172,7 +167,7 @@ SERVICES = [
         name=name,
         package="activemq",
         base_ports=ports,
-        launch=_launcher(pair),
+        launch=marked(activemq.launcher(persistent=True, store=pair.store, heap=HEAP)),
         ready=_ready(pair),
         role=_role(pair),
         logs=activemq.logs,

@@ -43,8 +43,15 @@ class Takeover(threading.Thread):
 
 
 @pytest.mark.cluster
-@pytest.mark.postgresql
-@pytest.mark.parametrize("kind", ["shared", "jdbc"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "shared",
+        pytest.param("jdbc", marks=pytest.mark.postgresql),
+        pytest.param("artemis-shared", marks=pytest.mark.artemis),
+        pytest.param("artemis-replicated", marks=pytest.mark.artemis),
+    ],
+)
 def test_cluster_compare_measures_the_schemes_and_a_failover_of_a_pair(kind: str, tmp_path: Path) -> None:
     pair = services.PAIRS[kind]
     needed = ["postgresql", *pair] if kind == "jdbc" else list(pair)

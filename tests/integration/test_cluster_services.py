@@ -1,4 +1,4 @@
-"""ActiveMQ master/slave pairs and PostgreSQL from services/, judged from outside.
+"""ActiveMQ master/slave and Artemis primary/backup pairs, and PostgreSQL, from services/, judged from outside.
 
 Each fixture starts its services through the Python API (``services.start`` is idempotent) and
 stops at the end only what it started. Which broker serves is seen with a raw STOMP CONNECT on
@@ -23,7 +23,7 @@ from tests.integration import broker_stats as bs
 from tests.integration.reference_client import Inbox, connect
 
 N = 200  # persistent messages per test
-FAILOVER_LIMIT_S = 30.0  # a slave retries the lock every 0.5 s (shared) or 3 s (JDBC)
+FAILOVER_LIMIT_S = 30.0  # a slave retries the lock every 0.5 s (shared) or 3 s (JDBC); an Artemis backup is told
 
 
 def serves_stomp(port: int) -> bool:
@@ -44,20 +44,27 @@ def serving(names: tuple[str, ...]) -> list[str]:
     return [name for name in names if serves_stomp(stomp_port(name))]
 
 
-def send_confirmed(port: int, queue: str, bodies: list[str]) -> None:
+def anycast(names: tuple[str, ...], command: str) -> dict[str, str]:
+    """Artemis makes an unknown /queue/ address MULTICAST unless told (its messages would go nowhere)."""
+    if not names[0].startswith("artemis"):
+        return {}
+    return {"destination-type" if command == "SEND" else "subscription-type": "ANYCAST"}
+
+
+def send_confirmed(port: int, queue: str, bodies: list[str], routing: dict[str, str]) -> None:
     """Persistent messages, each with a RECEIPT: the broker has stored every one on return."""
     inbox = Inbox()
     conn = connect(port, inbox)
     for n, body in enumerate(bodies):
-        conn.send(queue, body, headers={"persistent": "true"}, receipt=f"r{n}")
+        conn.send(queue, body, headers={"persistent": "true", **routing}, receipt=f"r{n}")
     assert bs.wait_for(lambda: len(inbox.receipts) == len(bodies), 30), f"{len(inbox.receipts)}/{len(bodies)} receipts"
     conn.disconnect()
 
 
-def receive(port: int, queue: str, count: int) -> list[str]:
+def receive(port: int, queue: str, count: int, routing: dict[str, str]) -> list[str]:
     inbox = Inbox()
     conn = connect(port, inbox)
-    conn.subscribe(queue, id="1", ack="auto")
+    conn.subscribe(queue, id="1", ack="auto", headers=routing)
     bs.wait_for(lambda: len(inbox) >= count, 30)
     conn.disconnect()
     return [frame.body for frame in inbox.frames]
@@ -88,6 +95,8 @@ def database() -> Iterator[None]:
     params=[
         pytest.param("shared", marks=pytest.mark.cluster),
         pytest.param("jdbc", marks=[pytest.mark.cluster, pytest.mark.postgresql]),
+        pytest.param("artemis-shared", marks=[pytest.mark.cluster, pytest.mark.artemis]),
+        pytest.param("artemis-replicated", marks=[pytest.mark.cluster, pytest.mark.artemis]),
     ],
 )
 def pair(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
@@ -108,7 +117,7 @@ def test_failover_keeps_every_persistent_message(pair: tuple[str, str]) -> None:
 
     queue = f"/queue/mqusers.test.{uuid.uuid4().hex[:10]}"
     sent = [f"{master}-{n}" for n in range(N)]
-    send_confirmed(stomp_port(master), queue, sent)
+    send_confirmed(stomp_port(master), queue, sent, anycast(pair, "SEND"))
 
     began = time.monotonic()
     assert services.stop(master)
@@ -119,7 +128,7 @@ def test_failover_keeps_every_persistent_message(pair: tuple[str, str]) -> None:
     print(f"\n{pair}: {slave} serves STOMP {time.monotonic() - began:.2f} s after `stop {master}` was called")
     assert serving(pair) == [slave]
 
-    received = receive(stomp_port(slave), queue, N)
+    received = receive(stomp_port(slave), queue, N, anycast(pair, "SUBSCRIBE"))
     assert len(received) == N and sorted(received) == sorted(sent)
 
     assert services.start(master)
