@@ -35,8 +35,8 @@ RUN_HERE = {
 NOT_RUN = {
     "make test": "the suite this test is part of (.ci/run runs it)",
     "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
-    "python -m services start activemq-persistent postgresql": "six brokers; test_cluster_*.py start them",
-    "mqusers cluster-compare": "six brokers and their failovers: test_cluster_failover.py",
+    "python -m services start activemq-persistent postgresql": "eleven services; test_cluster_*.py start them",
+    "mqusers cluster-compare": "eleven services and six failovers: test_cluster_failover.py runs each pair",
     "python -m services start activemq-persistent": "kills the shared broker; test_failover.py runs this scenario",
     "locust -f tests/integration/locustfiles/failover.py": "kills the shared broker; test_failover.py runs it",
     "cp .env.example .env": "writes into the checkout; test_compose.py checks .env.example",

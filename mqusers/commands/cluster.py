@@ -1,8 +1,9 @@
 """``mqusers cluster-compare``: the JMS test report's cluster comparison, and what a failover costs.
 
-For each broker configuration (a single broker, a master/slave pair behind a failover URL...) it
-runs the report's three schemes with 1 producer, 1 subscriber and 1 topic (646-byte messages by
-default), each to a fixed message count, sent as fast as the connection takes them:
+For each broker configuration (a single broker, a master/slave or primary/backup pair behind a
+failover URL...) it runs the report's three schemes with 1 producer, 1 subscriber and 1 topic
+(646-byte messages by default), each to a fixed message count, sent as fast as the connection
+takes them:
 
 - non-persistent messages, a non-durable subscriber;
 - persistent messages, a non-durable subscriber;
