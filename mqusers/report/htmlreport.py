@@ -79,7 +79,8 @@ msg/s</p><div class="charts" data-doc="{index}"></div>{points}</section>"""
 def _cluster_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     schemes = ("nonpersistent", "persistent", "durable")
     failover = ("window_ms", "reconnect_ms", "after_ready_ms", "lost", "unconfirmed", "dup_after_reconnect")
-    rows = ([r["config"], r["url"], *((r["schemes"].get(s) or {}).get("msgs") for s in schemes),
+    # A failover URL wraps at its commas: six configurations' URLs unwrapped pushed the table past 1280 px.
+    rows = ([r["config"], r["url"].replace(",", ", "), *((r["schemes"].get(s) or {}).get("msgs") for s in schemes),
              *((r.get("failover") or {}).get(k) for k in failover)] for r in document.get("rows", []))  # fmt: skip
     configurations = table(["configuration", "broker", "non-persistent msg/s", "persistent msg/s",
                             "persistent durable msg/s", "failover window ms", "reconnect ms", "after ready ms", "lost",

@@ -187,3 +187,33 @@ def test_the_pages_fit_a_laptop_and_a_phone(run: tuple[LocustRun, Path, str], tm
             assert chart["gap"] >= 20, (name, chart)  # labels apart, not run together
         for chart in shown:
             assert chart["points"] > 0 and chart["coloured"] > 100, (name, chart)
+
+
+#: docs/matrix.md's six configurations: a pair's failover URL is the widest text in the table.
+CLUSTER_CONFIGS = {
+    "single": "stomp://127.0.0.1:61615",
+    "shared-fs": "stomp://127.0.0.1:61630,stomp://127.0.0.1:61632",
+    "jdbc": "stomp://127.0.0.1:61634,stomp://127.0.0.1:61636",
+    "artemis": "stomp://127.0.0.1:61713",
+    "artemis-shared": "stomp://127.0.0.1:61723,stomp://127.0.0.1:61733",
+    "artemis-replicated": "stomp://127.0.0.1:61743,stomp://127.0.0.1:61753",
+}
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_a_six_configuration_cluster_comparison_fits(tmp_path: Path, width: int, height: int) -> None:
+    failover = {"window_ms": 15449.079, "reconnect_ms": 15392.879, "after_ready_ms": 1187.407, "lost": 10000,
+                "unconfirmed": 1000, "dup_after_reconnect": 35000}  # fmt: skip
+    rows = [{"config": name, "url": url, "schemes": {s: {"msgs": 126502.2} for s in ("nonpersistent", "persistent",
+             "durable")}, "failover": failover} for name, url in CLUSTER_CONFIGS.items()]  # fmt: skip
+    saved = tmp_path / "cluster.json"
+    saved.write_text(json.dumps({"kind": "cluster-compare", "size": "646", "messages": 20000, "rows": rows}))
+    html = tmp_path / "cluster.html"
+    assert main([str(saved), "--html", str(html)]) == 0
+    with opened(html, width=width, height=height) as browser:
+        browser.page.screenshot(path=str(tmp_path / f"cluster-{width}.png"), full_page=True)
+        fit = browser.page.evaluate(FIT_JS)
+    assert browser.errors == []
+    assert fit["scroll"] <= fit["inner"] == width, fit
+    if width >= 1280:
+        assert fit["hidden"] == [], fit  # every column in view, no scroll bar on the table

@@ -161,7 +161,7 @@ def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
         "windows": [{"start_ns": 1_700_000_005_000_000_000, "end_ns": 1_700_000_008_000_000_000}]}]}  # fmt: skip
     page = Page(render([cluster, run], ["cluster", "run"]))
     _, row = page.tables["cluster"]
-    assert row[:2] == ["pair", "stomp://a:1,stomp://b:2"] and row[2:5] == ["-", "-", "950.0"] and row[5] == "2,363.000"
+    assert row[:2] == ["pair", "stomp://a:1, stomp://b:2"] and row[2:5] == ["-", "-", "950.0"] and row[5] == "2,363.000"
     _, failover = page.tables["failover"]
     assert failover[0] == DESTINATION and failover[4:6] == ["-", "3,000.000"] and failover[8:] == ["900.000", "1.500"]
     _, fault = page.tables["faults"]
