@@ -14,6 +14,7 @@ from mqusers.options.faultspec import Fault
 from mqusers.options.optionspec import read
 from mqusers.options.parsing import MAX_FRAME_DEFAULT, BrokerAddress, OptionError, is_broker_url, parse_broker_url
 from mqusers.options.paths import check_client_certificate
+from mqusers.options.payloadspec import PayloadSpec
 from mqusers.options.table import OPTIONS
 
 
@@ -24,6 +25,7 @@ class Settings:
     broker: BrokerAddress | None = None
     destination: str | None = None
     size: int | None = None
+    payload: PayloadSpec | None = None
     persistent: bool | None = None
     durable: bool | None = None
     ack: str | None = None

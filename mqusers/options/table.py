@@ -39,6 +39,7 @@ from mqusers.options.parsing import (
     whole,
 )
 from mqusers.options.paths import parse_ca_file, parse_cert_file, parse_key_file, writable_file
+from mqusers.options.payloadspec import parse_payload
 
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
 _SECONDS = decimal(MAX_SECONDS, unit="seconds")
@@ -60,6 +61,14 @@ OPTIONS: tuple[Option, ...] = (
         "destination, e.g. /queue/orders or /topic/prices (at most 255 characters)",
     ),
     Option("mq-size", "size", parse_size, "message body size: 100, 646, 1KB, 10KB, 20KB, 1MiB (K = 1024)"),
+    Option(
+        "mq-payload",
+        "payload",
+        parse_payload,
+        "what bodies are made of: printable (default), random (incompressible bytes), text (compressible words), "
+        "json (records), each at --mq-size; template:FILE ({{uuid}} {{int}} {{float}} {{word}} {{variant}} filled); "
+        "files:PATH (a file's or a folder's files' bytes)",
+    ),
     Option("mq-persistent", "persistent", parse_bool, "send persistent messages (true/false)"),
     Option("mq-durable", "durable", parse_bool, "durable topic subscriptions (true/false)"),
     Option("mq-ack", "ack", choice(ACK_MODES), f"consumer ack mode: {', '.join(ACK_MODES)}"),

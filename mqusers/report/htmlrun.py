@@ -63,8 +63,8 @@ def what_ran(document: dict[str, Any]) -> str:
     scenario = document.get("scenario") or {}
     users = ", ".join(f"{name} {number(n)}" for name, n in sorted((scenario.get("users") or {}).items()))
     size = scenario.get("size")
-    load = "; ".join(filter(None, [users and f"users: {users}", scenario.get("rate"),
-                                   size and f"{number(size)} B messages"]))  # fmt: skip
+    messages = scenario["payload"] if scenario.get("payload") else size and f"{number(size)} B messages"
+    load = "; ".join(filter(None, [users and f"users: {users}", scenario.get("rate"), messages]))
     duration = document.get("stopped", 0.0) - document.get("started", 0.0)
     generator = document.get("generator", {})
     verdict = str(generator.get("verdict", "-"))

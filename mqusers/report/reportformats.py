@@ -85,8 +85,9 @@ def _what_ran(report: RunReport) -> list[str]:
                                    else "", f"at {settings.broker}" if settings.broker else ""]))  # fmt: skip
     users = scenario.get("users") or {}
     size = settings.size or scenario.get("size")
+    messages = scenario["payload"] if scenario.get("payload") else f"{count(size)} B messages" if size else ""
     load = [f"{count(sum(users.values()))} users ({', '.join(f'{n} {name}' for name, n in sorted(users.items()))})"
-            if users else "", scenario.get("rate", ""), f"{count(size)} B messages" if size else "",
+            if users else "", scenario.get("rate", ""), messages,
             f"{facts.stopped - facts.started:,.1f} s"]  # fmt: skip
     figures = (f"the {settings.warmup:g} s warm-up left out (of Locust's tables too); rates over their spans "
                "(send s, recv s)" if settings.warmup else "rates over their spans (send s: first to last send; "
@@ -157,6 +158,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
     facts, settings = report.facts, report.settings
     options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
     options["broker"] = str(settings.broker) if settings.broker else None
+    options["payload"] = str(settings.payload) if settings.payload else None
     options["faults"] = [f"{record['at_s']:g}s:{record['command']}" for record in facts.faults]  # secrets masked
     return {
         "kind": "run",

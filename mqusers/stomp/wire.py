@@ -101,12 +101,13 @@ class SendFrames:
             **headers,
         }
         self._head = ("SEND\n" + "".join(f"{k}:{escape(v)}\n" for k, v in constant.items())).encode()
-        self._tail = b"\n" + body + b"\x00"
+        # The body by reference: a process's producers share their bodies (users/payloads.py).
+        self._body = body
         self.body_size = len(body)
         self.producer_id = producer_id.encode()
 
     def frame(self, seq: int, sent_ns: int) -> bytes:
-        return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), self._tail))
+        return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n\n" % (seq, sent_ns), self._body, b"\x00"))
 
     def frames(self, first: int, count: int, sent_ns: int) -> bytes:
         """Messages ``first`` .. ``first + count - 1``, all stamped ``sent_ns``, as one buffer.
@@ -114,13 +115,14 @@ class SendFrames:
         What lies between two sequence numbers is the same for every message, so the lot is one
         C-level join of the numbers (latin-1 maps every byte to one character and back).
         """
-        between = b"\nmq-sent-ns:%d\n%s%smq-seq:" % (sent_ns, self._tail, self._head)
+        tail = b"\n%s\x00" % self._body
+        between = b"\nmq-sent-ns:%d\n%s%smq-seq:" % (sent_ns, tail, self._head)
         seqs = between.decode("latin-1").join(map(str, range(first, first + count))).encode("latin-1")
-        return b"%smq-seq:%s\nmq-sent-ns:%d\n%s" % (self._head, seqs, sent_ns, self._tail)
+        return b"%smq-seq:%s\nmq-sent-ns:%d\n%s" % (self._head, seqs, sent_ns, tail)
 
     def whole(self, first: int, sent_ns: int, nbytes: int) -> int:
         """How many frames of ``frames(first, ..., sent_ns)`` lie wholly in its first ``nbytes`` bytes."""
-        fixed = len(self._head) + len(b"mq-seq:\nmq-sent-ns:%d\n" % sent_ns) + len(self._tail)
+        fixed = len(self._head) + len(b"mq-seq:\nmq-sent-ns:%d\n" % sent_ns) + len(self._body) + 2
         seq = first
         while nbytes >= fixed + len(str(seq)):
             nbytes -= fixed + len(str(seq))
@@ -129,7 +131,7 @@ class SendFrames:
 
     def frame_with(self, seq: int, sent_ns: int, extra: bytes) -> bytes:
         """``extra`` is pre-encoded header lines, e.g. ``b"receipt:r7\\n"``."""
-        return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), extra, self._tail))
+        return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), extra, b"\n", self._body, b"\x00"))
 
 
 def receipt_line(receipt: bytes, extra: bytes = b"") -> bytes:

@@ -16,9 +16,11 @@ import gevent
 from gevent import GreenletExit
 
 from mqusers.measure.names import QUEUE_REPLY_PREFIX, REQUEST_TYPE, SCHEDULE_LAG, TEMP_REPLY_PREFIX, event_name
+from mqusers.options.payloadspec import PayloadSpec
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError, Publisher, Sent
-from mqusers.stomp.wire import SendFrames, due_line, make_body
+from mqusers.stomp.wire import SendFrames, due_line
+from mqusers.users import payloads
 from mqusers.users.base import StompUser
 from mqusers.users.pacing import FixedRate, NoBlock, SharedSchedule, due_epoch_ns, until_due
 
@@ -41,6 +43,8 @@ class StompProducerUser(StompUser):
     max_messages = 0
     #: Extra SEND headers, e.g. ``{"priority": "4"}``.
     headers: ClassVar[dict[str, str]] = {}
+    #: What the bodies are made of (``--mq-payload``); random printable ones by default.
+    payload = PayloadSpec()
 
     def __init__(self, environment: Any):
         super().__init__(environment)
@@ -56,15 +60,19 @@ class StompProducerUser(StompUser):
         self.schedule = SharedSchedule(lambda first: self.coordinator.next_block(timeout, first))
         self._lag = self.client.operation(event_name(SCHEDULE_LAG, self.destination))
         self._due_header = b""
-        self.body = make_body(self.message_size)
-        self.publisher = self.make_publisher(self.destination, {})
+        self.payload = self.mq.settings.payload or self.payload
+        self.bodies = payloads.bodies(self.payload, self.message_size)
+        self.publishers = self.make_publishers(self.destination, {})
+        #: Which body goes next; producers start at different ones.
+        self._turn = self.ordinal
         #: The dialect ``publisher`` was made for: remade once the broker says which it is.
         self._publisher_dialect = self.client.dialect
         #: Messages per task run: unpaced sends without receipts go out in one write of up to 64 KB;
         #: a subclass with its own ``emit`` gets it called per message.
         paced = self.receipts or self.rate > 0 or self.mq.settings.total_rate
         own_emit = type(self).emit is not StompProducerUser.emit
-        self.burst = 1 if paced or own_emit else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, self.message_size)))
+        largest = max(map(len, self.bodies))
+        self.burst = 1 if paced or own_emit else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, largest)))
         self._sent = self.mq.sent.producer(self.destination, self.producer_id)
         #: The first seq sent on the current connection.
         self._connection_seq = 1
@@ -72,13 +80,18 @@ class StompProducerUser(StompUser):
         self.ok_ns = -1
         self.mq.producers.append((self.destination, self.client))
 
-    def make_publisher(self, destination: str, headers: dict[str, str]) -> Publisher:
+    def make_publishers(self, destination: str, headers: dict[str, str]) -> list[Publisher]:
+        """One publisher per body."""
         frame_headers = {**self.client.dialect.send_headers(destination), **self.headers, **headers}
         if self.persistent:
             frame_headers["persistent"] = "true"
-        return self.client.publisher(
-            destination, SendFrames(destination, self.body, self.mq.run_id, self.producer_id, frame_headers)
-        )
+        return [self.client.publisher(destination, SendFrames(destination, body, self.mq.run_id, self.producer_id,
+                                                              frame_headers)) for body in self.bodies]  # fmt: skip
+
+    def publisher(self) -> Publisher:
+        """The next body's publisher: one body per write, in turn (a burst is one write)."""
+        self._turn += 1
+        return self.publishers[self._turn % len(self.publishers)]
 
     def wait_time(self) -> float:
         if self.done():
@@ -103,7 +116,7 @@ class StompProducerUser(StompUser):
         self._connection_seq = self.seq + 1
         if self.client.dialect is not self._publisher_dialect:
             self._publisher_dialect = self.client.dialect
-            self.publisher = self.make_publisher(self.destination, {})
+            self.publishers = self.make_publishers(self.destination, {})
 
     def last_ok_ns(self) -> int:
         return self.ok_ns
@@ -173,7 +186,7 @@ class StompProducerUser(StompUser):
 
     def emit(self, seq: int) -> None:
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
-        outcome = self.client.publish(self.publisher, seq, sync=self.receipts, extra=self._due_header)
+        outcome = self.client.publish(self.publisher(), seq, sync=self.receipts, extra=self._due_header)
         if outcome:
             now = time.time_ns()
             self._sent.record(seq, now)
@@ -184,7 +197,7 @@ class StompProducerUser(StompUser):
 
     def emit_many(self, first: int, count: int) -> None:
         """Send messages ``first`` .. ``first + count - 1`` in one write (unpaced, no receipts)."""
-        whole = self.client.publish_many(self.publisher, first, count)
+        whole = self.client.publish_many(self.publisher(), first, count)
         if whole == count:
             self.ok_ns = time.time_ns()
             self._sent.record_run(first, count, self.ok_ns)
@@ -227,7 +240,7 @@ class StompRequesterUser(StompProducerUser):
         self.reply_destination = dialect.reply_queue_address.format(name=queue.removeprefix("/queue/"))
 
     def emit(self, seq: int) -> None:
-        outcome = self.client.request(self.publisher, seq, self.reply_destination)
+        outcome = self.client.request(self.publisher(), seq, self.reply_destination)
         if outcome:
             self.ok_ns = time.time_ns()
             self._sent.record(seq, self.ok_ns)

@@ -36,6 +36,7 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-messages": ("Messages per producer", "max_messages", GROUPS[1]),
     "mq-total-messages": ("Total messages", "", GROUPS[1]),
     "mq-size": ("Message size", "message_size", GROUPS[2]),
+    "mq-payload": ("Payload", "payload", GROUPS[2]),
     "mq-persistent": ("Persistent messages", "persistent", GROUPS[2]),
     "mq-durable": ("Durable subscriptions", "durable", GROUPS[2]),
     "mq-ack": ("Ack mode", "ack", GROUPS[2]),

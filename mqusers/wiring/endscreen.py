@@ -17,6 +17,7 @@ from typing import Any
 from mqusers.report.build import RunReport
 from mqusers.report.reportformats import format_summary
 from mqusers.run.context import RunContext, context
+from mqusers.users import payloads
 
 logger = logging.getLogger("mqusers.wiring.lifecycle")  # the gate lines keep the logger they always had
 _summary_logger = logging.getLogger("locust.stats_logger")
@@ -39,7 +40,8 @@ def scenario_of(environment: Environment, ctx: RunContext) -> dict[str, Any]:
     classes = environment.user_classes
     return {"locustfile": ",".join(os.path.basename(p) for p in str(paths).split(",") if p),
             "server": ctx.broker_server, "users": {name: n for name, n in users.items() if n},
-            "rate": rate_asked(classes, ctx.settings), "size": message_size(classes)}  # fmt: skip
+            "rate": rate_asked(classes, ctx.settings), "size": message_size(classes),
+            "payload": payload_of(classes, ctx.settings)}  # fmt: skip
 
 
 def rate_asked(user_classes: list[type], settings: Any) -> str:
@@ -57,6 +59,17 @@ def message_size(user_classes: list[type]) -> int | None:
     """The producers' message size (bytes) when they all have one; None when they differ (or none)."""
     sizes = {getattr(c, "message_size", None) for c in user_classes if getattr(c, "role", "") == "producer"}
     return sizes.pop() if len(sizes) == 1 else None
+
+
+def payload_of(user_classes: list[type], settings: Any) -> str | None:
+    """The producers' messages in words (``1,024 B json messages``) when they all send the same kind; else None."""
+    producers = [c for c in user_classes if getattr(c, "role", "") == "producer"]
+    specs = {settings.payload or getattr(c, "payload", None) for c in producers}
+    size = settings.size or message_size(user_classes)
+    spec = specs.pop() if len(specs) == 1 else None
+    if spec is None or (spec.sized and size is None):
+        return None
+    return payloads.describe(spec, size or 0)
 
 
 def quits_after(environment: Environment) -> bool:

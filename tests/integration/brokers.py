@@ -99,6 +99,7 @@ BEHAVIOURS = (
     "client and client-individual acks",
     "fixed count",
     "leftovers",
+    "binary bodies",
 )
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {}

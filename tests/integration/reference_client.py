@@ -9,6 +9,7 @@ from typing import Any
 
 import stomp
 
+from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import Broker
 
 
@@ -61,3 +62,18 @@ def publish_outside(broker: Broker, destination: str, count: int, *, stamped: bo
                             "mq-crc32": str(zlib.crc32(body))})  # fmt: skip
         connection.send(destination, body, headers=headers, receipt=f"r{seq}" if seq == count - 1 else None)
     connection.disconnect(receipt="bye")
+
+
+def read_left(broker: Broker, queue: str, count: int, timeout: float = 30.0) -> list[Any]:
+    """The ``count`` messages a run left on ``queue``, bodies as bytes (binary ones included), by plain stomp.py."""
+    connection = stomp.Connection12([("127.0.0.1", broker.port)], vhost="/", auto_decode=False)
+    inbox = Inbox()
+    connection.set_listener("inbox", inbox)
+    connection.connect(wait=True)
+    connection.subscribe(queue, id="left", ack="auto", headers=broker.routing("SUBSCRIBE", queue))
+    try:
+        wait_for(lambda: len(inbox) >= count, timeout)
+    finally:
+        connection.disconnect()
+    assert len(inbox) == count, f"{len(inbox)} of {count} messages read back from {queue}"
+    return inbox.frames

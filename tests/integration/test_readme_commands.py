@@ -146,3 +146,13 @@ def test_the_matrix_examples_run(tmp_path: Path) -> None:
         done = run(short(command, tmp_path), tmp_path)
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
         assert "### queue" in done.stdout
+
+
+@pytest.mark.activemq
+def test_the_payload_example_runs(tmp_path: Path) -> None:
+    started("activemq")
+    for command in commands_starting("locust -f locustfiles/put_get.py --host"):
+        done = run(short(command, tmp_path), tmp_path)
+        output = " ".join((done.stdout + done.stderr).split())
+        assert done.returncode == 0, output[-3000:]
+        assert "2,048 B json messages" in output and "audit: nothing lost" in output
