@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from mqusers.options.destpattern import PatternError, parse_pattern
+
 ACK_MODES = ("auto", "client", "client-individual")
 BROKERS = ("auto", "activemq", "rabbitmq", "artemis")
 REPLY_MODES = ("temp", "queue")
@@ -159,13 +161,27 @@ def choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
 
 
 def parse_destination(value: str, option: str = "--mq-destination") -> str:
+    """A destination, or a pattern of them (:mod:`mqusers.options.destpattern`) whose every name is one."""
+    try:
+        pattern = parse_pattern(value)
+    except PatternError as error:
+        raise OptionError(f"{option}: {error}") from None
+    if pattern is not None:
+        # The longest name and the first stand for all: the numbers are digits, which the form allows.
+        longest = max((pattern.name(0), pattern.name(len(pattern) - 1)), key=len)
+        _check_destination(longest, option, shown=value)
+        return value
+    return _check_destination(value, option)
+
+
+def _check_destination(value: str, option: str, shown: str | None = None) -> str:
     if len(value) > MAX_DESTINATION:
         raise OptionError(
             f"{option}: {len(value):,} characters is too long; use at most {MAX_DESTINATION} (RabbitMQ's limit)"
         )
     if not _DESTINATION_RE.fullmatch(value):
         raise OptionError(
-            f"{option}: {value!r} is not a STOMP destination; use /queue/NAME or /topic/NAME "
+            f"{option}: {shown or value!r} is not a STOMP destination; use /queue/NAME or /topic/NAME "
             "(also /exchange/..., /amq/queue/...), no spaces, control characters, ':' or '\\'"
         )
     return value

@@ -58,7 +58,8 @@ OPTIONS: tuple[Option, ...] = (
         "mq-destination",
         "destination",
         parse_destination,
-        "destination, e.g. /queue/orders or /topic/prices (at most 255 characters)",
+        "destination, e.g. /queue/orders or /topic/prices (at most 255 characters), or a pattern of many: "
+        "/queue/orders.{0..9999} (docs/destinations.md)",
     ),
     Option("mq-size", "size", parse_size, "message body size: 100, 646, 1KB, 10KB, 20KB, 1MiB (K = 1024)"),
     Option(

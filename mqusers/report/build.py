@@ -13,10 +13,12 @@ from typing import Any
 from mqusers.measure.book import Book
 from mqusers.measure.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.measure.series import Series
+from mqusers.measure.spread import DestinationFigures
 from mqusers.measure.totals import DestinationRow, destination_rows
 from mqusers.options.settings import Settings
 from mqusers.report.brokerreport import broker_notes
 from mqusers.report.failover import failover_notes
+from mqusers.report.manydest import fold_verdict, pattern_sections, pattern_tables
 from mqusers.run.ending import DrainOutcome
 from mqusers.run.faults import FaultRecord
 from mqusers.run.verdicts import Generator, blocked_by_destination, overall
@@ -69,6 +71,8 @@ class Row:
     #: The figures of :data:`AUDIT_KEYS`, 0 when the audit has none.
     audit: dict[str, int]
     by_subscription: list[dict[str, Any]]
+    #: Copies delivered per message sent when the audit folded them (a pattern); 0: one per topic subscription.
+    copies: int = 0
 
     @property
     def destination(self) -> str:
@@ -92,10 +96,13 @@ def rows_of(
     """Each destination's totals beside the audit's verdict on it (``sending_until``: see
     :func:`~mqusers.measure.totals.destination_rows`)."""
     rows = []
-    for totals in destination_rows(book.tallies, sending_until):
-        audit = (verdict or {}).get(totals.destination, {})
+    totals_rows = destination_rows(book.tallies, sending_until)
+    folded = fold_verdict(verdict or {}, [totals.destination for totals in totals_rows])
+    for totals in totals_rows:
+        audit = folded.get(totals.destination, {})
         figures = {key: audit.get(key, 0) for key in AUDIT_KEYS}
-        rows.append(Row(totals, totals.receive.latency_ms(), figures, audit.get("by_subscription", [])))
+        rows.append(Row(totals, totals.receive.latency_ms(), figures, audit.get("by_subscription", []),
+                        audit.get("copies", 0)))  # fmt: skip
     return rows
 
 
@@ -202,6 +209,10 @@ class RunReport:
     series: dict[str, Any] = field(default_factory=dict)
     #: Every operation's merged µs HdrHistogram, encoded (``HdrHistogram.decode`` reads it back).
     histograms: dict[str, str] = field(default_factory=dict)
+    #: :func:`~mqusers.report.manydest.pattern_section` of each destination pattern among the rows.
+    patterns: list[dict[str, Any]] = field(default_factory=list)
+    #: Each pattern's :func:`~mqusers.report.manydest.destination_table` (a line per destination: the CSV's).
+    pattern_destinations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def build_report(
@@ -210,29 +221,53 @@ def build_report(
     facts: RunFacts,
     settings: Settings,
     series: Series | None = None,
+    spread: Mapping[str, DestinationFigures] | None = None,
 ) -> RunReport:
+    """``spread``: each destination of a pattern's own receive figures (:class:`~mqusers.measure.spread.Spread`)."""
     blocked = blocked_by_destination(facts.generator["processes"])
     rows = rows_of(book, verdict, {destination: b["until_s"] for destination, b in blocked.items()})
     errors = sum(t.failures for t in book.tallies.values())
     histograms = {name: t.histogram.encode().decode("ascii") for name, t in sorted(book.tallies.items())}
+    tables = pattern_tables({row.destination: row.latency_ms.get("max") for row in rows}, verdict or {}, spread or {})
     return RunReport(
         facts, settings, rows, operation_rows(book), notes(rows, book, facts, settings, blocked), errors,
-        (series or Series()).document(fan_out(rows)), histograms,
+        (series or Series()).document(fan_out(rows)), histograms, pattern_sections(tables), tables,
     )  # fmt: skip
 
 
 def fan_out(rows: list[Row]) -> dict[str, int]:
     """Copies of each message a destination delivers: one per topic subscription, one for a queue."""
-    return {row.destination: max(1, sum(s["kind"] == "topic" for s in row.by_subscription)) for row in rows}
+    return {row.destination: row.copies or max(1, sum(s["kind"] == "topic" for s in row.by_subscription))
+            for row in rows}  # fmt: skip
+
+
+def pattern_gate_failures(section: dict[str, Any], settings: Settings) -> list[str]:
+    """The per-destination gates on a pattern's destinations: its worst loss, highest p99, lowest rate."""
+    failures, where = [], f"{section['pattern']}: a destination's"
+    worst = section["worst"][0] if section["worst"] else None
+    if settings.max_lost is not None and worst is not None and worst["lost"] > settings.max_lost:
+        failures.append(f"{worst['destination']}: {worst['lost']:,} lost > --mq-max-lost {settings.max_lost}")
+    p99 = section["p99_ms"]["max"]
+    if settings.max_p99_ms is not None and p99 is not None and p99 > settings.max_p99_ms:
+        failures.append(f"{where} p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
+    rate = section["receive_rate_msgs"]["min"] or 0.0
+    if settings.min_rate is not None and rate < settings.min_rate:
+        failures.append(f"{where} {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+    return failures
 
 
 def gate_failures(report: RunReport) -> list[str]:
     """One line per gate failed: per destination (p99, lost, rate), and run-wide (nothing sent by a run
     with producers, errors, generator)."""
     settings, failures = report.settings, []
+    sections = {section["pattern"]: section for section in report.patterns}
     for row in report.rows:
         where, rate = row.destination, row.totals.receive_rate_msgs
         p99 = row.latency_ms.get("p99")
+        if (section := sections.get(row.destination)) is not None:
+            # Each of a pattern's destinations is held to the gate on its own: the worst of them.
+            failures += pattern_gate_failures(section, settings)
+            continue
         if settings.max_p99_ms is not None and p99 is not None and p99 > settings.max_p99_ms:
             failures.append(f"{where}: p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
         if settings.max_lost is not None and row.audit["lost"] > settings.max_lost:

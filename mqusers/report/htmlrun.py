@@ -18,6 +18,7 @@ from mqusers.measure.names import RECEIVE, split_event_name
 from mqusers.options.settings import Settings
 from mqusers.options.table import OPTIONS, SECRET_FIELDS
 from mqusers.report.htmltables import Html, facts, number, table, when
+from mqusers.report.manydest import QUANTILES, WORST_FIGURES
 from mqusers.run.verdicts import sentence
 
 #: The audit's columns in the HTML table, as the JSON names them.
@@ -148,10 +149,29 @@ def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     heading = f"<h2>{escape(title)}</h2>" if title is not None else ""
     return f"""<section class="run" id="doc-{index}">{heading}{what_ran(document)}
 <div class="charts" data-doc="{index}"></div>
-<h3>Audit</h3>{audit}<h3>Rates and receive latency</h3>{latency}{_failover_tables(document)}{_broker_tables(document)}
+<h3>Audit</h3>{audit}<h3>Rates and receive latency</h3>{latency}{_pattern_tables(document)}
+{_failover_tables(document)}{_broker_tables(document)}
 <h3>Generator</h3>{processes}<h3>Clock offsets against the master</h3>{clock_table if clocks else "<p>none</p>"}
 <h3>Notes</h3><ul>{notes}</ul><details><summary>Every option</summary>{option_table}</details>
 </section>"""
+
+
+def _pattern_tables(document: dict[str, Any]) -> str:
+    """Each destination pattern's worst destinations and the distributions of its destinations' p99 and rate."""
+    html = ""
+    for s in document.get("patterns") or []:
+        worst = table(["destination", *WORST_FIGURES, "p99 ms", "received msg/s"],
+                      ([r["destination"], *(r[k] for k in WORST_FIGURES), r["p99_ms"], r["receive_rate_msgs"]]
+                       for r in s["worst"]), "worst")  # fmt: skip
+        p99 = table(["per destination", *(f"{q} ms" for q in QUANTILES)],
+                    [["p99", *(s["p99_ms"][q] for q in QUANTILES)]], "spread")  # fmt: skip
+        rates = table(["per destination", *(f"{q} msg/s" for q in QUANTILES)],
+                      [["received", *(s["receive_rate_msgs"][q] for q in QUANTILES)]], "spread")  # fmt: skip
+        counts = (f"{number(s['sent_to'])} sent to, {number(s['subscribed'])} subscribed, "
+                  f"{number(s['with_loss'])} with loss")  # fmt: skip
+        html += (f"<h3>{escape(s['pattern'])}: {number(s['destinations'])} destinations</h3><p>{counts}; the worst "
+                 f"{len(s['worst'])} (most lost, then unreceived, then p99):</p>{worst}{p99}{rates}")  # fmt: skip
+    return html
 
 
 def _failover_tables(document: dict[str, Any]) -> str:

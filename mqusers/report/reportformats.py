@@ -15,6 +15,7 @@ from mqusers.options.table import SECRET_FIELDS
 from mqusers.report.brokerreport import broker_table
 from mqusers.report.build import AUDIT_KEYS, Row, RunReport
 from mqusers.report.failover import failover_table
+from mqusers.report.manydest import section_lines
 from mqusers.run.verdicts import Generator
 
 #: Sentences of the summary wrap at this width (a table is as wide as its longest destination's name).
@@ -57,6 +58,8 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
     if report.rows:
         lines.append(_render(_traffic_table(report)))
         lines += _audit(report)
+    for section in report.patterns:
+        lines += [_render(part) if isinstance(part, list) else _wrap(part) for part in section_lines(section)]
     if latency := _latency_table(report):
         lines.append(_render(latency))
     if failover := failover_table(report.facts.failover):
@@ -177,6 +180,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "start_failures": facts.start_failures,
         "broker": facts.broker,
         "destinations": [row.document() for row in report.rows],
+        "patterns": report.patterns,
         "operations": report.operations,
         "notes": report.notes,
         "series": report.series,
@@ -195,12 +199,21 @@ CSV_COLUMNS = ("destination", "sent", "received", "errors", "span_s", "send_span
                "throughput_mbit", *AUDIT_KEYS)  # fmt: skip
 
 
-def write_csv(path: str, rows: list[Row]) -> None:
-    """One line per destination: the counts, rates, audit and every latency figure (ms) flattened."""
-    latency_keys = sorted({key for row in rows for key in row.latency_ms})
+def write_csv(path: str, rows: list[Row], patterns: dict[str, list[dict[str, Any]]] | None = None) -> None:
+    """One line per destination: the counts, rates, audit and every latency figure (ms) flattened.
+
+    A pattern's row is followed by a line per destination of it (``patterns``: each one's
+    :func:`~mqusers.report.manydest.destination_table`): the audit's figures, ``received`` its timed
+    deliveries, its receive rate over the pattern's span, p50 and p99; the other columns empty.
+    """
+    latency_keys = sorted({key for row in rows for key in row.latency_ms} | ({"p50", "p99"} if patterns else set()))
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow([*CSV_COLUMNS, *(f"latency_{key}_ms" for key in latency_keys)])
         for row in rows:
             document = row.document()
             writer.writerow([*(document[c] for c in CSV_COLUMNS), *(row.latency_ms.get(k, "") for k in latency_keys)])
+            for line in (patterns or {}).get(row.destination, []):
+                cells = {**line, "received": line["deliveries"]}
+                writer.writerow([*(cells.get(c, "") for c in CSV_COLUMNS),
+                                 *(cells.get(f"{k}_ms", "") for k in latency_keys)])  # fmt: skip

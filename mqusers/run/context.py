@@ -30,6 +30,7 @@ from mqusers.measure.ledgers import Delta, ReceiveLedger, SentLedger
 from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
+from mqusers.measure.spread import Spread
 from mqusers.options.settings import Settings, class_brokers, read_settings
 from mqusers.run.ending import Drain
 from mqusers.run.faults import FaultSchedule
@@ -114,6 +115,13 @@ class RunContext:
     #: This test's end is over (master or local runner: its report written); quitting waits for it.
     reported: Event = field(default_factory=Event)
     ordinals: dict[str, itertools.count[int]] = field(default_factory=dict)
+    #: Users per role this test (a local runner; empty on a worker: its own share of each role is
+    #: read as its Users start): how a destination pattern's destinations are shared.
+    role_users: dict[str, int] = field(default_factory=dict)
+    #: This process's part of a pattern's destinations: (worker index, workers); (0, 1) alone.
+    part: tuple[int, int] = (0, 1)
+    #: Each destination of a pattern's own receive figures (master or local runner: everyone's).
+    spread: Spread = field(default_factory=Spread)
 
     coordinator: Coordinator | None = None
     #: The message audit: what this process's producers sent and its subscriptions received, and
@@ -167,8 +175,9 @@ class RunContext:
         return {**self.sent.drain(), **self.received.drain()}
 
     def fold_ledgers(self) -> None:
-        """A process without a master: its own ledgers' news into its own audit."""
+        """A process without a master: its own ledgers' news into its own audit (and a pattern's spread)."""
         self.audit.merge(self.drain_audit())
+        self.spread.fold()
 
     def interrupt_drain(self) -> bool:
         """Ctrl-C or SIGTERM during a drain: end it now; False when no drain runs."""
@@ -186,6 +195,10 @@ class RunContext:
         """Each worker's clock offset, error and RTT in ms, for the report; {} on a worker or alone."""
         conductor = self.coordinator.conductor if self.coordinator is not None else None
         return conductor.offsets_ms() if conductor is not None else {}
+
+    def next_in_role(self, role: str) -> int:
+        """0, 1, 2... per role and test: which share of a destination pattern a User takes."""
+        return next(self.ordinals.setdefault(f"role {role}", itertools.count()))
 
     def next_ordinal(self, user_class: type) -> int:
         """0, 1, 2... per User class and test: stable names for durable subscribers."""
@@ -229,10 +242,15 @@ def context(environment: Environment) -> RunContext:
         ship("mqusers_outages", ctx.outages.drain, lambda outages, _: ctx.outages.merge(outages))
         ship("mqusers_start_failures", lambda _: ctx.start_failures.drain(), lambda s, _: ctx.start_failures.merge(s))
         ship("mqusers_series", lambda _: ctx.series.drain(), lambda payload, _: ctx.series.merge(payload))
+        ship("mqusers_spread", lambda _: ctx.spread.drain(), ctx.spread.merge)
         ship(
             "mqusers_health", lambda _: ctx.health.report(), lambda report, node: ctx.generators.update({node: report})
         )
     return ctx
+
+
+#: The master's worker count, set on its options at test start: they travel to the workers with each spawn.
+WORKERS_OPTION = "mq_pattern_workers"
 
 
 def client_config(settings: Settings, client_id: str | None = None) -> ClientConfig:

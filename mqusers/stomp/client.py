@@ -68,10 +68,11 @@ class StompClient(Session):
 
     # -- sending -----------------------------------------------------------------------------
 
-    def publisher(self, destination: str, frames: SendFrames) -> Publisher:
-        op = self.operation
-        return Publisher(destination, frames, op(event_name(SEND, destination)),
-                         op(event_name(RECEIPT, destination)), op(event_name(REQUEST, destination)))  # fmt: skip
+    def publisher(self, destination: str, frames: SendFrames, label: str = "") -> Publisher:
+        """``label``: what its events are named after, when not the destination (a pattern's)."""
+        op, named = self.operation, label or destination
+        return Publisher(destination, frames, op(event_name(SEND, named)),
+                         op(event_name(RECEIPT, named)), op(event_name(REQUEST, named)))  # fmt: skip
 
     def publish(self, publisher: Publisher, seq: int, *, sync: bool = False, extra: bytes = b"") -> Sent:
         """Send message ``seq``; with ``sync`` wait for its RECEIPT.
@@ -170,14 +171,18 @@ class StompClient(Session):
 
     # -- subscriptions -----------------------------------------------------------------------
 
-    def subscribe(self, destination: str, handler: MessageHandler, *, ack: str, headers: dict[str, str]) -> str:
-        """SUBSCRIBE (routed as the dialect says) and wait for the broker's RECEIPT; return the subscription id."""
+    def subscribe(
+        self, destination: str, handler: MessageHandler, *, ack: str, headers: dict[str, str], label: str = ""
+    ) -> str:
+        """SUBSCRIBE (routed as the dialect says) and wait for the broker's RECEIPT; return the subscription id.
+
+        ``label``: what its event is named after, when not the destination (a pattern's)."""
         sub_id = headers.pop("id", None) or f"mq-sub-{next(self._ids)}"
         self._handlers[sub_id.encode()] = handler
         # Set first: RabbitMQ's ERROR may arrive in the same read as the RECEIPT, before this resumes.
-        self._last_subscribe = (destination, time.perf_counter())
+        self._last_subscribe = (label or destination, time.perf_counter())
         self.frame_with_receipt(
-            event_name(SUBSCRIBE, destination),
+            event_name(SUBSCRIBE, label or destination),
             "SUBSCRIBE",
             {
                 "destination": destination,

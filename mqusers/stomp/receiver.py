@@ -15,6 +15,7 @@ from collections.abc import Callable
 from mqusers.coordination.messages import Follower
 from mqusers.measure.ledgers import Subscription
 from mqusers.measure.names import ACK, RECEIVE, RECEIVE_DUE, REPLY, REQUEST_TYPE, event_name
+from mqusers.measure.spread import Spot
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.wire import (
     CORRELATION,
@@ -63,11 +64,17 @@ class Receiver:
         clock: Follower | None = None,
         run_id: str = "",
         other_runs: str = "apart",
+        label: str = "",
+        spot: Spot | None = None,
     ):
         self.destination = destination
-        self.name = event_name(RECEIVE, destination)
+        #: What its events are named after: the destination, or the pattern it is one of.
+        self.label = label or destination
+        self.name = event_name(RECEIVE, self.label)
         self._receive = client.operation(self.name)
-        self._due = client.operation(event_name(RECEIVE_DUE, destination))
+        self._due = client.operation(event_name(RECEIVE_DUE, self.label))
+        #: A pattern's destination: its own deliveries' latency, beside the pattern's row.
+        self._spot = spot
         # Cut by each message's send time here, not by its receive time (on the producer's clock).
         self._receive.cut = self._due.cut = False
         #: Clock offsets of every process (distributed runs): remote send times onto this clock.
@@ -136,6 +143,8 @@ class Receiver:
                         # Coordinated omission corrected: measured from when the schedule wanted it sent.
                         self._due.record((received_ns - int(due)) // 1000, size, received_ns)
                     self._receive.record(latency_us, size, received_ns)
+                    if self._spot is not None:
+                        self._spot.record(latency_us, received_ns)
         self.received += 1
         if self._acks:
             self._acknowledge(headers.get(b"ack"), self.received % self._ack_every == 0)
@@ -216,7 +225,7 @@ class Receiver:
                     return  # closing: the broker redelivers what was not acknowledged
                 self._fire(
                     request_type=REQUEST_TYPE,
-                    name=event_name(ACK, self.destination),
+                    name=event_name(ACK, self.label),
                     response_time=0.0,
                     response_length=0,
                     exception=error,

@@ -17,6 +17,7 @@ import time
 from typing import Any, ClassVar
 
 from mqusers.measure.outages import Availability
+from mqusers.options.destpattern import parse_pattern, share
 from mqusers.run.context import RunContext, client_config, context
 from mqusers.stomp.client import MqError, StompClient
 
@@ -45,6 +46,9 @@ class StompUser(User):
             raise StopUser()
         settings = self.mq.settings
         self.destination = settings.destination or self.destination
+        #: The destinations this user sends to or reads: ``destination``, or with a pattern its share of them.
+        users = self.mq.role_users.get(self.role) or _local_users(environment.runner, self.role)
+        self.lanes = lanes(self.destination, self.mq.next_in_role(self.role), users, self.mq.part)
         self.message_size = settings.size or self.message_size
         self.ordinal = self.mq.next_ordinal(type(self))
         self.client = self.client_cls(
@@ -136,3 +140,20 @@ class StompUser(User):
         """The run's ``--mq-<name>`` value when given, else this class's attribute."""
         value = getattr(self.mq.settings, name)
         return getattr(self, name) if value is None else value
+
+
+def lanes(destination: str, index: int, users: int, part: tuple[int, int] = (0, 1)) -> list[str]:
+    """``[destination]``, or with a pattern the share of user ``index`` of ``users`` in its role (in this
+    process) of this process's part (worker ``part[0]`` of ``part[1]``) of the pattern's destinations."""
+    pattern = parse_pattern(destination)  # admission refused a bad one before any User was made
+    if pattern is None:
+        return [destination]
+    mine = share(len(pattern), *part)
+    return [pattern.name(mine[i]) for i in share(len(mine), index, max(users, 1))]
+
+
+def _local_users(runner: Any, role: str) -> int:
+    """A worker's users of ``role`` in its latest spawn message (a ramp's later users share again)."""
+    counts = getattr(runner, "target_user_classes_count", None) or {}
+    return sum(n for c in getattr(runner, "user_classes", []) for name, n in counts.items()
+               if c.__name__ == name and getattr(c, "role", None) == role)  # fmt: skip

@@ -20,7 +20,11 @@ from mqusers.users.base import StompUser
 
 
 class StompConsumerUser(StompUser):
-    """Subscribes to ``destination`` and fires ``receive`` with every message's latency."""
+    """Subscribes to ``destination`` and fires ``receive`` with every message's latency.
+
+    A destination pattern (``/queue/orders.{0..9999}``): this user subscribes to its share of the
+    pattern's destinations (:func:`~mqusers.options.destpattern.share`), all on its one connection.
+    """
 
     abstract = True
     role: ClassVar[str] = "consumer"
@@ -41,9 +45,12 @@ class StompConsumerUser(StompUser):
     def __init__(self, environment: Any):
         super().__init__(environment)  # calls client_id(), which settles self.durable
         self.ack, self.prefetch = self.setting("ack"), self.setting("prefetch")
-        self.subscription: str | None = None
+        #: Subscription ids by destination, while subscribed.
+        self.subscriptions: dict[str, str] = {}
         self._joined = False
-        self.receiver = self.make_receiver()
+        self.receivers = [self.make_receiver(destination) for destination in self.lanes]
+        #: The first (with a plain destination, the only) receiver.
+        self.receiver = self.receivers[0]
 
     def client_id(self) -> str | None:
         self.durable = self.setting("durable")
@@ -56,39 +63,48 @@ class StompConsumerUser(StompUser):
         slug = self.destination.strip("/").replace("/", ".")
         return f"mqusers.{slug}.{worker}.{self.ordinal}"
 
-    def make_receiver(self) -> Receiver:
+    def make_receiver(self, destination: str) -> Receiver:
         # Small batches: ActiveMQ pages 200 messages in at a time and waits for their ACKs.
         ack_every = max(1, min(self.prefetch or 100, 100) // 2)
         clock = coordinator_for(self.environment, self.mq).follower
         return Receiver(
-            self.client, self.destination, self.ack, ack_every=ack_every, clock=clock, **self.receiver_options()
+            self.client, destination, self.ack, ack_every=ack_every, clock=clock, **self.receiver_options(destination)
         )
 
-    def receiver_options(self) -> dict[str, Any]:
-        return {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
+    def receiver_options(self, destination: str) -> dict[str, Any]:
+        """The run's id and other-runs mode; with a pattern, its label and the destination's own figures."""
+        options: dict[str, Any] = {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
+        if destination != self.destination:
+            options.update(label=self.destination, spot=self.mq.spread.spot(destination))
+        return options
 
     def last_ok_ns(self) -> int:
-        return self.receiver.last_ns or -1
+        return max(receiver.last_ns for receiver in self.receivers) or -1
 
     def on_connection_lost(self, dropped: bool) -> None:
-        if self.receiver.audit is not None:
-            self.receiver.audit.leave(time.time_ns(), dropped)
+        now = time.time_ns()
+        for receiver in self.receivers:
+            if receiver.audit is not None:
+                receiver.audit.leave(now, dropped)
 
     def on_connected(self) -> None:
-        self.receiver.reset()
         dialect = self.client.dialect
         headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size)}
         if self.durable:
             headers.update(dialect.durable_headers(self.durable_name()))
             headers["id"] = self.durable_name()
-        first = self.subscription is None and not self._joined
+        first = not self.subscriptions and not self._joined
         key = self.durable_name() if self.durable else f"{self.mq.process_tag}/{type(self).__name__}/{self.ordinal}"
         kind = destination_kind(self.destination)
-        # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
-        audit = self.receiver.audit = self.mq.received.subscription(key, self.destination, kind, None, self.durable)
-        self.subscription = self.client.subscribe(self.destination, self.receiver, ack=self.ack, headers=headers)
-        # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
-        audit.join(time.time_ns())
+        for destination, receiver in zip(self.lanes, self.receivers, strict=True):
+            receiver.reset()
+            # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
+            audit = receiver.audit = self.mq.received.subscription(key, destination, kind, None, self.durable)
+            self.subscriptions[destination] = self.client.subscribe(
+                destination, receiver, ack=self.ack, headers=dict(headers), label=self.destination
+            )
+            # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
+            audit.join(time.time_ns())
         if first:
             self.count_as_joined()
 
@@ -101,17 +117,20 @@ class StompConsumerUser(StompUser):
     def on_stop(self) -> None:
         # Locust may call on_stop twice when a stop interrupts a task: act once. DISCONNECT ends a
         # plain subscription; an UNSUBSCRIBE racing in-flight deliveries makes RabbitMQ send ERRORs.
-        subscription, self.subscription = self.subscription, None
+        subscriptions, self.subscriptions = self.subscriptions, {}
         self._check_back()
-        if self.receiver.audit is not None:
-            self.receiver.audit.leave(time.time_ns())
-        if self.client.connected and subscription is not None:
-            self.receiver.flush()
+        now = time.time_ns()
+        for receiver in self.receivers:
+            if receiver.audit is not None:
+                receiver.audit.leave(now)
+        if self.client.connected and subscriptions:
+            for receiver in self.receivers:
+                receiver.flush()
             if self.durable and self.remove_durable_on_stop:
                 headers = self.client.dialect.durable_unsubscribe_headers(self.durable_name())
                 # A failure is recorded as an event; disconnecting is all that is left to do.
                 with contextlib.suppress(MqError):
-                    self.client.unsubscribe(self.destination, subscription, headers)
+                    self.client.unsubscribe(self.destination, subscriptions[self.destination], headers)
         super().on_stop()
 
     def wait_time(self) -> float:
@@ -122,13 +141,16 @@ class StompConsumerUser(StompUser):
     def keep_connected(self) -> None:
         # Also acknowledge a batch the stream stopped short of filling (the end of a backlog).
         if self.ensure_connected():
-            self.receiver.flush()
+            for receiver in self.receivers:
+                receiver.flush()
             self._check_back()
 
     def _check_back(self) -> None:
         """After a reconnect, the first delivery ends the outage."""
-        if self.availability.pending and self.receiver.first_ns:
-            self.availability.back(self.receiver.first_ns)
+        if self.availability.pending:
+            first = min((receiver.first_ns for receiver in self.receivers if receiver.first_ns), default=0)
+            if first:
+                self.availability.back(first)
 
 
 class StompResponderUser(StompConsumerUser):
@@ -136,9 +158,9 @@ class StompResponderUser(StompConsumerUser):
 
     abstract = True
 
-    def make_receiver(self) -> Receiver:
+    def make_receiver(self, destination: str) -> Receiver:
         replier = Replier(self.client, self.destination)
         clock = coordinator_for(self.environment, self.mq).follower
         return Receiver(
-            self.client, self.destination, self.ack, observer=replier, clock=clock, **self.receiver_options()
+            self.client, destination, self.ack, observer=replier, clock=clock, **self.receiver_options(destination)
         )

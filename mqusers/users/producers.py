@@ -10,11 +10,13 @@ from locust import task
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gevent
 from gevent import GreenletExit
 
+from mqusers.measure.ledgers import SentStream
 from mqusers.measure.names import QUEUE_REPLY_PREFIX, REQUEST_TYPE, SCHEDULE_LAG, TEMP_REPLY_PREFIX, event_name
 from mqusers.options.payloadspec import PayloadSpec
 from mqusers.run.context import coordinator_for
@@ -29,8 +31,29 @@ _BURST_MAX, _BURST_BYTES = 64, 64 * 1024
 logger = logging.getLogger(__name__)
 
 
+@dataclass(slots=True)
+class Lane:
+    """One destination of a producer: its frames (a publisher per body it sends there), its record for
+    the audit and its own seqs (from 1)."""
+
+    destination: str
+    publishers: list[Publisher]
+    sent: SentStream
+    #: The last seq sent to it, and the first sent on the current connection.
+    seq: int = 0
+    connection_seq: int = 1
+
+
 class StompProducerUser(StompUser):
-    """Sends stamped messages to ``destination``, paced at ``rate`` messages/s per user."""
+    """Sends stamped messages to ``destination``, paced at ``rate`` messages/s per user.
+
+    A destination pattern: this user sends to its share of the pattern's destinations
+    (:func:`~mqusers.users.base.lanes`) in turn, each write to the next, each destination numbered
+    from 1 on its own (the audit's seqs are per destination and producer). ``seq`` counts every
+    message it sent (``max_messages``); ``_sent`` is the current lane's. The bodies are dealt out to
+    the lanes (lane i sends bodies i, i + lanes...; with more lanes than bodies, body i modulo their
+    number): a write in turn still carries the next body, and 10,000 lanes do not hold 16 frames each.
+    """
 
     abstract = True
     #: Persistent messages (``persistent:true``) survive a broker restart.
@@ -62,8 +85,12 @@ class StompProducerUser(StompUser):
         self._due_header = b""
         self.payload = self.mq.settings.payload or self.payload
         self.bodies = payloads.bodies(self.payload, self.message_size)
-        self.publishers = self.make_publishers(self.destination, {})
-        #: Which body goes next; producers start at different ones.
+        self.lane_list = [Lane(d, self.make_publishers(d, {}, self._bodies_of(i)), self.mq.sent.producer(d, self.producer_id))
+                          for i, d in enumerate(self.lanes)]  # fmt: skip
+        self._lane_index = len(self.lane_list) - 1  # the first write goes to the first lane
+        self.lane = self.lane_list[0]
+        self._sent = self.lane.sent
+        #: Which of the lane's bodies goes next; producers start at different ones.
         self._turn = self.ordinal
         #: The dialect ``publisher`` was made for: remade once the broker says which it is.
         self._publisher_dialect = self.client.dialect
@@ -73,25 +100,31 @@ class StompProducerUser(StompUser):
         own_emit = type(self).emit is not StompProducerUser.emit
         largest = max(map(len, self.bodies))
         self.burst = 1 if paced or own_emit else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, largest)))
-        self._sent = self.mq.sent.producer(self.destination, self.producer_id)
-        #: The first seq sent on the current connection.
-        self._connection_seq = 1
         #: When the last send the broker took (written, or confirmed with receipts) went out; -1: none.
         self.ok_ns = -1
         self.mq.producers.append((self.destination, self.client))
 
-    def make_publishers(self, destination: str, headers: dict[str, str]) -> list[Publisher]:
-        """One publisher per body."""
+    def _bodies_of(self, lane: int) -> tuple[bytes, ...]:
+        """The bodies lane ``lane`` sends: every one for a plain destination (one lane)."""
+        bodies, lanes = self.bodies, len(self.lanes)
+        return bodies[lane::lanes] if lanes < len(bodies) else (bodies[lane % len(bodies)],)
+
+    def make_publishers(
+        self, destination: str, headers: dict[str, str], bodies: tuple[bytes, ...] | None = None
+    ) -> list[Publisher]:
+        """One publisher per body (``bodies``, default all); its events named after ``destination``'s label."""
         frame_headers = {**self.client.dialect.send_headers(destination), **self.headers, **headers}
         if self.persistent:
             frame_headers["persistent"] = "true"
         return [self.client.publisher(destination, SendFrames(destination, body, self.mq.run_id, self.producer_id,
-                                                              frame_headers)) for body in self.bodies]  # fmt: skip
+                                                              frame_headers), label=self.destination)
+                for body in (self.bodies if bodies is None else bodies)]  # fmt: skip
 
     def publisher(self) -> Publisher:
-        """The next body's publisher: one body per write, in turn (a burst is one write)."""
+        """The current lane's next body's publisher: one body per write, in turn (a burst is one write)."""
         self._turn += 1
-        return self.publishers[self._turn % len(self.publishers)]
+        publishers = self.lane.publishers
+        return publishers[self._turn % len(publishers)]
 
     def wait_time(self) -> float:
         if self.done():
@@ -113,18 +146,22 @@ class StompProducerUser(StompUser):
         return self.schedule.finished or not self.mq.producing or 0 < self.max_messages <= self.seq
 
     def on_connected(self) -> None:
-        self._connection_seq = self.seq + 1
-        if self.client.dialect is not self._publisher_dialect:
-            self._publisher_dialect = self.client.dialect
-            self.publishers = self.make_publishers(self.destination, {})
+        remake = self.client.dialect is not self._publisher_dialect
+        self._publisher_dialect = self.client.dialect
+        for index, lane in enumerate(self.lane_list):
+            lane.connection_seq = lane.seq + 1
+            if remake:
+                lane.publishers = self.make_publishers(lane.destination, {}, self._bodies_of(index))
 
     def last_ok_ns(self) -> int:
         return self.ok_ns
 
     def on_connection_lost(self, dropped: bool) -> None:
-        if dropped and not self.receipts and self.seq >= self._connection_seq:
-            # No receipts: what the broker made of the dropped connection's messages is unknown.
-            self._sent.unconfirmed.add_range(self._connection_seq, self.seq)
+        if dropped and not self.receipts:
+            for lane in self.lane_list:
+                if lane.seq >= lane.connection_seq:
+                    # No receipts: what the broker made of the dropped connection's messages is unknown.
+                    lane.sent.unconfirmed.add_range(lane.connection_seq, lane.seq)
 
     @task
     def send(self) -> None:
@@ -140,7 +177,9 @@ class StompProducerUser(StompUser):
             count = self._take_slots(count)
             if not count:
                 return
-        first, self.seq = self.seq + 1, self.seq + count
+        lane = self._next_lane()
+        first, lane.seq = lane.seq + 1, lane.seq + count
+        self.seq += count
         try:
             if count == 1:
                 self.emit(first)
@@ -153,6 +192,15 @@ class StompProducerUser(StompUser):
             raise
         if self.availability.pending:
             self.availability.back(self.ok_ns)  # the first good send after a reconnect ends the outage
+
+    def _next_lane(self) -> Lane:
+        """The lane this write goes to: the next in turn (the only one for a plain destination)."""
+        lanes = self.lane_list
+        if len(lanes) > 1:
+            self._lane_index = (self._lane_index + 1) % len(lanes)
+            self.lane = lanes[self._lane_index]
+            self._sent = self.lane.sent
+        return self.lane
 
     def _take_slots(self, count: int) -> int:
         """Take up to ``count`` slots of the shared schedule (one when paced, slept until it is due)."""

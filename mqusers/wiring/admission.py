@@ -11,6 +11,8 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from typing import Any
 
+from mqusers.options.destpattern import parse_pattern
+from mqusers.options.parsing import OptionError, parse_destination
 from mqusers.options.settings import Settings, read_settings
 from mqusers.run.context import client_config, context
 from mqusers.stomp.client import MqError, StompClient
@@ -40,7 +42,39 @@ def test_settings(environment: Environment, options: Any, host: str | None) -> S
 
 def problem(environment: Environment, settings: Settings, users: int | None) -> str | None:
     """The one line that refuses this test's role split or its open files; None when it may start."""
-    return arrangement(environment, settings, users).problem or files_problem(environment, users)
+    arranged = arrangement(environment, settings, users)
+    return pattern_problem(environment, settings, arranged) or arranged.problem or files_problem(environment, users)
+
+
+def pattern_problem(
+    environment: Environment, settings: Settings, arranged: roles.Arrangement | None = None
+) -> str | None:
+    """Why this test's destination pattern (``--mq-destination`` or a User class's) may not run; None when it may.
+
+    Over workers, each worker takes a part of the destinations and its Users share it: every role
+    needs a user on every worker (Locust deals users out to the workers in turn, so as many as workers).
+    """
+    runner = environment.runner
+    classes = [c for c in (runner.user_classes if runner is not None else []) if roles.role_of(c) is not None]
+    for user_class in classes:
+        destination = str(settings.destination or getattr(user_class, "destination", ""))
+        where = "--mq-destination" if settings.destination else f"{user_class.__name__}.destination"
+        try:
+            pattern = parse_pattern(parse_destination(destination, where))
+        except OptionError as error:
+            return str(error)
+        if pattern is None:
+            continue
+        if isinstance(runner, MasterRunner) and arranged is not None and arranged.spawned:
+            workers = runner.worker_count or getattr(environment.parsed_options, "expect_workers", 1) or 1
+            for role in roles.ROLES:
+                if 0 < arranged.count(role) < workers:
+                    return (f"{where}: a destination pattern over {workers} workers needs a {role} on each: "
+                            f"{arranged.count(role)} {role}(s) asked; use at least {workers}")  # fmt: skip
+        durable = settings.durable if settings.durable is not None else getattr(user_class, "durable", False)
+        if roles.role_of(user_class) == roles.CONSUMER and durable:
+            return f"{where}: a destination pattern takes no durable subscriptions (--mq-durable)"
+    return None
 
 
 #: Each User class's fixed_count and weight as its locustfile declared them, before any test changed them.

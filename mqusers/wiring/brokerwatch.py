@@ -124,7 +124,10 @@ def destinations(environment: Environment, ctx: RunContext) -> Iterable[str]:
         found = destination_operation(name)
         if found is not None and found[0] in (SEND, RECEIVE):
             names.append(found[1])
-    return [n for n in names if isinstance(n, str) and n.startswith("/") and not n.startswith("/temp-")]
+    # A pattern's label names no destination of the broker's (its destinations are not sampled one by one).
+    return [
+        n for n in names if isinstance(n, str) and n.startswith("/") and not n.startswith("/temp-") and "{" not in n
+    ]
 
 
 def stop(ctx: RunContext) -> None:

@@ -28,11 +28,13 @@ import gevent
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.measure.audit import Audit
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
+from mqusers.measure.names import destination_operation
 from mqusers.options.optionspec import register
 from mqusers.options.parsing import OptionError
 from mqusers.options.table import add_arguments
+from mqusers.report.manydest import fold_verdict
 from mqusers.run import ticks
-from mqusers.run.context import RunContext, context, coordinator_for
+from mqusers.run.context import WORKERS_OPTION, RunContext, context, coordinator_for
 from mqusers.run.ending import Drain
 from mqusers.run.faults import start_faults
 from mqusers.run.locust_stats import install_bucketing
@@ -143,13 +145,19 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
             raise StopTest(f"mqusers: {arrangement.problem}")
         roles.apply(runner.user_classes, arrangement)
         producers = max(1, arrangement.count(roles.PRODUCER))
+        ctx.role_users = {role: arrangement.count(role) for role in roles.ROLES}
         if options is not None and isinstance(runner, MasterRunner):
-            # Travels with the spawn messages: each worker raises its own open-file limit for its share.
+            # Travels with the spawn messages: each worker raises its own open-file limit for its share,
+            # and takes its part of a destination pattern.
             setattr(options, fdlimit.USERS_OPTION, fdlimit.per_process(runner.target_user_count, runner.worker_count))
+            setattr(options, WORKERS_OPTION, runner.worker_count)
     else:
         ctx.run_id = ctx.settings.run_id or getattr(options, "mq_run_id_generated", "") or ctx.run_id
         fdlimit.raise_for_worker(options)
+        if isinstance(runner, WorkerRunner):
+            ctx.role_users, ctx.part = {}, (runner.worker_index, max(1, getattr(options, WORKERS_OPTION, 1) or 1))
     ctx.ordinals.clear()
+    ctx.spread.clear()
     ctx.finals.clear()
     ctx.start_failures = StartFailures()
     ctx.heard.clear()
@@ -200,10 +208,10 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
 def _audit_totals(ctx: RunContext) -> dict[str, dict[str, Any]]:
     """The audit's running totals for the live stack (merged so far on the master)."""
     drain_ns = int(ctx.settings.drain * 1e9)
-    return {
-        d: {k: f.get(k, 0) for k in ("lost", "duplicated", "in_flight")}
-        for d, f in ctx.audit.verdict(time.time_ns(), drain_ns).items()
-    }
+    labels = [found[1] for name in list(ctx.book.tallies) if (found := destination_operation(name)) is not None]
+    # A pattern's destinations are one point, as its book row is: not one series per destination.
+    verdict = fold_verdict(ctx.audit.verdict(time.time_ns(), drain_ns), labels)
+    return {d: {k: f.get(k, 0) for k in ("lost", "duplicated", "in_flight")} for d, f in verdict.items()}
 
 
 def _on_test_stop(environment: Environment, **_: Any) -> None:

@@ -50,7 +50,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         lost_workers=[dict(worker) for worker in lost],
         start_failures=ctx.start_failures.document(),
     )
-    report = build_report(ctx.book, verdict, facts, settings, ctx.series)
+    report = build_report(ctx.book, verdict, facts, settings, ctx.series, ctx.spread.figures())
     written: list[str] = []
     try:
         document = report_document(report)
@@ -61,7 +61,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
             write_html(settings.report_html, [document], [f"run {ctx.run_id}"])
             written.append(settings.report_html)
         if settings.report_csv:
-            write_csv(settings.report_csv, report.rows)
+            write_csv(settings.report_csv, report.rows, report.pattern_destinations)
             written.append(settings.report_csv)
     except OSError as error:
         logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)

@@ -1,4 +1,4 @@
-"""stomp.py as the independent reference client: a connection and a thread-safe inbox of its frames."""
+"""stomp.py as the independent reference client: a connection, a thread-safe inbox of its frames, a thief."""
 
 from __future__ import annotations
 
@@ -77,3 +77,18 @@ def read_left(broker: Broker, queue: str, count: int, timeout: float = 30.0) -> 
         connection.disconnect()
     assert len(inbox) == count, f"{len(inbox)} of {count} messages read back from {queue}"
     return inbox.frames
+
+
+class Thief(stomp.ConnectionListener):  # type: ignore[misc]
+    """A competing consumer outside mqusers: acknowledges exactly ``limit`` messages, then leaves."""
+
+    def __init__(self, connection: stomp.Connection12, limit: int):
+        self.connection, self.limit, self.stolen = connection, limit, 0
+        self.done = threading.Event()
+
+    def on_message(self, frame) -> None:  # type: ignore[no-untyped-def]
+        if self.stolen < self.limit:
+            self.connection.ack(frame.headers["ack"])
+            self.stolen += 1
+            if self.stolen == self.limit:
+                self.done.set()

@@ -9,6 +9,7 @@ import stomp
 
 from tests.integration.brokers import Broker
 from tests.integration.locust_runs import run_locust
+from tests.integration.reference_client import Thief
 
 HERE = Path(__file__).parent / "locustfiles"
 
@@ -20,21 +21,6 @@ def test_injected_gap_is_reported_exactly(broker: Broker, destination, tmp_path:
     # 100 seqs: 10 lost on the way; 5 sent twice, so delivered twice, which is a resend, not a duplicate.
     assert (row["sent"], row["received"]) == (95, 95), run.output[-2000:]
     assert (row["lost"], row["resent"], row["duplicated"], row["in_flight"]) == (10, 5, 0, 0)
-
-
-class Thief(stomp.ConnectionListener):  # type: ignore[misc]
-    """A competing consumer outside mqusers: acknowledges exactly ``limit`` messages, then leaves."""
-
-    def __init__(self, connection: stomp.Connection12, limit: int):
-        self.connection, self.limit, self.stolen = connection, limit, 0
-        self.done = threading.Event()
-
-    def on_message(self, frame) -> None:  # type: ignore[no-untyped-def]
-        if self.stolen < self.limit:
-            self.connection.ack(frame.headers["ack"])
-            self.stolen += 1
-            if self.stolen == self.limit:
-                self.done.set()
 
 
 def test_messages_stolen_by_an_outside_consumer_are_lost_exactly(broker: Broker, destination, tmp_path: Path) -> None:

@@ -34,7 +34,8 @@ def short(command: str, tmp_path: Path) -> str:
     """The README's command with short durations and its files under ``tmp_path``."""
     command = re.sub(r"\s*\[[^\]]*\]", "", command)  # optional parts
     command = re.sub(r" -t \d+[sm]\b", " -t 4s", command)
-    command = re.sub(r"(--mq-report-json|--mq-report-html|--json|--html) (\S+)", rf"\1 {tmp_path}/\2", command)
+    command = re.sub(r"(--mq-report-json|--mq-report-html|--mq-report-csv|--json|--html) (\S+)", rf"\1 {tmp_path}/\2",
+                     command)  # fmt: skip
     command = re.sub(r"^mqusers report ((?:\S+\.json )+)", lambda m: "mqusers report " + " ".join(
         f"{tmp_path}/{name}" for name in m.group(1).split()) + " ", command)  # fmt: skip
     if command.startswith("mqusers find-max"):
@@ -99,6 +100,18 @@ def test_the_web_ui_examples_serve_the_ui(tmp_path: Path) -> None:
             ui.send_signal(signal.SIGTERM)
             output, _ = ui.communicate(timeout=30)
         assert ui.returncode == 0, output[-3000:]
+
+
+@pytest.mark.activemq
+def test_the_many_destinations_example_runs(tmp_path: Path) -> None:
+    started("activemq")
+    [command] = commands_starting("locust -f locustfiles/put_get.py --host")
+    done = run(short(command, tmp_path), tmp_path)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, output[-3000:]
+    assert "/queue/orders.{0..999}: 1,000 destinations, 1,000 sent to, 1,000 subscribed" in output, output[-3000:]
+    with (tmp_path / "orders.csv").open(encoding="utf-8") as lines:
+        assert sum(1 for _ in lines) == 1 + 1 + 1_000  # the header, the pattern's row, a line per destination
 
 
 @pytest.mark.activemq

@@ -49,6 +49,20 @@ def refusal(args: list[str], host: str | None = None) -> str:
         # A control character is shown escaped, never written to the terminal as it is.
         (["--mq-destination", "/queue/a\x01b"], "--mq-destination: '/queue/a\\x01b' is not a STOMP destination"),
         (
+            ["--mq-destination", "/queue/orders.{9..0}"],
+            "--mq-destination: '/queue/orders.{9..0}': the range {9..0} ends before it starts",
+        ),
+        (
+            ["--mq-destination", "/queue/orders.{0..9}.{0..9}"],
+            "--mq-destination: '/queue/orders.{0..9}.{0..9}' is not a destination pattern; use one range of whole "
+            "numbers, e.g. /queue/orders.{0..9999}",
+        ),
+        (
+            ["--mq-destination", "/queue/orders.{1..1000000}"],
+            "--mq-destination: '/queue/orders.{1..1000000}' names 1,000,000 destinations; use at most 100,000",
+        ),
+        (["--mq-destination", "orders.{0..9}"], "--mq-destination: 'orders.{0..9}' is not a STOMP destination"),
+        (
             ["--mq-fault", "5s:true", "--mq-fault", "9s:stop-the-broker"],
             "--mq-fault '9s:stop-the-broker': stop-the-broker: no such executable command (no shell is used)",
         ),
