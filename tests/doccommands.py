@@ -23,7 +23,7 @@ RUN_HERE = {
     "mqusers report before.json": "test_make_demo_and_the_headless_example_and_mqusers_report",
     "locust -f locustfiles/pubsub.py --host": "test_the_web_ui_examples_serve_the_ui",
     'locust -f "$(mqusers locustfiles)/pubsub.py"': "test_the_web_ui_examples_serve_the_ui",
-    "locust -f locustfiles/put_get.py --host": "test_the_many_destinations_example_runs",
+    "locust -f locustfiles/put_get.py --mq-destination": "test_the_many_destinations_example_runs",
     "locust -f locustfiles/queue_balance.py --master": "test_the_distributed_example_runs_and_ends",
     "locust -f locustfiles/queue_balance.py --worker": "test_the_distributed_example_runs_and_ends",
     "mqusers find-max -f locustfiles/": "test_the_capacity_examples_run",

@@ -85,7 +85,8 @@ class StompProducerUser(StompUser):
         self._due_header = b""
         self.payload = self.mq.settings.payload or self.payload
         self.bodies = payloads.bodies(self.payload, self.message_size)
-        self.lane_list = [Lane(d, self.make_publishers(d, {}, self._bodies_of(i)), self.mq.sent.producer(d, self.producer_id))
+        sent = self.mq.sent
+        self.lane_list = [Lane(d, self.make_publishers(d, {}, self._bodies_of(i)), sent.producer(d, self.producer_id))
                           for i, d in enumerate(self.lanes)]  # fmt: skip
         self._lane_index = len(self.lane_list) - 1  # the first write goes to the first lane
         self.lane = self.lane_list[0]

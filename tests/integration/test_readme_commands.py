@@ -105,7 +105,7 @@ def test_the_web_ui_examples_serve_the_ui(tmp_path: Path) -> None:
 @pytest.mark.activemq
 def test_the_many_destinations_example_runs(tmp_path: Path) -> None:
     started("activemq")
-    [command] = commands_starting("locust -f locustfiles/put_get.py --host")
+    [command] = commands_starting("locust -f locustfiles/put_get.py --mq-destination")
     done = run(short(command, tmp_path), tmp_path)
     output = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 0, output[-3000:]
