@@ -30,6 +30,7 @@ MAX_PREFETCH = MAX_CONSUMERS = 1_000_000
 MAX_HEARTBEAT_MS = 3_600_000
 MAX_DESTINATION = 255  # RabbitMQ's limit for a queue name
 MAX_SIZE = 64 * 1024 * 1024  # --mq-size
+MAX_IN_FLIGHT = 10_000  # --mq-in-flight
 #: --mq-max-frame: the default is twice --mq-size's limit; a frame over 1 GiB is no broker's.
 MAX_FRAME_DEFAULT, MIN_FRAME, MAX_FRAME = 2 * MAX_SIZE, 64 * 1024, 1024 * 1024 * 1024
 

@@ -31,6 +31,8 @@ class Settings:
     ack: str | None = None
     prefetch: int | None = None
     receipts: bool | None = None
+    in_flight: int | None = None
+    random_start: bool | None = None
     rate: float | None = None
     max_messages: int | None = None
     consumers: int | None = None

@@ -18,6 +18,7 @@ from mqusers.options.parsing import (
     MAX_CONSUMERS,
     MAX_COUNT,
     MAX_HEARTBEAT_MS,
+    MAX_IN_FLIGHT,
     MAX_PREFETCH,
     MAX_RATE,
     MAX_SECONDS,
@@ -84,6 +85,20 @@ OPTIONS: tuple[Option, ...] = (
         "receipts",
         parse_bool,
         "producers wait for the broker's RECEIPT on every message: sync send (true/false)",
+    ),
+    Option(
+        "mq-in-flight",
+        "in_flight",
+        whole(MAX_IN_FLIGHT, minimum=1),
+        f"with receipts: sends a producer may have awaiting their RECEIPT (1 = each waits for its own, a sync "
+        f"send; at most {MAX_IN_FLIGHT:,})",
+    ),
+    Option(
+        "mq-random-start",
+        "random_start",
+        parse_bool,
+        "paced producers wait a random part of their interval before the first message, so many slow ones "
+        "spread out instead of sending together (true/false)",
     ),
     Option(
         "mq-rate", "rate", _RATE, f"messages/s per producer user: {MIN_RATE} to {MAX_RATE:,} (0 = as fast as possible)"

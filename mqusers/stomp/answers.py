@@ -62,16 +62,17 @@ class Answers:
         size: int,
         what: str,
         measured: bool = True,
+        timeout: float | None = None,
     ) -> MqError | None:
         """Wait for ``waiter``, record the outcome under ``target`` (an operation or an event name),
         return the error (None: answered). An operation's success only if ``measured`` (sent after
-        the warm-up).
+        the warm-up). ``timeout`` defaults to ``--mq-timeout``.
 
         ``wait`` returns on timeout instead of raising ``gevent.Timeout``, a BaseException that would
         end the User's greenlet (and could be another, outer timeout's).
         """
         try:
-            waiter.wait(self._timeout)
+            waiter.wait(self._timeout if timeout is None else timeout)
         except BaseException:
             # The User was stopped while it waited (the run ended). A control frame (SUBSCRIBE...) stays
             # unconfirmed and says so as a failure rather than vanishing with the greenlet; a message's
@@ -83,7 +84,7 @@ class Answers:
             self.pending.pop(key, None)
         error: MqError | None
         if not waiter.ready():
-            error = MqError(f"no {what} within {self._timeout:g}s")
+            error = MqError(f"no {what} within {self._timeout if timeout is None else timeout:g}s")
         elif waiter.successful():
             if isinstance(target, str):
                 self._fire(target, start, size, None, end=waiter.value)

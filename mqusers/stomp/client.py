@@ -20,6 +20,8 @@ import enum
 import time
 from dataclasses import dataclass
 
+from gevent.event import AsyncResult
+
 from mqusers.measure.names import RECEIPT, REQUEST, SEND, SUBSCRIBE, UNSUBSCRIBE, event_name
 from mqusers.measure.recorder import Record
 from mqusers.stomp.connection import ClientConfig
@@ -59,6 +61,18 @@ class Publisher:
     request: Record
 
 
+@dataclass(frozen=True)
+class Awaited:
+    """A message sent with a RECEIPT asked and not yet waited for (:meth:`StompClient.publish_receipted`)."""
+
+    seq: int
+    publisher: Publisher
+    receipt: bytes
+    waiter: AsyncResult
+    start: float
+    measured: bool
+
+
 class StompClient(Session):
     """One STOMP connection. ``fire`` is ``environment.events.request.fire``; ``transport`` opens the
     connection (default: :class:`mqusers.stomp.transport.StompTransport`)."""
@@ -79,29 +93,44 @@ class StompClient(Session):
 
         ``extra`` is pre-encoded header lines (e.g. the message's due time on a shared schedule).
         """
+        if sync:
+            awaited = self.publish_receipted(publisher, seq, extra)
+            return Sent.FAILED if awaited is None else self.settle(awaited)
         frames = publisher.frames
         start = time.perf_counter()
         sent_ns = time.time_ns()
-        if sync:
-            receipt = b"mq-%d" % next(self._ids)
-            waiter = self._answers.expect(receipt)
-            data = frames.frame_with(seq, sent_ns, receipt_line(receipt, extra))
-        elif extra:
-            data = frames.frame_with(seq, sent_ns, extra)
-        else:
-            data = frames.frame(seq, sent_ns)
+        data = frames.frame_with(seq, sent_ns, extra) if extra else frames.frame(seq, sent_ns)
+        measured = sent_ns >= self.recorder.measured_from_ns  # the warm-up is cut by send time
+        return Sent.WRITTEN if self._write(publisher.send, start, frames.body_size, data, measured) else Sent.FAILED
+
+    def publish_receipted(self, publisher: Publisher, seq: int, extra: bytes = b"") -> Awaited | None:
+        """Send message ``seq`` asking for its RECEIPT, without waiting (:meth:`settle` waits); None
+        when the write failed (a failure fired: not sent)."""
+        frames = publisher.frames
+        start = time.perf_counter()
+        sent_ns = time.time_ns()
+        receipt = b"mq-%d" % next(self._ids)
+        waiter = self._answers.expect(receipt)
+        data = frames.frame_with(seq, sent_ns, receipt_line(receipt, extra))
         measured = sent_ns >= self.recorder.measured_from_ns  # the warm-up is cut by send time
         if not self._write(publisher.send, start, frames.body_size, data, measured):
-            if sync:
-                self._answers.forget(receipt)
-            return Sent.FAILED
-        if not sync:
-            return Sent.WRITTEN
-        error = self._answers.wait(waiter, receipt, publisher.receipt, start, frames.body_size, "RECEIPT", measured)
+            self._answers.forget(receipt)
+            return None
+        return Awaited(seq, publisher, receipt, waiter, start, measured)
+
+    def settle(self, awaited: Awaited, timeout: float | None = None) -> Sent:
+        """Wait for ``awaited``'s RECEIPT (at most ``timeout``, default ``--mq-timeout``) and record it."""
+        publisher = awaited.publisher
+        error = self._answers.wait(awaited.waiter, awaited.receipt, publisher.receipt, awaited.start,
+                                   publisher.frames.body_size, "RECEIPT", awaited.measured, timeout)  # fmt: skip
         if error is None:
             return Sent.CONFIRMED
         # An ERROR frame answering the receipt is the broker refusing the message: it was not sent.
         return Sent.FAILED if isinstance(error, BrokerError) else Sent.UNCONFIRMED
+
+    def abandon(self, awaited: Awaited) -> None:
+        """Stop waiting for ``awaited``'s RECEIPT (its User stopped): its outcome stays unknown."""
+        self._answers.forget(awaited.receipt)
 
     def publish_many(self, publisher: Publisher, first: int, count: int) -> int:
         """Send messages ``first`` .. ``first + count - 1`` in one write (unpaced, no receipts).

@@ -22,7 +22,11 @@ Draw = Callable[[bool], "tuple[int, int] | None"]
 
 
 class FixedRate:
-    """Sends at ``rate`` messages/s on a fixed schedule (next = previous + 1/rate): exact over the run."""
+    """Sends at ``rate`` messages/s on a fixed schedule (next = previous + 1/rate): exact over the run.
+
+    Asked after each send, as Locust asks a User's ``wait_time`` after each task: the first call
+    follows the first message, which went out a moment ago.
+    """
 
     def __init__(self, rate: float, clock: Clock = time.perf_counter):
         self.rate, self._clock, self._next_due = rate, clock, 0.0
@@ -32,7 +36,8 @@ class FixedRate:
         if self.rate <= 0:
             return 0.0
         now = self._clock()
-        self._next_due = max(self._next_due + 1.0 / self.rate, now - RESYNC_S) if self._next_due else now
+        previous = self._next_due or now
+        self._next_due = max(previous + 1.0 / self.rate, now - RESYNC_S)
         return max(0.0, self._next_due - now)
 
 

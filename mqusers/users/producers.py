@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from locust import task
 
+import functools
 import logging
+import random
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -24,6 +26,7 @@ from mqusers.stomp.client import MqError, Publisher, Sent
 from mqusers.stomp.wire import SendFrames, due_line
 from mqusers.users import payloads
 from mqusers.users.base import StompUser
+from mqusers.users.inflight import ReceiptWindow
 from mqusers.users.pacing import FixedRate, NoBlock, SharedSchedule, due_epoch_ns, until_due
 
 #: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
@@ -60,6 +63,10 @@ class StompProducerUser(StompUser):
     persistent = False
     #: Wait for the broker's RECEIPT on every message (sync send) and time it.
     receipts = False
+    #: With receipts: sends that may await their RECEIPT at once (1: each waits for its own).
+    in_flight = 1
+    #: Paced: the first message after a random part of the interval, so many slow producers spread out.
+    random_start = False
     #: Messages per second for this user; 0 sends as fast as the connection takes them.
     rate = 0.0
     #: Messages this user sends before it idles; 0 means until the run ends.
@@ -77,10 +84,13 @@ class StompProducerUser(StompUser):
         self.seq = 0
         self.coordinator = coordinator_for(environment, self.mq)
         self.pacer = FixedRate(self.rate)
+        #: Seconds before the first message: a random part of the interval (``random_start``), else none.
+        self.phase_s = random.random() / self.rate if self.setting("random_start") and self.rate > 0 else 0.0
+        in_flight = self.setting("in_flight")
+        self.window = ReceiptWindow(self.client, in_flight) if self.receipts and in_flight > 1 else None
         #: On the run-wide schedule of --mq-total-rate / --mq-total-messages rather than per user.
         self.shared = bool(self.mq.settings.total_rate or self.mq.settings.total_messages)
-        timeout = self.mq.settings.timeout
-        self.schedule = SharedSchedule(lambda first: self.coordinator.next_block(timeout, first))
+        self.schedule = SharedSchedule(self._draw_block)
         self._lag = self.client.operation(event_name(SCHEDULE_LAG, self.destination))
         self._due_header = b""
         self.payload = self.mq.settings.payload or self.payload
@@ -142,6 +152,8 @@ class StompProducerUser(StompUser):
             t0_local_ns = plan.t0_ns + self.coordinator.follower.own_offset_ns
             self.schedule.start(time.perf_counter() + (t0_local_ns - time.time_ns()) / 1e9, plan.rate)
         super().on_start()
+        if self.phase_s and not self.shared:
+            gevent.sleep(self.phase_s)
 
     def done(self) -> bool:
         return self.schedule.finished or not self.mq.producing or 0 < self.max_messages <= self.seq
@@ -164,9 +176,16 @@ class StompProducerUser(StompUser):
                     # No receipts: what the broker made of the dropped connection's messages is unknown.
                     lane.sent.unconfirmed.add_range(lane.connection_seq, lane.seq)
 
+    def on_stop(self) -> None:
+        if self.window is not None:
+            self.window.abandon_all()
+        super().on_stop()
+
     @task
     def send(self) -> None:
         if self.done():
+            if self.window is not None:
+                self.window.settle_all(self.mq.settings.timeout)
             return
         if not self.ensure_connected():
             gevent.sleep(min(self.backoff_remaining(), 1.0))
@@ -189,10 +208,20 @@ class StompProducerUser(StompUser):
         except (GreenletExit, gevent.Timeout):
             # Stopped mid-send (the run's end found the broker not reading): what went out whole may
             # still reach the broker, so it counts as sent, its outcome unknown.
-            self._sent_unsure(first, self.client.interrupted_whole(count))
+            abandoned = self.window.abandon_all() if self.window is not None else []
+            if first not in abandoned:
+                self._sent_unsure(first, self.client.interrupted_whole(count))
             raise
         if self.availability.pending:
             self.availability.back(self.ok_ns)  # the first good send after a reconnect ends the outage
+
+    def _draw_block(self, first: bool) -> tuple[int, int] | None:
+        # The master counts this producer done once a draw comes back empty, and may end the run at
+        # once: the RECEIPTs its window still awaits come in first.
+        timeout = self.mq.settings.timeout
+        if self.window is not None:
+            self.window.settle_all(timeout)
+        return self.coordinator.next_block(timeout, first)
 
     def _next_lane(self) -> Lane:
         """The lane this write goes to: the next in turn (the only one for a plain destination)."""
@@ -235,12 +264,20 @@ class StompProducerUser(StompUser):
 
     def emit(self, seq: int) -> None:
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
-        outcome = self.client.publish(self.publisher(), seq, sync=self.receipts, extra=self._due_header)
+        if self.window is not None:
+            self.window.send(self.publisher(), seq, self._due_header, functools.partial(self._settled, self._sent))
+        else:
+            outcome = self.client.publish(self.publisher(), seq, sync=self.receipts, extra=self._due_header)
+            self._settled(self._sent, seq, outcome)
+
+    def _settled(self, sent: SentStream, seq: int, outcome: Sent) -> None:
+        """What became of message ``seq`` of the lane whose ledger is ``sent``: sent (confirmed, or its
+        outcome unknown), or refused."""
         if outcome:
             now = time.time_ns()
-            self._sent.record(seq, now)
+            sent.record(seq, now)
             if outcome is Sent.UNCONFIRMED:
-                self._sent.unconfirmed.add(seq)
+                sent.unconfirmed.add(seq)
             else:
                 self.ok_ns = now
 

@@ -48,6 +48,8 @@ def rate_asked(user_classes: list[type], settings: Any) -> str:
     """The send rate asked, in words: run-wide, per producer (the option or each class's own), or unpaced."""
     if settings.total_rate:
         return f"{settings.total_rate:,g} msg/s asked in all"
+    if settings.total_messages:  # the shared schedule, unpaced: the classes' own rates do not apply
+        return f"producers unpaced, {settings.total_messages:,} messages in all"
     if settings.rate is not None:
         return f"{settings.rate:,g} msg/s asked per producer" if settings.rate else "producers unpaced"
     rates = {c.__name__: getattr(c, "rate", 0) for c in user_classes if getattr(c, "role", "") == "producer"}

@@ -12,7 +12,8 @@ Every connection gets CONNECTED for its CONNECT; then the behaviour decides what
 - ``silent``: reads everything, answers nothing after CONNECTED but DISCONNECT's RECEIPT: a
   SUBSCRIBE is never confirmed, no MESSAGE comes.
 
-It counts the connections it accepted (``connections``) so a test can see a client retrying.
+It counts the connections it accepted (``connections``) so a test can see a client retrying, and
+the SEND frames it read (``sends``).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class HostilePeer:
         assert behaviour in BEHAVIOURS, behaviour
         self.behaviour = behaviour
         self.connections = 0
+        self.sends = 0
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         self.url = f"stomp://127.0.0.1:{self.port}"
@@ -92,6 +94,7 @@ class HostilePeer:
             elif self.behaviour == "long-header":
                 sock.sendall(b"MESSAGE\nsubscription:mq-sub-1\nx-long:" + b"v" * 5_000_000)
             for frame in frames:  # until the client closes
+                self.sends += frame.startswith(b"SEND")
                 receipt = _receipt(frame)
                 if receipt is None or (self.behaviour == "silent" and not frame.startswith(b"DISCONNECT")):
                     continue

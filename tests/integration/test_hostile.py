@@ -76,3 +76,18 @@ def test_a_subscription_never_confirmed_is_a_failure_and_nothing_is_said_to_have
     assert drain == "no subscription was confirmed by the broker: no delivery could be checked", drain
     assert "every expected message arrived" not in run.output
     assert "nothing was expected" not in run.output
+
+
+@pytest.mark.parametrize(("peer", "window"), [("silent", 1), ("silent", 5)], indirect=["peer"])
+def test_a_producer_never_has_more_sends_awaiting_a_receipt_than_its_window(
+    peer: HostilePeer, window: int, tmp_path: Path
+) -> None:
+    """A broker that reads every SEND and confirms none: the peer reads exactly the window's worth, and the
+    report says each of them was sent, its outcome unknown (the RECEIPT timeout is longer than the run)."""
+    run = run_locust(
+        "put_only.py", peer.url, "--mq-receipts", "true", "--mq-in-flight", str(window), "--mq-timeout", "30",
+        users=1, seconds=SECONDS, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert peer.sends == window, run.output[-3000:]
+    row = run.row("/queue/mqusers.backlog")
+    assert (row["sent"], row["unconfirmed"], row["lost"]) == (window, window, 0), row

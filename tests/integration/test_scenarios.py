@@ -91,11 +91,13 @@ def test_request_reply_round_trips(broker: Broker, destination, tmp_path: Path, 
 
 
 @pytest.mark.parametrize("broker", on_four("receipts"), indirect=True)
-def test_sync_send_times_every_receipt(broker: Broker, destination, tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_flight", ["1", "32"])
+def test_sync_send_times_every_receipt(broker: Broker, in_flight: str, destination, tmp_path: Path) -> None:
+    """Each send waits for its RECEIPT (a window of 1), or up to 32 await theirs at once: every one timed."""
     queue = destination("queue")
     run = run_locust(
         "put_only.py", broker.url, "--mq-destination", queue, "--mq-messages", "300", "--mq-receipts", "true",
-        users=1, tmp_path=tmp_path,
+        "--mq-in-flight", in_flight, users=1, tmp_path=tmp_path,
     )  # fmt: skip
     assert run.code == 0, run.output[-3000:]
     receipts = run.operation(f"receipt {queue}")

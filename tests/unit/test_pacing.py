@@ -17,7 +17,8 @@ class Clock:
 def test_a_fixed_rate_keeps_its_schedule_and_resyncs_after_a_stall() -> None:
     clock = Clock()
     pacer = FixedRate(10, clock)
-    assert pacer.delay() == 0.0  # the first message goes now
+    assert pacer.delay() == pytest.approx(0.1)  # asked after the first message: the second is 0.1 s later
+    clock.now += 0.1
     assert pacer.delay() == pytest.approx(0.1)
     clock.now += 0.15  # the send took longer: the next one is only 0.05 s away, not 0.1 s
     assert pacer.delay() == pytest.approx(0.05)
