@@ -1,4 +1,4 @@
-"""A destination pattern: each queue's figures against the broker's own (ActiveMQ, RabbitMQ), a thief named
+"""A destination pattern: each queue's figures against the broker's own (ActiveMQ, RabbitMQ, Artemis), a thief named
 as the worst with its exact loss, workers sharing the queues."""
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ import pytest
 import requests
 import stomp
 
-from tests.integration import broker_stats
-from tests.integration.brokers import Broker, started
+from tests.integration import artemis_jolokia, broker_stats
+from tests.integration.brokers import Broker, broker_params, started
 from tests.integration.locust_runs import assert_refused_before_load, run_locust
 from tests.integration.reference_client import Thief
 
 QUEUES, MESSAGES, STOLEN, ROBBED = 1_000, 12_000, 3, 7
 
 
+@pytest.mark.parametrize("broker", broker_params("activemq", "rabbitmq", "artemis"), indirect=True)
 def test_each_of_a_thousand_queues_matches_the_brokers_counts_and_the_thief_is_the_worst(
     broker: Broker, destination, tmp_path: Path
 ) -> None:
@@ -29,7 +30,8 @@ def test_each_of_a_thousand_queues_matches_the_brokers_counts_and_the_thief_is_t
     connection.set_listener("thief", thief)
     connection.connect("guest", "guest", wait=True) if broker.name == "rabbitmq" else connection.connect(wait=True)
     prefetch = {"activemq.prefetchSize": "1", "prefetch-count": "1"}
-    connection.subscribe(robbed, id="thief", ack="client-individual", headers=prefetch)
+    headers = {**prefetch, **broker.routing("SUBSCRIBE", robbed)}
+    connection.subscribe(robbed, id="thief", ack="client-individual", headers=headers)
     # Leave once K are taken: what was pushed to the thief but not ACKed goes back to the queue.
     leaving = threading.Thread(target=lambda: (thief.done.wait(60), connection.disconnect()))
     leaving.start()
@@ -87,13 +89,24 @@ def _counters(broker: Broker, prefix: str, sent: int) -> dict[str, tuple[int, in
 
     ActiveMQ: enqueueCount, dequeueCount (acknowledged) and size from one wildcard statistics query;
     RabbitMQ: publish, deliver_get and messages from one management listing, once its statistics (a
-    few seconds behind) have every message published.
+    few seconds behind) have every message published; Artemis: each queue's MessagesAdded,
+    MessagesAcknowledged and MessageCount from one Jolokia read of them all.
     """
     if broker.name == "activemq":
         replies = broker_stats.activemq_statistics(broker.port, f"/queue/ActiveMQ.Statistics.Destination.{prefix}.>")
         return {r["destinationName"].removeprefix("queue://"): (r["enqueueCount"], r["dequeueCount"], r["size"])
                 for r in replies if "destinationName" in r}  # fmt: skip
     found: dict[str, tuple[int, int, int]] = {}
+    if broker.name == "artemis":
+        queues = "component=addresses,address=*,subcomponent=queues,routing-type=*,queue=*"
+        attributes = ["Address", "MessagesAdded", "MessagesAcknowledged", "MessageCount"]
+        read = {"type": "read", "mbean": f"{artemis_jolokia.DOMAIN}:broker=*,{queues}", "attribute": attributes}
+        # The address is the destination's name, or without the STOMP acceptor's /queue/ prefix if it has one.
+        address = artemis_jolokia.address_of(f"/queue/{prefix}")
+        cut = len(address) - len(prefix)
+        mine = [v for v in artemis_jolokia.call(read).values() if str(v["Address"]).startswith(address + ".")]
+        return {str(v["Address"])[cut:]: (v["MessagesAdded"], v["MessagesAcknowledged"], v["MessageCount"])
+                for v in mine}  # fmt: skip
 
     def settled() -> bool:
         listing = requests.get(f"http://127.0.0.1:{broker.management_port}/api/queues/%2F", auth=("guest", "guest"),

@@ -20,6 +20,7 @@ from mqusers.report.reportformats import write_csv
 from mqusers.stomp.receiver import Receiver
 from mqusers.users.base import lanes
 from mqusers.wiring.admission import pattern_problem
+from mqusers.wiring.plugin import _audit_totals
 from tests.unit.fake_client import connected, environment, message
 
 P = "/queue/orders.{0..9}"
@@ -234,3 +235,19 @@ def test_workers_split_the_destinations_and_their_users_share_each_part(workers:
              for d in lanes("/queue/o.{0..99}", index, users, (worker, workers))]  # fmt: skip
     assert sorted(taken) == sorted(f"/queue/o.{n}" for n in range(100))  # each exactly once
     assert lanes("/queue/plain", 3, 4, (1, 2)) == ["/queue/plain"]
+
+
+def test_the_live_audit_totals_are_one_point_per_pattern_not_one_per_destination() -> None:
+    book = Book()
+    book.on_request("STOMP", f"send {P}", 1.0, 10, None)
+    sent, received = SentLedger("w1"), ReceiveLedger("w2")
+    for index in range(10):
+        destination = f"/queue/orders.{index}"
+        received.subscription("w2/0", destination, "queue", 0).record("w1.P.0", 2)  # seq 1 never arrives
+        stream = sent.producer(destination, "w1.P.0")
+        stream.record(1, MS)
+        stream.record(2, 2 * MS)
+    audit = Audit()
+    audit.merge({**sent.drain(), **received.drain()})
+    ctx = SimpleNamespace(settings=Settings(drain=0.0), book=book, audit=audit)
+    assert _audit_totals(ctx) == {P: {"lost": 10, "duplicated": 0, "in_flight": 0}}  # type: ignore[arg-type]
