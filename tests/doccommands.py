@@ -31,7 +31,7 @@ RUN_HERE = {
     "mqusers report find-max.json": "test_the_capacity_examples_run",
     "mqusers matrix --host": "test_the_matrix_examples_run",
     "mqusers matrix --modes": "test_the_matrix_examples_run",
-    "locust -f locustfiles/put_get.py --host": "test_the_payload_example_runs",
+    "locust -f locustfiles/put_get.py --host": "test_the_put_get_examples_run",
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {

@@ -15,6 +15,7 @@ from mqusers.options.optionspec import read
 from mqusers.options.parsing import MAX_FRAME_DEFAULT, BrokerAddress, OptionError, is_broker_url, parse_broker_url
 from mqusers.options.paths import check_client_certificate
 from mqusers.options.payloadspec import PayloadSpec
+from mqusers.options.profile import RateProfile
 from mqusers.options.table import OPTIONS
 
 
@@ -54,6 +55,7 @@ class Settings:
     max_lost: int | None = None
     min_rate: float | None = None
     total_rate: float = 0.0
+    profile: RateProfile | None = None
     drain: float = 5.0
     drain_max: float = 30.0
     total_messages: int = 0
@@ -92,4 +94,7 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
         elif host:
             values["broker"] = parse_broker_url(host)
     check_client_certificate(values.get("cert_file"), values.get("key_file"))
+    if values.get("profile") is not None and (values.get("total_rate") or values.get("rate") is not None):
+        given = "--mq-total-rate" if values.get("total_rate") else "--mq-rate"
+        raise OptionError(f"--mq-profile sets the run-wide rate over time: drop {given}")
     return Settings(**values)

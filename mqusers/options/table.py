@@ -41,6 +41,7 @@ from mqusers.options.parsing import (
 )
 from mqusers.options.paths import parse_ca_file, parse_cert_file, parse_key_file, writable_file
 from mqusers.options.payloadspec import parse_payload
+from mqusers.options.profile import parse_profile
 
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
 _SECONDS = decimal(MAX_SECONDS, unit="seconds")
@@ -102,6 +103,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "mq-rate", "rate", _RATE, f"messages/s per producer user: {MIN_RATE} to {MAX_RATE:,} (0 = as fast as possible)"
+    ),
+    Option(
+        "mq-profile",
+        "profile",
+        parse_profile,
+        "the run-wide rate over time, on the shared schedule: steps:1000/30s,2000/30s; ramp:100,5000,60s; "
+        "sine:2000,1000,60s (mean, amplitude, period); csv:FILE (lines seconds,rate); the last rate holds after",
     ),
     Option(
         "mq-total-rate",

@@ -162,6 +162,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
     options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
     options["broker"] = str(settings.broker) if settings.broker else None
     options["payload"] = str(settings.payload) if settings.payload else None
+    options["profile"] = str(settings.profile) if settings.profile else None
     options["faults"] = [f"{record['at_s']:g}s:{record['command']}" for record in facts.faults]  # secrets masked
     return {
         "kind": "run",

@@ -22,17 +22,23 @@ class ReceiptWindow:
         self._client, self.size = client, size
         #: Each send awaiting its RECEIPT, oldest first, with what to tell when it is settled.
         self._waiting: deque[tuple[Awaited, Settled]] = deque()
+        self.written = False
 
     def __len__(self) -> int:
         return len(self._waiting)
 
     def send(self, publisher: Publisher, seq: int, extra: bytes, settled: Settled) -> None:
-        """Send ``seq``; then, while ``size`` sends wait, wait for the oldest. ``settled`` is told its outcome."""
+        """Send ``seq``; then, while ``size`` sends wait, wait for the oldest. ``settled`` is told its outcome.
+
+        ``written`` says, when this is interrupted, whether ``seq`` was in the window by then.
+        """
+        self.written = False
         awaited = self._client.publish_receipted(publisher, seq, extra)
         if awaited is None:
             settled(seq, Sent.FAILED)
             return
         self._waiting.append((awaited, settled))
+        self.written = True
         while len(self._waiting) >= self.size:
             self._settle_oldest(None)
 

@@ -63,13 +63,15 @@ class SharedSchedule:
     def __init__(self, draw: Draw):
         self._draw = draw
         self._t0, self._interval = 0.0, 0.0
+        self._due_s: Callable[[int], float] | None = None
         self._index = self._end = 0
         self._drawn = False
         self.finished = False
 
-    def start(self, t0: float, rate: float) -> None:
-        """``t0`` on this process's perf clock; ``rate`` 0 = as fast as possible."""
-        self._t0, self._interval = t0, (1.0 / rate if rate > 0 else 0.0)
+    def start(self, t0: float, rate: float, due_s: Callable[[int], float] | None = None) -> None:
+        """``t0`` on this process's perf clock; ``rate`` 0 = as fast as possible; ``due_s``: when message
+        ``k`` is due, in seconds after ``t0`` (a rate profile), instead of ``k / rate``."""
+        self._t0, self._interval, self._due_s = t0, (1.0 / rate if rate > 0 else 0.0), due_s
 
     def next(self) -> Slot | None:
         """The next slot, None when every message has been handed out; raises :class:`NoBlock`."""
@@ -87,6 +89,8 @@ class SharedSchedule:
             self._index, self._end = start, start + count
         index = self._index
         self._index += 1
+        if self._due_s is not None:
+            return Slot(index, self._t0 + self._due_s(index))
         return Slot(index, self._t0 + index * self._interval if self._interval else None)
 
 

@@ -89,7 +89,8 @@ class StompProducerUser(StompUser):
         in_flight = self.setting("in_flight")
         self.window = ReceiptWindow(self.client, in_flight) if self.receipts and in_flight > 1 else None
         #: On the run-wide schedule of --mq-total-rate / --mq-total-messages rather than per user.
-        self.shared = bool(self.mq.settings.total_rate or self.mq.settings.total_messages)
+        settings = self.mq.settings
+        self.shared = bool(settings.total_rate or settings.total_messages or settings.profile)
         self.schedule = SharedSchedule(self._draw_block)
         self._lag = self.client.operation(event_name(SCHEDULE_LAG, self.destination))
         self._due_header = b""
@@ -107,7 +108,7 @@ class StompProducerUser(StompUser):
         self._publisher_dialect = self.client.dialect
         #: Messages per task run: unpaced sends without receipts go out in one write of up to 64 KB;
         #: a subclass with its own ``emit`` gets it called per message.
-        paced = self.receipts or self.rate > 0 or self.mq.settings.total_rate
+        paced = self.receipts or self.rate > 0 or self.mq.settings.total_rate or self.mq.settings.profile
         own_emit = type(self).emit is not StompProducerUser.emit
         largest = max(map(len, self.bodies))
         self.burst = 1 if paced or own_emit else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, largest)))
@@ -150,7 +151,9 @@ class StompProducerUser(StompUser):
         elif self.shared:
             # Message k is due at t0 + k/rate on the master's clock; move t0 to this process's clocks.
             t0_local_ns = plan.t0_ns + self.coordinator.follower.own_offset_ns
-            self.schedule.start(time.perf_counter() + (t0_local_ns - time.time_ns()) / 1e9, plan.rate)
+            profile = self.mq.settings.profile
+            self.schedule.start(time.perf_counter() + (t0_local_ns - time.time_ns()) / 1e9, plan.rate,
+                                profile.due_s if profile is not None else None)  # fmt: skip
         super().on_start()
         if self.phase_s and not self.shared:
             gevent.sleep(self.phase_s)
@@ -208,8 +211,10 @@ class StompProducerUser(StompUser):
         except (GreenletExit, gevent.Timeout):
             # Stopped mid-send (the run's end found the broker not reading): what went out whole may
             # still reach the broker, so it counts as sent, its outcome unknown.
-            abandoned = self.window.abandon_all() if self.window is not None else []
-            if first not in abandoned:
+            in_window = self.window is not None and self.window.written
+            if self.window is not None:
+                self.window.abandon_all()  # this message among them when it was written
+            if not in_window:
                 self._sent_unsure(first, self.client.interrupted_whole(count))
             raise
         if self.availability.pending:

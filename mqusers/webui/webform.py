@@ -34,6 +34,7 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-rate": ("Rate per producer, msg/s", "rate", GROUPS[1]),
     "mq-random-start": ("Random start within the interval", "random_start", GROUPS[1]),
     "mq-total-rate": ("Total rate, msg/s (shared schedule)", "", GROUPS[1]),
+    "mq-profile": ("Rate profile (shared schedule)", "", GROUPS[1]),
     "mq-messages": ("Messages per producer", "max_messages", GROUPS[1]),
     "mq-total-messages": ("Total messages", "", GROUPS[1]),
     "mq-size": ("Message size", "message_size", GROUPS[2]),

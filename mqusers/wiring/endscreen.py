@@ -46,6 +46,8 @@ def scenario_of(environment: Environment, ctx: RunContext) -> dict[str, Any]:
 
 def rate_asked(user_classes: list[type], settings: Any) -> str:
     """The send rate asked, in words: run-wide, per producer (the option or each class's own), or unpaced."""
+    if settings.profile is not None:
+        return f"profile {settings.profile} asked in all (peak {settings.profile.peak:,g} msg/s)"
     if settings.total_rate:
         return f"{settings.total_rate:,g} msg/s asked in all"
     if settings.total_messages:  # the shared schedule, unpaced: the classes' own rates do not apply

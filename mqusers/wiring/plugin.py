@@ -170,7 +170,10 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     else:
         settings = ctx.settings
         coordinator.begin(
-            admission.consumer_target(environment), settings.total_rate, settings.total_messages, producers
+            admission.consumer_target(environment),
+            settings.profile.peak if settings.profile is not None else settings.total_rate,
+            settings.total_messages,
+            producers,
         )
     ctx.recorder.restart(ctx.settings.request_events == "per-message")
     ctx.book.clear()

@@ -162,10 +162,16 @@ def test_the_matrix_examples_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.activemq
-def test_the_payload_example_runs(tmp_path: Path) -> None:
+def test_the_put_get_examples_run(tmp_path: Path) -> None:
+    """The payload and the rate-profile examples: each says what it sent, and nothing was lost."""
     started("activemq")
-    for command in commands_starting("locust -f locustfiles/put_get.py --host"):
+    profile = "steps:1000/5s,3000/5s,6000/5s"
+    says = {"--mq-payload json --mq-size 2KB": "2,048 B json messages",
+            f"--mq-profile {profile}": f"profile {profile} asked in all"}  # fmt: skip
+    commands = commands_starting("locust -f locustfiles/put_get.py --host")
+    assert len(commands) == len(says) and all(any(key in c for c in commands) for key in says)
+    for command in commands:
         done = run(short(command, tmp_path), tmp_path)
         output = " ".join((done.stdout + done.stderr).split())
         assert done.returncode == 0, output[-3000:]
-        assert "2,048 B json messages" in output and "audit: nothing lost" in output
+        assert "audit: nothing lost" in output and all(said in output for key, said in says.items() if key in command)

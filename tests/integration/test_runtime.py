@@ -84,9 +84,13 @@ def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_pa
     assert 0 < row["latency_ms"]["p50"] <= row["latency_ms"]["max"] < 1000
 
 
-def test_shared_schedule_and_start_barrier_across_workers(broker: Broker, destination, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pacing", ["--mq-total-rate=200", "--mq-profile=ramp:100,300,2s"])
+def test_shared_schedule_and_start_barrier_across_workers(
+    broker: Broker, pacing: str, destination, tmp_path: Path
+) -> None:
+    """A constant run-wide rate, or a rate profile, shared by the producers of two workers."""
     topic = destination("topic")
-    args = ("--mq-destination", topic, "--mq-total-messages", "333", "--mq-total-rate", "200")
+    args = ("--mq-destination", topic, "--mq-total-messages", "333", pacing)
     document = run_distributed("pubsub.py", broker, tmp_path, *args, users=5)
     [row] = [r for r in document["destinations"] if r["destination"] == topic]
     # Exactly N in total from 3 producers on 2 workers, and no subscriber missed the start.
