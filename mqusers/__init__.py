@@ -15,7 +15,8 @@ from mqusers.stomp.dialects import Dialect, dialect_for
 from mqusers.stomp.receiver import Receiver, Replier
 from mqusers.users.base import StompUser
 from mqusers.users.consumers import StompConsumerUser, StompResponderUser
-from mqusers.users.producers import StompProducerUser, StompRequesterUser
+from mqusers.users.producers import StompProducerUser
+from mqusers.users.requesters import StompRequesterUser
 from mqusers.wiring import plugin  # noqa: F401  (registers the --mq-* options and the per-Environment wiring)
 
 __version__ = "0.1.0"

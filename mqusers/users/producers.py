@@ -1,4 +1,4 @@
-"""Abstract producer Users: stamped messages to a destination, paced or not, and request/reply.
+"""Abstract producer Users: stamped messages to a destination (or each of a pattern's), paced or not.
 
 Configured like every mqusers User (:mod:`mqusers.users.base`): class attributes, overridden by
 non-empty ``--mq-*`` options. :mod:`mqusers.users.pacing` says when to send.
@@ -19,7 +19,7 @@ import gevent
 from gevent import GreenletExit
 
 from mqusers.measure.ledgers import SentStream
-from mqusers.measure.names import QUEUE_REPLY_PREFIX, REQUEST_TYPE, SCHEDULE_LAG, TEMP_REPLY_PREFIX, event_name
+from mqusers.measure.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
 from mqusers.options.payloadspec import PayloadSpec
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError, Publisher, Sent
@@ -300,38 +300,3 @@ class StompProducerUser(StompUser):
         if count:
             self._sent.record_run(first, count, time.time_ns())
             self._sent.unconfirmed.add_range(first, first + count - 1)
-
-
-class StompRequesterUser(StompProducerUser):
-    """Sends requests to ``destination`` and times each reply (sync request/reply)."""
-
-    abstract = True
-    #: ``temp`` replies on a temporary queue; ``queue`` on a queue of this requester's own.
-    reply_to = "temp"
-
-    def __init__(self, environment: Any):
-        super().__init__(environment)
-        self.reply_to = self.setting("reply_to")
-        self.reply_destination = ""
-
-    def on_connected(self) -> None:
-        super().on_connected()
-        dialect = self.client.dialect
-        name = self.producer_id.replace(".", "-")
-        if self.reply_to == "temp" and dialect.temp_queue_needs_subscribe is not None:
-            self.reply_destination = TEMP_REPLY_PREFIX + name
-            if not dialect.temp_queue_needs_subscribe:
-                self.client.route(self.reply_destination, self.client.reply_arrived)
-                return
-            self.client.subscribe(self.reply_destination, self.client.reply_arrived, ack="auto", headers={})
-            return
-        queue = QUEUE_REPLY_PREFIX + name
-        headers = dict(dialect.reply_queue_subscribe)
-        self.client.subscribe(queue, self.client.reply_arrived, ack="auto", headers=headers)
-        self.reply_destination = dialect.reply_queue_address.format(name=queue.removeprefix("/queue/"))
-
-    def emit(self, seq: int) -> None:
-        outcome = self.client.request(self.publisher(), seq, self.reply_destination)
-        if outcome:
-            self.ok_ns = time.time_ns()
-            self._sent.record(seq, self.ok_ns)
