@@ -59,6 +59,8 @@ class Settings:
     drain: float = 5.0
     drain_max: float = 30.0
     total_messages: int = 0
+    backlog_messages: int = 0
+    backlog_seconds: float = 0.0
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None

@@ -124,6 +124,20 @@ OPTIONS: tuple[Option, ...] = (
         "messages sent in total by all producers on all workers (at most 10^12)",
     ),
     Option(
+        "mq-backlog-messages",
+        "backlog_messages",
+        whole(MAX_COUNT),
+        "a backlog run: consumers subscribe only once producers sent this many messages (the build), then drain "
+        "it; the report has a section per phase (docs/backlog.md; 0 = not by count)",
+    ),
+    Option(
+        "mq-backlog-seconds",
+        "backlog_seconds",
+        _SECONDS,
+        "a backlog run: consumers subscribe only after this many seconds of build (with --mq-backlog-messages: "
+        "whichever comes first; 0 = not by time)",
+    ),
+    Option(
         "mq-drain",
         "drain",
         _SECONDS,

@@ -59,6 +59,8 @@ class RunFacts:
     start_failures: list[dict[str, Any]] = field(default_factory=list)
     #: Workers lost mid-test (:class:`mqusers.wiring.lostworkers.LostWorker`): their last seconds are unknown.
     lost_workers: list[dict[str, Any]] = field(default_factory=list)
+    #: A backlog run's phases (:meth:`mqusers.measure.backlog.BacklogFigures.document`), else None.
+    backlog: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from mqusers.measure.book import percentile_plot
 from mqusers.measure.names import RECEIVE, split_event_name
 from mqusers.options.settings import Settings
 from mqusers.options.table import OPTIONS, SECRET_FIELDS
+from mqusers.report.backlogreport import backlog_sentence, phase_table
 from mqusers.report.htmltables import Html, facts, number, table, when
 from mqusers.report.manydest import QUANTILES, WORST_FIGURES
 from mqusers.run.verdicts import sentence
@@ -150,7 +151,7 @@ def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     return f"""<section class="run" id="doc-{index}">{heading}{what_ran(document)}
 <div class="charts" data-doc="{index}"></div>
 <h3>Audit</h3>{audit}<h3>Rates and receive latency</h3>{latency}{_pattern_tables(document)}
-{_failover_tables(document)}{_broker_tables(document)}
+{_backlog_table(document)}{_failover_tables(document)}{_broker_tables(document)}
 <h3>Generator</h3>{processes}<h3>Clock offsets against the master</h3>{clock_table if clocks else "<p>none</p>"}
 <h3>Notes</h3><ul>{notes}</ul><details><summary>Every option</summary>{option_table}</details>
 </section>"""
@@ -172,6 +173,16 @@ def _pattern_tables(document: dict[str, Any]) -> str:
         html += (f"<h3>{escape(s['pattern'])}: {number(s['destinations'])} destinations</h3><p>{counts}; the worst "
                  f"{len(s['worst'])} (most lost, then unreceived, then p99):</p>{worst}{p99}{rates}")  # fmt: skip
     return html
+
+
+def _backlog_table(document: dict[str, Any]) -> str:
+    """A backlog run's phases, build then drain; nothing for another run."""
+    backlog = document.get("backlog")
+    if not backlog:
+        return ""
+    rows = phase_table(backlog, document.get("operations", []))
+    words = escape(backlog_sentence(backlog))
+    return f"<h3>Backlog: build, then drain</h3>{table(rows[0], rows[1:], 'backlog')}<p>{words}</p>"
 
 
 def _failover_tables(document: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from mqusers.options.table import SECRET_FIELDS
+from mqusers.report.backlogreport import backlog_sentence, phase_table
 from mqusers.report.brokerreport import broker_table
 from mqusers.report.build import AUDIT_KEYS, Row, RunReport
 from mqusers.report.failover import failover_table
@@ -60,6 +61,11 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
         lines += _audit(report)
     for section in report.patterns:
         lines += [_render(part) if isinstance(part, list) else _wrap(part) for part in section_lines(section)]
+    if report.facts.backlog is not None:
+        lines += [
+            _render(phase_table(report.facts.backlog, report.operations)),
+            _wrap(backlog_sentence(report.facts.backlog)),
+        ]
     if latency := _latency_table(report):
         lines.append(_render(latency))
     if failover := failover_table(report.facts.failover):
@@ -180,6 +186,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "lost_workers": facts.lost_workers,
         "start_failures": facts.start_failures,
         "broker": facts.broker,
+        "backlog": facts.backlog,
         "destinations": [row.document() for row in report.rows],
         "patterns": report.patterns,
         "operations": report.operations,

@@ -32,6 +32,7 @@ from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
 from mqusers.measure.spread import Spread
 from mqusers.options.settings import Settings, class_brokers, read_settings
+from mqusers.run.backlog import Phases
 from mqusers.run.ending import Drain
 from mqusers.run.faults import FaultSchedule
 from mqusers.run.health import Health
@@ -139,6 +140,8 @@ class RunContext:
     #: The master's copy of every process's health report, by node.
     generators: dict[str, HealthReport] = field(default_factory=dict)
     drain: Drain | None = None
+    #: A backlog run's build and drain (``--mq-backlog-*``, a single process), else None.
+    backlog: Phases | None = None
     #: ``time`` (-t, the web UI's stop), ``count`` (--mq-total-messages done) or ``interrupt`` (Ctrl-C).
     ended_by: str = "time"
     stopped: bool = False

@@ -13,8 +13,18 @@ import zlib
 from collections.abc import Callable
 
 from mqusers.coordination.messages import Follower
+from mqusers.measure.backlog import BacklogFigures
 from mqusers.measure.ledgers import Subscription
-from mqusers.measure.names import ACK, RECEIVE, RECEIVE_DUE, REPLY, REQUEST_TYPE, event_name
+from mqusers.measure.names import (
+    ACK,
+    RECEIVE,
+    RECEIVE_BACKLOG,
+    RECEIVE_DUE,
+    RECEIVE_NEW,
+    REPLY,
+    REQUEST_TYPE,
+    event_name,
+)
 from mqusers.measure.spread import Spot
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.wire import (
@@ -66,6 +76,7 @@ class Receiver:
         other_runs: str = "apart",
         label: str = "",
         spot: Spot | None = None,
+        backlog: BacklogFigures | None = None,
     ):
         self.destination = destination
         #: What its events are named after: the destination, or the pattern it is one of.
@@ -73,6 +84,12 @@ class Receiver:
         self.name = event_name(RECEIVE, self.label)
         self._receive = client.operation(self.name)
         self._due = client.operation(event_name(RECEIVE_DUE, self.label))
+        #: A backlog run: this run's deliveries counted by phase, their latency apart beside ``receive``.
+        self._backlog = backlog
+        if backlog is not None:
+            self._old = client.operation(event_name(RECEIVE_BACKLOG, self.label))
+            self._new = client.operation(event_name(RECEIVE_NEW, self.label))
+            self._old.cut = self._new.cut = False
         #: A pattern's destination: its own deliveries' latency, beside the pattern's row.
         self._spot = spot
         # Cut by each message's send time here, not by its receive time (on the producer's clock).
@@ -132,6 +149,8 @@ class Receiver:
                 if self.audit is not None and own:  # the audit is of this run's messages only
                     self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(_REDELIVERED) == b"true")
                 latency_us = (received_ns - sent_ns) // 1000
+                backlog = self._backlog if own else None
+                old = backlog is not None and backlog.delivered(sent_ns, received_ns)
                 # Auto ack only: the broker sends on without waiting for our ACKs, so a pause throttles nothing.
                 if latency_us >= RECEIVE_BEHIND_US and not self._acks:
                     self._client.behind = True
@@ -143,6 +162,8 @@ class Receiver:
                         # Coordinated omission corrected: measured from when the schedule wanted it sent.
                         self._due.record((received_ns - int(due)) // 1000, size, received_ns)
                     self._receive.record(latency_us, size, received_ns)
+                    if backlog is not None:
+                        (self._old if old else self._new).record(latency_us, size, received_ns)
                     if self._spot is not None:
                         self._spot.record(latency_us, received_ns)
         self.received += 1

@@ -74,12 +74,28 @@ class StompConsumerUser(StompUser):
     def receiver_options(self, destination: str) -> dict[str, Any]:
         """The run's id and other-runs mode; with a pattern, its label and the destination's own figures."""
         options: dict[str, Any] = {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
+        if self.mq.backlog is not None:
+            options["backlog"] = self.mq.backlog.figures
         if destination != self.destination:
             options.update(label=self.destination, spot=self.mq.spread.spot(destination))
         return options
 
     def last_ok_ns(self) -> int:
         return max(receiver.last_ns for receiver in self.receivers) or -1
+
+    def on_start(self) -> None:
+        phases = self.mq.backlog
+        if phases is None or phases.gate.is_set():
+            super().on_start()
+            return
+        # A backlog run's build: counted at the start barrier now (producers must not wait for this
+        # consumer), subscribed once the build is over.
+        self.count_as_joined()
+        phases.hold()
+        try:
+            super().on_start()
+        finally:
+            phases.joined()
 
     def on_connection_lost(self, dropped: bool) -> None:
         now = time.time_ns()

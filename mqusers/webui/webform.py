@@ -37,6 +37,8 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-profile": ("Rate profile (shared schedule)", "", GROUPS[1]),
     "mq-messages": ("Messages per producer", "max_messages", GROUPS[1]),
     "mq-total-messages": ("Total messages", "", GROUPS[1]),
+    "mq-backlog-messages": ("Backlog: build until messages sent", "", GROUPS[1]),
+    "mq-backlog-seconds": ("Backlog: build for, s", "", GROUPS[1]),
     "mq-size": ("Message size", "message_size", GROUPS[2]),
     "mq-payload": ("Payload", "payload", GROUPS[2]),
     "mq-persistent": ("Persistent messages", "persistent", GROUPS[2]),

@@ -43,7 +43,21 @@ def test_settings(environment: Environment, options: Any, host: str | None) -> S
 def problem(environment: Environment, settings: Settings, users: int | None) -> str | None:
     """The one line that refuses this test's role split or its open files; None when it may start."""
     arranged = arrangement(environment, settings, users)
-    return pattern_problem(environment, settings, arranged) or arranged.problem or files_problem(environment, users)
+    return (
+        backlog_problem(environment, settings)
+        or pattern_problem(environment, settings, arranged)
+        or arranged.problem
+        or files_problem(environment, users)
+    )
+
+
+def backlog_problem(environment: Environment, settings: Settings) -> str | None:
+    """A backlog's build is counted in one process: not over workers (yet)."""
+    backlog = settings.backlog_messages or settings.backlog_seconds
+    if backlog and isinstance(environment.runner, (MasterRunner, WorkerRunner)):
+        flag = "--mq-backlog-messages" if settings.backlog_messages else "--mq-backlog-seconds"
+        return f"{flag}: a backlog run needs one process (no --master, --worker or --processes)"
+    return None
 
 
 def pattern_problem(

@@ -24,7 +24,7 @@ import gevent
 from mqusers.measure.names import RECEIVE, split_event_name
 from mqusers.run.context import RunContext, context
 from mqusers.run.ending import arrival
-from mqusers.wiring import finals, lostworkers
+from mqusers.wiring import finals, lostworkers, phases
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,8 @@ def refresh(environment: Environment, ctx: RunContext) -> None:
 
 def all_arrived(environment: Environment, ctx: RunContext) -> str | None:
     runner = environment.runner
+    if ctx.backlog is not None and not ctx.backlog.ready():
+        return None  # a backlog run's consumers have not all subscribed yet
     if isinstance(runner, MasterRunner) and not lostworkers.alive(runner) <= ctx.progressed:
         return None  # some worker's last sends may not be in the audit yet
     return arrival(ctx.audit.verdict(time.time_ns(), 0, ctx.clock_offsets(), settled=False).values())
@@ -80,6 +82,7 @@ def on_test_stopping(environment: Environment, **_: Any) -> None:
     if isinstance(runner, MasterRunner):
         runner.send_message(STOP_PRODUCING, {})
     settings = ctx.settings
+    phases.end_build(ctx)
     ctx.drain.run(settings.drain, None if ctx.ended_by == "count" else settings.drain_max)
 
 

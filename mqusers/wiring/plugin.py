@@ -44,7 +44,18 @@ from mqusers.sinks import influx
 from mqusers.sinks.settings import add_influx_arguments
 from mqusers.stomp.client import MqError
 from mqusers.webui import pages as webui
-from mqusers.wiring import admission, brokerwatch, endscreen, fdlimit, finals, lifecycle, lostworkers, roles, runreport
+from mqusers.wiring import (
+    admission,
+    brokerwatch,
+    endscreen,
+    fdlimit,
+    finals,
+    lifecycle,
+    lostworkers,
+    phases,
+    roles,
+    runreport,
+)
 
 logger = logging.getLogger(__name__)
 #: The web UI's address unless --web-host (or LOCUST_WEB_HOST) is given; Locust's own default is every interface.
@@ -200,6 +211,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         gc.freeze()
     if environment.runner is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         ctx.pump = gevent.spawn(ticks.fold_ledgers_every_second, ctx)
+    phases.start(ctx)
     ctx.started = time.time()
     if not isinstance(environment.runner, WorkerRunner):
         secret = [ctx.settings.password, *influx.secrets(environment)]

@@ -49,6 +49,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         out_of_files=fdlimit.failures(environment.stats.errors),
         lost_workers=[dict(worker) for worker in lost],
         start_failures=ctx.start_failures.document(),
+        backlog=ctx.backlog.figures.document() if ctx.backlog is not None else None,
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series, ctx.spread.figures())
     written: list[str] = []

@@ -1,0 +1,103 @@
+"""A backlog built while no consumer reads, then drained: checked against the broker's own depth, polled apart."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from tests.integration.brokers import Broker, started
+from tests.integration.locust_runs import assert_refused_before_load, run_locust, start_locust
+
+PRODUCERS, EACH = 2, 1500
+
+
+class DepthPoll:
+    """The broker's depth of one queue, read over and over in a thread: (asked ns, answered ns, depth)."""
+
+    def __init__(self, broker: Broker, queue: str):
+        self.broker, self.queue = broker, queue
+        self.samples: list[tuple[int, int, int]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            asked = time.time_ns()
+            held = self.broker.counters(self.queue)["held"]
+            self.samples.append((asked, time.time_ns(), held))
+
+    def __enter__(self) -> DepthPoll:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=15)
+
+
+def test_backlog_at_the_switch_is_the_brokers_depth_and_empties_when_the_broker_does(
+    destination, tmp_path: Path
+) -> None:
+    """2 producers send 1,500 each (receipted) while the consumer waits 3 s: the backlog at the switch is
+    the broker's own depth then; every message arrives once; the time to empty ends when the broker's depth
+    reaches 0, polled apart from mqusers."""
+    broker = started("activemq")
+    queue = destination("queue")
+    with DepthPoll(broker, queue) as poll:
+        running = start_locust(
+            "backlog.py", broker.url, "--mq-destination", queue, "--mq-messages", str(EACH), "--mq-receipts", "true",
+            "--mq-backlog-seconds", "3", "--mq-ack", "auto", users=PRODUCERS + 1, seconds=10, tmp_path=tmp_path,
+        )  # fmt: skip
+        run = running.finish(60)
+    assert run.code == 0, run.output[-3000:]
+    backlog = run.report["backlog"]
+    switch, emptied = backlog["switch_ns"], backlog["emptied_ns"]
+    assert backlog["switch_reason"] == "time passed"
+    assert 2.9 < backlog["build_s"] < 4, backlog
+    # The broker's depth just before the switch is the backlog mqusers counted (every send confirmed by then).
+    before = [held for _, answered, held in poll.samples if answered < switch]
+    assert before and before[-1] == backlog["at_switch"] == PRODUCERS * EACH, (before[-5:], backlog)
+    # Exactly once: the audit and the phase counts.
+    row = run.row(queue)
+    assert row["sent"] == row["received"] == PRODUCERS * EACH, row
+    assert all(row[key] == 0 for key in ("lost", "duplicated", "unreceived", "reordered")), row
+    assert backlog["drained"] == PRODUCERS * EACH and backlog["new"] == 0, backlog
+    assert run.operation(f"receive-backlog {queue}")["count"] == PRODUCERS * EACH
+    # The broker's depth reaches 0 between its last non-empty reading and its first empty one after the
+    # switch; mqusers' last backlog delivery falls in that window (auto ack: the broker counts a message
+    # gone when it dispatches it, a moment before it arrives).
+    after = [s for s in poll.samples if s[0] > switch]
+    first_empty = next(i for i, s in enumerate(after) if s[2] == 0)
+    assert first_empty > 0, after[:3]  # the broker held the backlog after the switch
+    last_full_asked, empty_answered = after[first_empty - 1][0], after[first_empty][1]
+    assert last_full_asked - 50_000_000 < emptied < empty_answered + 50_000_000, (last_full_asked, emptied, empty_answered)
+    broker_s = (empty_answered - switch) / 1e9
+    assert 0 < backlog["time_to_empty_s"] <= broker_s + 0.05, (backlog["time_to_empty_s"], broker_s)
+    assert sum(backlog["drain_per_second"]) == PRODUCERS * EACH
+    assert "backlog: 3,000 messages at the switch (time passed), emptied in" in run.output
+
+
+def test_backlog_and_new_messages_apart(destination, tmp_path: Path) -> None:
+    """Producers at 500 msg/s each go on after a 2 s build: the backlog's deliveries and the new ones add up
+    to what was sent, each exactly once; the backlog's messages waited, the new ones did not."""
+    broker = started("activemq")
+    queue = destination("queue")
+    run = run_locust(
+        "backlog.py", broker.url, "--mq-destination", queue, "--mq-rate", "500", "--mq-backlog-seconds", "2",
+        users=PRODUCERS + 1, seconds=6, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    backlog, row = run.report["backlog"], run.row(queue)
+    assert row["sent"] == row["received"] and row["lost"] == row["duplicated"] == 0, row
+    old, new = run.operation(f"receive-backlog {queue}"), run.operation(f"receive-new {queue}")
+    assert old["count"] == backlog["drained"] and new["count"] == backlog["new"], (old, new, backlog)
+    assert old["count"] + new["count"] == row["received"]
+    assert 1500 < old["count"] < 2600 and new["count"] > 3000, backlog
+    # The backlog's oldest message waited about the build; the new ones arrive as the drain catches up.
+    assert old["latency_ms"]["max"] > 1500 and new["latency_ms"]["p50"] < old["latency_ms"]["p50"], (old, new)
+
+
+def test_a_negative_build_is_refused_before_load(tmp_path: Path) -> None:
+    run = run_locust("backlog.py", "stomp://127.0.0.1:1", "--mq-backlog-seconds", "-1", tmp_path=tmp_path)
+    assert_refused_before_load(run, "--mq-backlog-seconds")
