@@ -29,7 +29,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from mqusers.measure.book import Tally
-from mqusers.measure.names import RECEIPT, RECEIVE, REQUEST, destination_operation
+from mqusers.measure.names import (
+    RECEIPT,
+    RECEIVE,
+    RECEIVE_BACKLOG,
+    RECEIVE_NEW,
+    REQUEST,
+    destination_operation,
+    event_name,
+)
 
 CPU_SATURATED = 90.0
 LAG_LATE_MS = 20.0
@@ -38,7 +46,7 @@ BROKER_LATE_MS = 20.0
 #: Worst last: the run's verdict is the worst of its processes'.
 VERDICTS = ("ok", "broker-slow", "contended", "saturated")
 #: Operations the broker answers: late ones while the generator keeps time are the broker's.
-BROKER_TIMED = (RECEIVE, RECEIPT, REQUEST)
+BROKER_TIMED = (RECEIVE, RECEIVE_NEW, RECEIPT, REQUEST)
 
 #: verdict -> (what happened, what to do). Filled in by :func:`sentence` from the figures.
 WORDS = {
@@ -188,6 +196,8 @@ def broker_p99_ms(tallies: Mapping[str, Tally]) -> dict[str, float]:
     p99 = {}
     for name, tally in tallies.items():
         found = destination_operation(name)
+        if found is not None and found[0] == RECEIVE and event_name(RECEIVE_BACKLOG, found[1]) in tallies:
+            continue  # a backlog run: this latency is mostly the backlog's age; its new messages' is the broker's
         if found is not None and found[0] in BROKER_TIMED and tally.histogram.get_total_count():
             p99[name] = tally.histogram.get_value_at_percentile(99) / 1000.0
     return p99

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gevent
 
 from mqusers.measure.names import RECEIPT, SEND, split_event_name
-from mqusers.run.backlog import BY_END, Phases, watch
+from mqusers.run.backlog import BY_COUNT, BY_END, Phases, watch
 from mqusers.run.context import RunContext
 
 
@@ -32,4 +32,6 @@ def start(ctx: RunContext) -> None:
 def end_build(ctx: RunContext) -> None:
     """The run ends while building: its drain is the backlog's."""
     if ctx.backlog is not None and not ctx.backlog.gate.is_set():
-        ctx.backlog.switch(sent_so_far(ctx), BY_END)
+        sent, wanted = sent_so_far(ctx), ctx.backlog.figures.messages
+        # A run ended by its count (--mq-total-messages) may end before the watch saw the build's count.
+        ctx.backlog.switch(sent, BY_COUNT if wanted and sent >= wanted else BY_END)

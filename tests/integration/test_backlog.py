@@ -71,7 +71,11 @@ def test_backlog_at_the_switch_is_the_brokers_depth_and_empties_when_the_broker_
     first_empty = next(i for i, s in enumerate(after) if s[2] == 0)
     assert first_empty > 0, after[:3]  # the broker held the backlog after the switch
     last_full_asked, empty_answered = after[first_empty - 1][0], after[first_empty][1]
-    assert last_full_asked - 50_000_000 < emptied < empty_answered + 50_000_000, (last_full_asked, emptied, empty_answered)
+    assert last_full_asked - 50_000_000 < emptied < empty_answered + 50_000_000, (
+        last_full_asked,
+        emptied,
+        empty_answered,
+    )
     broker_s = (empty_answered - switch) / 1e9
     assert 0 < backlog["time_to_empty_s"] <= broker_s + 0.05, (backlog["time_to_empty_s"], broker_s)
     assert sum(backlog["drain_per_second"]) == PRODUCERS * EACH

@@ -175,3 +175,15 @@ def test_the_put_get_examples_run(tmp_path: Path) -> None:
         output = " ".join((done.stdout + done.stderr).split())
         assert done.returncode == 0, output[-3000:]
         assert "audit: nothing lost" in output and all(said in output for key, said in says.items() if key in command)
+
+
+@pytest.mark.activemq
+def test_the_backlog_example_runs(tmp_path: Path) -> None:
+    """-t 4s ends the run within its 5 s build: the switch is the run's end, its drain the backlog's."""
+    started("activemq")
+    for command in commands_starting("locust -f locustfiles/backlog.py --host"):
+        done = run(short(command, tmp_path), tmp_path)
+        output = " ".join((done.stdout + done.stderr).split())
+        assert done.returncode == 0, output[-3000:]
+        assert "(the run ended), emptied in" in output and "audit: nothing lost" in output
+        assert "Backlog: build, then drain" in (tmp_path / "backlog.html").read_text()

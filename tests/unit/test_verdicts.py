@@ -134,3 +134,13 @@ def test_console_json_web_ui_and_html_say_the_same_words() -> None:
     old = {**document["generator"]}  # a report saved before the sentence was in the JSON
     del old["sentence"]
     assert escape(said) in render([{**document, "generator": old}], ["run"])
+
+
+def test_a_backlogs_age_is_not_the_brokers_latency_its_new_messages_are() -> None:
+    book = late_receives(4 * BROKER_LATE_MS)  # receive /queue/a: late, as a backlog's messages are
+    for ms in (1.0, 2.0):
+        book.on_request(request_type="STOMP", name="receive-backlog /queue/a", response_time=900.0, response_length=1,
+                        exception=None)  # fmt: skip
+        book.on_request(request_type="STOMP", name="receive-new /queue/a", response_time=ms, response_length=1,
+                        exception=None)  # fmt: skip
+    assert broker_p99_ms(book.tallies) == {"receive-new /queue/a": 2.0}
