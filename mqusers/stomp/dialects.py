@@ -20,9 +20,8 @@ class Dialect:
     durable_subscribe: tuple[tuple[str, str], ...]
     #: UNSUBSCRIBE headers that remove the durable subscription for good.
     durable_unsubscribe: tuple[tuple[str, str], ...]
-    #: Whether ``/temp-queue/x`` replies need a SUBSCRIBE (ActiveMQ) or arrive unasked (RabbitMQ);
-    #: ``None`` when the broker has no such destinations over STOMP.
-    temp_queue_needs_subscribe: bool | None
+    #: Whether ``/temp-queue/x`` replies need a SUBSCRIBE (ActiveMQ, Artemis) or arrive unasked (RabbitMQ).
+    temp_queue_needs_subscribe: bool
     #: SUBSCRIBE headers for a per-requester reply queue, so the broker removes it with its consumer.
     reply_queue_subscribe: tuple[tuple[str, str], ...] = ()
     #: How a responder addresses that queue (``{name}``) without declaring it anew.
@@ -92,8 +91,9 @@ ARTEMIS = Dialect(
     # The queue is named client-id.subscription-name: the CONNECT client-id is the same stable name.
     durable_subscribe=(("durable-subscription-name", "{name}"),),
     durable_unsubscribe=(("durable-subscription-name", "{name}"),),
-    # No temporary destinations over STOMP: a requester replies on a queue of its own.
-    temp_queue_needs_subscribe=None,
+    # /temp-queue/x is a temporary queue of the subscribing connection (2.40.0: the reply arrived only
+    # after a SUBSCRIBE, as on Classic); the responder sends to the reply-to as it came.
+    temp_queue_needs_subscribe=True,
     # A broker whose default routing type is MULTICAST (default-address-routing-type, no anycastPrefix
     # on its acceptor) would give each competing consumer of /queue/x every message: say what is meant.
     send_routing_header="destination-type",

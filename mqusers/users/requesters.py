@@ -29,7 +29,7 @@ class StompRequesterUser(StompProducerUser):
         super().on_connected()
         dialect = self.client.dialect
         name = self.producer_id.replace(".", "-")
-        if self.reply_to == "temp" and dialect.temp_queue_needs_subscribe is not None:
+        if self.reply_to == "temp":
             self.reply_destination = TEMP_REPLY_PREFIX + name
             if not dialect.temp_queue_needs_subscribe:
                 self.client.route(self.reply_destination, self.client.reply_arrived)

@@ -100,6 +100,7 @@ BEHAVIOURS = (
     "fixed count",
     "leftovers",
     "binary bodies",
+    "temporary destinations",
 )
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {}
