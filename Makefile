@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-BROKERS := activemq activemq-persistent activemq-stress activemq6 artemis rabbitmq
+BROKERS := activemq activemq-persistent activemq-stress activemq6 activemq6-persistent artemis rabbitmq
 DEMO_SECONDS ?= 30
 
 # $(call with_services,NAMES,COMMAND): start NAMES, run COMMAND, then stop only the services this call

@@ -16,7 +16,8 @@ from the caller), as tests/integration/test_netns.py uses them.
 
 ``artemis`` is ActiveMQ Artemis 2.40.0, downloaded once (SHA-512 checked) into ``<project>/.services/cache/``
 by the first start; its STOMP acceptor is 61713 (+ offset). ``activemq6`` is ActiveMQ Classic 6.1.8
-assembled from its Maven Central jars the same way (STOMP 61620).
+assembled from its Maven Central jars the same way (STOMP 61620;
+``activemq6-persistent``, with KahaDB: 61622).
 
 Master/slave pairs (services/cluster.py): ``activemq-shared-a``/``-b`` share one KahaDB
 folder, ``activemq-jdbc-a``/``-b`` one PostgreSQL database (start ``postgresql`` first).
@@ -39,6 +40,7 @@ SERVICES: dict[str, Service] = {
     for service in [
         *activemq.SERVICES,
         activemq6.SERVICE,
+        activemq6.PERSISTENT,
         artemis.SERVICE,
         rabbitmq.SERVICE,
         *metrics.SERVICES,

@@ -3,7 +3,8 @@
 ``activemq6-pom.xml`` pins the broker, STOMP, KahaDB, JAAS and Spring (xbean config) jars;
 ``mvn dependency:copy-dependencies`` fetches them once (SHA-1 checked by Maven, strictly) into
 ``<project>/.services/cache/``. The broker reads the same activemq.xml the Debian 5.17 brokers get
-(services/activemq.py) and runs from ``ActiveMQ6.java``, a single-file program, so the PID is the JVM's.
+(services/activemq.py; KahaDB for ``activemq6-persistent``) and runs from ``ActiveMQ6.java``, a
+single-file program, so the PID is the JVM's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from . import activemq
@@ -60,8 +62,16 @@ def prepare() -> None:
         partial.rename(lib())  # whole or not at all
 
 
-def launch(ctx: Ctx) -> int:
-    xml = activemq.write_config(ctx, persistent=False)
+def launcher(persistent: bool) -> Callable[[Ctx], int]:
+    """A Service's launch: the shared activemq.xml (KahaDB when ``persistent``), the broker spawned."""
+
+    def launch(ctx: Ctx) -> int:
+        return _spawn(ctx, activemq.write_config(ctx, persistent=persistent))
+
+    return launch
+
+
+def _spawn(ctx: Ctx, xml: Path) -> int:
     log4j2 = ctx.dir / "conf" / "log4j2.properties"
     log4j2.write_text(LOG4J2.format(log=ctx.log_file))
     argv = [
@@ -86,7 +96,17 @@ SERVICE = Service(
     name="activemq6",
     package="openjdk-17-jdk-headless",  # javac, for the single-file ActiveMQ6.java
     base_ports={"stomp": 61620, "openwire": 61621},
-    launch=launch,
+    launch=launcher(persistent=False),
+    ready=activemq.ready,
+    logs=activemq.logs,
+    prepare=prepare,
+)
+# KahaDB in its own folder, as activemq-persistent beside activemq: for the tests that kill a broker.
+PERSISTENT = Service(
+    name="activemq6-persistent",
+    package="openjdk-17-jdk-headless",
+    base_ports={"stomp": 61622, "openwire": 61623},
+    launch=launcher(persistent=True),
     ready=activemq.ready,
     logs=activemq.logs,
     prepare=prepare,

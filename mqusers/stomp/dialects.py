@@ -34,12 +34,22 @@ class Dialect:
     routing_types: tuple[tuple[str, str], ...] = ()
     #: Bytes the broker counts per message besides its body, in a window of bytes (an estimate).
     message_overhead: int = 0
+    #: ``client`` acks without a prefetch asked: the broker's default window in bytes (0: ample).
+    default_ack_window: int = 0
 
     def prefetch_headers(self, prefetch: int, message_size: int) -> dict[str, str]:
         if prefetch <= 0:
             return {}
         amount = prefetch * self._message_bytes(message_size) if self.prefetch_in_bytes else prefetch
         return {self.prefetch_header: str(amount)}
+
+    def ack_every(self, prefetch: int, message_size: int) -> int:
+        """``client`` acks: deliveries per cumulative ACK, half of what the broker lets a consumer hold
+        unacknowledged (at most 50), so the broker never waits for an ACK the consumer holds back."""
+        held = prefetch or 100
+        if not prefetch and self.default_ack_window:
+            held = self.default_ack_window // self._message_bytes(message_size)
+        return max(1, min(held, 100) // 2)
 
     def _message_bytes(self, message_size: int) -> int:
         return max(message_size, 1) + self.message_overhead
@@ -101,6 +111,10 @@ ARTEMIS = Dialect(
     routing_types=(("/queue/", "ANYCAST"), ("/topic/", "MULTICAST")),
     # Its credits count the core message: mqusers' ~10 properties (UTF-16 names and values) and address.
     message_overhead=512,
+    # stompConsumerWindowSize: 10 KiB for client and client-individual acks unless the SUBSCRIBE asks
+    # (2.40.0 let a stomp.py consumer hold 8 of 200 1 KiB messages). One ACK per 50 stalled mqusers'
+    # client-ack consumers: 316 of 796 received at 100 msg/s, p50 16.6 s.
+    default_ack_window=10240,
 )
 DIALECTS = {dialect.name: dialect for dialect in (ACTIVEMQ, RABBITMQ, ARTEMIS)}
 

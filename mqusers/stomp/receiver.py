@@ -108,7 +108,8 @@ class Receiver:
         self._recorder = client.recorder
         self._fire = client.fire
         self._acks = ack != "auto"
-        self._ack_every = max(1, ack_every) if ack == "client" else 1
+        self._client_mode = ack == "client"
+        self.batch_acks(ack_every)
         self._individual = ack == "client-individual"
         #: ``client`` mode: the newest ack id not yet acknowledged.
         self._unacked: bytes | None = None
@@ -121,6 +122,10 @@ class Receiver:
         #: ``receive``: other mqusers runs' messages count as received (draining a backlog).
         self._other_runs = other_runs
         self._warned = False
+
+    def batch_acks(self, every: int) -> None:
+        """``client`` mode: one cumulative ACK per ``every`` messages (other modes ACK each)."""
+        self._ack_every = max(1, every) if self._client_mode else 1
 
     def __call__(self, headers: Headers, body: bytes, received_ns: int) -> None:
         if self._acks and self._client.closing:

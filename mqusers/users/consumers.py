@@ -64,12 +64,9 @@ class StompConsumerUser(StompUser):
         return f"mqusers.{slug}.{worker}.{self.ordinal}"
 
     def make_receiver(self, destination: str) -> Receiver:
-        # Small batches: ActiveMQ pages 200 messages in at a time and waits for their ACKs.
-        ack_every = max(1, min(self.prefetch or 100, 100) // 2)
+        # Its ACK batch is the dialect's, set once connected (on_connected).
         clock = coordinator_for(self.environment, self.mq).follower
-        return Receiver(
-            self.client, destination, self.ack, ack_every=ack_every, clock=clock, **self.receiver_options(destination)
-        )
+        return Receiver(self.client, destination, self.ack, clock=clock, **self.receiver_options(destination))
 
     def receiver_options(self, destination: str) -> dict[str, Any]:
         """The run's id and other-runs mode; with a pattern, its label and the destination's own figures."""
@@ -105,6 +102,8 @@ class StompConsumerUser(StompUser):
 
     def on_connected(self) -> None:
         dialect = self.client.dialect
+        # Small batches: ActiveMQ pages 200 messages in at a time, Artemis lets 10 KiB out, and both wait for ACKs.
+        ack_every = dialect.ack_every(self.prefetch, self.message_size)
         headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size)}
         if self.durable:
             headers.update(dialect.durable_headers(self.durable_name()))
@@ -114,6 +113,7 @@ class StompConsumerUser(StompUser):
         kind = destination_kind(self.destination)
         for destination, receiver in zip(self.lanes, self.receivers, strict=True):
             receiver.reset()
+            receiver.batch_acks(ack_every)
             # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
             audit = receiver.audit = self.mq.received.subscription(key, destination, kind, None, self.durable)
             self.subscriptions[destination] = self.client.subscribe(

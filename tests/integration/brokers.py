@@ -84,6 +84,9 @@ BROKERS = {
         "rabbitmq", "rabbitmq", services.PORTS["rabbitmq"]["stomp"], services.PORTS["rabbitmq"]["management"]
     ),
     "activemq6": Broker("activemq6", "activemq6", services.PORTS["activemq6"]["stomp"]),
+    "activemq6-persistent": Broker(
+        "activemq6-persistent", "activemq6-persistent", services.PORTS["activemq6-persistent"]["stomp"]
+    ),
     "artemis": Broker("artemis", "artemis", services.PORTS["artemis"]["stomp"], services.PORTS["artemis"]["http"]),
 }
 
@@ -101,17 +104,20 @@ BEHAVIOURS = (
     "leftovers",
     "binary bodies",
     "temporary destinations",
+    "broker killed and restarted",
 )
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {}
 
 
-def on_four(behaviour: str, activemq: str = "activemq") -> list[Any]:
-    """A param per broker for ``@pytest.mark.parametrize("broker", ..., indirect=True)``; ``activemq``
-    names the Classic 5.17 service to use (``activemq-persistent`` where the store matters)."""
+def on_four(behaviour: str, persistent: bool = False) -> list[Any]:
+    """A param per broker for ``@pytest.mark.parametrize("broker", ..., indirect=True)``; ``persistent``
+    runs the Classic columns on their KahaDB services (``activemq-persistent``, ``activemq6-persistent``):
+    Artemis's journal and RabbitMQ's durable queues keep persistent messages as they are."""
     assert behaviour in BEHAVIOURS, behaviour
     params = []
-    for column, name in zip(FOUR, (activemq, *FOUR[1:]), strict=True):
+    for column in FOUR:
+        name = f"{column}-persistent" if persistent and column.startswith("activemq") else column
         marks = [getattr(pytest.mark, column)]
         reason = CANNOT.get(behaviour, {}).get(column)
         if reason:

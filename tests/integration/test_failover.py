@@ -1,8 +1,8 @@
 """Failover measured from the client side, against a real broker killed and restarted mid-run.
 
-The independent truths: the time the restarted broker was ready (printed by the restart command
-itself, the project's service script), the kill's time, and the broker's own view after the run
-(nothing left queued).
+The same run on the four brokers, each with its persistent store. The independent truths: the time
+the restarted broker was ready (printed by the restart command itself, the project's service
+script), the kill's time, and the broker's own view after the run (nothing left queued).
 """
 
 from __future__ import annotations
@@ -15,67 +15,59 @@ from pathlib import Path
 import pytest
 
 import services
-from tests.integration import broker_stats
+from services import artemis
+from tests.integration.brokers import Broker, broker_params, on_four, started
 from tests.integration.browser import opened, unavailable_reason
 from tests.integration.locust_runs import LocustRun, run_locust
 
 LOCUSTFILE = Path(__file__).parent / "locustfiles" / "failover.py"
-SERVICE = "activemq-persistent"
 #: Reconnected at most this long after the broker was ready again (issue: within 2 s).
 RECONNECT_AFTER_READY_S = 2.0
 #: After SIGKILL what the dead broker had written can still be read for a moment; the restart script
 #: prints its time once the readiness probe passed (its polling interval late at most).
 SLACK_NS = 500_000_000
 RESTART = "import services, time; services.start(%r); print(time.time_ns())"
+#: ActiveMQ's run again with two workers: their outages reach the master's report.
+WORKERS = pytest.param("activemq-persistent --processes 2", marks=pytest.mark.activemq, id="activemq-workers")
 
 
 @dataclass(frozen=True)
 class Restarted:
     run: LocustRun
-    service: str
+    broker: Broker
     tag: str
     html: Path
 
 
-def _left_on_the_queue(service: str, queue: str) -> int:
-    """The broker's own count of messages still on ``queue`` (``/queue/NAME``)."""
-    ports = services.ports(service)
-    if service == "rabbitmq":
-        return broker_stats.rabbitmq_queue_stats(ports["management"], queue.removeprefix("/queue/"))["messages"]
-    return broker_stats.activemq_destination_stats(ports["stomp"], queue)["size"]
-
-
-@pytest.fixture(
-    scope="module",
-    params=[
-        pytest.param((SERVICE, []), marks=pytest.mark.activemq, id="activemq-local"),
-        pytest.param((SERVICE, ["--processes", "2"]), marks=pytest.mark.activemq, id="activemq-workers"),
-        # RabbitMQ's durable queues and persistent messages survive the kill; its node takes longer to boot.
-        pytest.param(("rabbitmq", []), marks=pytest.mark.rabbitmq, id="rabbitmq-local"),
-    ],
-)
+@pytest.fixture(scope="module")
 def restarted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Restarted:
-    """One run whose broker is killed 6 s in and restarted 2 s later (by ``--mq-fault``): ActiveMQ in
-    one process and with two workers (their outages reach the master's report), RabbitMQ in one."""
-    service, extra = request.param
-    services.start(service)
-    port = services.ports(service)["stomp"]
-    tag = uuid.uuid4().hex[:8]
+    """One run whose broker (its persistent store: KahaDB, Artemis's journal, RabbitMQ's durable queues)
+    is killed 6 s in and restarted 2 s later (by ``--mq-fault``)."""
+    name, *extra = request.param.split()
+    broker = started(name)
+    env = {"MQ_TEST_TAG": uuid.uuid4().hex[:8]}
+    if name == "artemis":  # its Jolokia wants the console's user, which the anonymous STOMP login is not
+        extra += ["--mq-broker-metrics-user", artemis.USER]
+        env["LOCUST_MQ_BROKER_METRICS_PASSWORD"] = artemis.PASSWORD
     folder = tmp_path_factory.mktemp("failover")
     html = folder / "failover.html"
     try:
         run = run_locust(
-            str(LOCUSTFILE), f"stomp://127.0.0.1:{port}",
-            "--mq-fault", f"6s:kill -KILL {services.pid(service)}",
-            "--mq-fault", f"8s:{sys.executable} -c \"{RESTART % service}\"",
+            str(LOCUSTFILE), broker.url,
+            "--mq-fault", f"6s:kill -KILL {services.pid(broker.service)}",
+            "--mq-fault", f"8s:{sys.executable} -c \"{RESTART % broker.service}\"",
             "--mq-drain", "5", "--mq-report-html", str(html), *extra,
-            users=4, seconds=26 if service == "rabbitmq" else 22, env={"MQ_TEST_TAG": tag}, tmp_path=folder,
+            # RabbitMQ's node takes longer to boot.
+            users=4, seconds=26 if name == "rabbitmq" else 22, env=env, tmp_path=folder,
         )  # fmt: skip
     finally:
-        services.start(service)  # the other tests' broker, whatever happened
-    return Restarted(run, service, tag, html)
+        services.start(broker.service)  # the other tests' broker, whatever happened
+    return Restarted(run, broker, env["MQ_TEST_TAG"], html)
 
 
+@pytest.mark.parametrize(
+    "restarted", [*on_four("broker killed and restarted", persistent=True), WORKERS], indirect=True
+)
 def test_a_broker_killed_and_restarted_mid_run_loses_nothing_acknowledged(restarted: Restarted) -> None:
     run, tag = restarted.run, restarted.tag
     report = run.report
@@ -97,8 +89,8 @@ def test_a_broker_killed_and_restarted_mid_run_loses_nothing_acknowledged(restar
         # Back, and only once the broker was: its readiness probe passed just before the script printed.
         assert outage["first_ok_ns"] > ready_ns - SLACK_NS, outage
         late_s = (outage["reconnected_ns"] - ready_ns) / 1e9
-        print(f"{restarted.service} {outage['destination']} {outage['role']}: window {outage['window_ms']:,.0f} ms, "
-              f"reconnected {late_s:+.2f} s after ready")  # fmt: skip
+        print(f"{restarted.broker.name} {outage['destination']} {outage['role']}: "
+              f"window {outage['window_ms']:,.0f} ms, reconnected {late_s:+.2f} s after ready")  # fmt: skip
         assert late_s <= RECONNECT_AFTER_READY_S
         # The client's bound on "after ready" holds the truth: the broker was ready no earlier than that.
         assert outage["reconnected_ns"] - ready_ns <= rows[outage["destination"]]["after_ready_max_ms"] * 1e6
@@ -116,16 +108,17 @@ def test_a_broker_killed_and_restarted_mid_run_loses_nothing_acknowledged(restar
         # Receipted persistent sends: what the broker confirmed survives its death.
         assert figures["lost"] == 0, figures
         sent_after = figures["sent"] - figures["unconfirmed"]
-        assert figures["received"] >= sent_after > 0
+        assert figures["received"] >= sent_after > 0, (name, figures)
     assert "failover:" in run.output and "fault at 6s: kill -KILL" in run.output
     # A new broker process counts from zero: said once, and not taken for unexplained messages.
     assert report["broker"]["restarted"] is True
     assert "the broker restarted during the test" in run.output
     assert not [note for note in report["notes"] if "unexplained" in note], report["notes"]
     # The broker's own view: nothing of the queue was left behind, nor comes to a consumer outside mqusers.
-    assert _left_on_the_queue(restarted.service, queue) == 0
+    assert restarted.broker.counters(queue)["held"] == 0
 
 
+@pytest.mark.parametrize("restarted", broker_params("activemq-persistent"), indirect=True)
 @pytest.mark.browser
 @pytest.mark.skipif(unavailable_reason() is not None, reason=f"browser: {unavailable_reason()}")
 def test_the_html_report_shades_the_outages_and_marks_the_faults(restarted: Restarted) -> None:

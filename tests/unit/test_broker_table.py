@@ -28,7 +28,8 @@ def on_four_tests(behaviour: str) -> list[str]:
     """The integration tests parametrized with ``on_four(behaviour ...)``."""
     found = []
     for path in sorted((ROOT / "tests" / "integration").glob("test_*.py")):
-        pattern = rf'on_four\("{re.escape(behaviour)}"[^\n]*\n(?:@[^\n]*\n)*def (test_\w+)'
+        # The call's line, the closing parenthesis of a wrapped decorator, further decorators, the test.
+        pattern = rf'on_four\("{re.escape(behaviour)}"[^\n]*\n(?:\)\n)?(?:@[^\n]*\n)*def (test_\w+)'
         found += [f"{path.name}::{name}" for name in re.findall(pattern, path.read_text())]
     return found
 

@@ -2,7 +2,7 @@ import gevent
 import pytest
 
 from mqusers.stomp.client import StompClient
-from mqusers.stomp.dialects import ACTIVEMQ, ARTEMIS, RABBITMQ, dialect_for
+from mqusers.stomp.dialects import ACTIVEMQ, ARTEMIS, DIALECTS, RABBITMQ, dialect_for
 from tests.unit.fake_client import CONFIG, environment
 from tests.unit.memory_transport import MemoryTransport
 
@@ -50,6 +50,18 @@ def test_artemis_is_told_how_to_route_each_destination() -> None:
     # The others route by the name alone: no header for them to misread as a message property.
     for dialect in (ACTIVEMQ, RABBITMQ):
         assert dialect.send_headers("/queue/q") == dialect.subscribe_headers("/topic/t") == {}
+
+
+def test_client_acks_come_before_the_broker_stops_sending() -> None:
+    # Classic and RabbitMQ let far more than 50 out: one cumulative ACK per 50, or per half the prefetch.
+    assert ACTIVEMQ.ack_every(0, 1024) == RABBITMQ.ack_every(0, 100) == 50
+    assert ACTIVEMQ.ack_every(10, 1024) == 5
+    # Artemis lets 10 KiB out by default: ~6 messages of 1 KiB, so an ACK every 3 (it stalled at 50).
+    assert ARTEMIS.ack_every(0, 1024) == 3
+    assert ARTEMIS.ack_every(0, 100_000) == 1
+    assert ARTEMIS.ack_every(10, 1024) == 5  # a prefetch asked is a window of that many messages
+    for dialect in DIALECTS.values():
+        assert 1 <= dialect.ack_every(1, 1) <= dialect.ack_every(0, 1) <= 50
 
 
 def test_a_subscribe_carries_the_routing_of_the_broker_that_answered() -> None:
