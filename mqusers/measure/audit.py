@@ -32,8 +32,9 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   Σ per subscription); ``unexpected``: of those, seqs not expected (sent in an uncertain zone or
   before joining, or whose send record has not been merged yet).
 - ``duplicated``: deliveries of a seq beyond the number of times it was sent (queue: over the
-  group, so a redelivery to another consumer after an un-ACKed delivery counts, and as
-  ``redelivered`` too if flagged; topic: Σ per subscription). A producer's resend is not one.
+  group; topic: Σ per subscription), not counting those the broker flagged ``redelivered`` (a
+  message an un-ACKed consumer left, or NACKed, coming back: ``redelivered``, received once). A
+  producer's resend is not one.
 - ``unconfirmed``: expected, not received, and in the producer's *unconfirmed* set (written, but no
   RECEIPT came, or sent without receipts on a connection that then dropped or closed without the
   broker's DISCONNECT receipt): outcome unknown. Where no subscription of the run reads the
@@ -80,12 +81,14 @@ SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_
 
 class _Stream:
     """What one subscription received from one producer. A queue's receipts go to one bag per destination
-    and producer (``Audit._queues``): competing consumers share them; ``bag`` is a topic subscription's."""
+    and producer (``Audit._queues``): competing consumers share them; ``bag`` is a topic subscription's,
+    ``flagged`` the seqs of its deliveries flagged redelivered, which ``bag`` leaves out."""
 
-    __slots__ = ("bag", "redelivered", "reordered")
+    __slots__ = ("bag", "flagged", "redelivered", "reordered")
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
+        self.flagged = IntervalSet()
         self.reordered = self.redelivered = 0
 
 
@@ -112,6 +115,7 @@ class Audit:
         self._producers: dict[tuple[str, str], SendRecord] = {}
         self._subs: dict[tuple[str, str], _Sub] = {}
         self._queues: dict[tuple[str, str], IntervalBag] = {}  # what a destination's queue group received
+        self._flagged: dict[tuple[str, str], IntervalSet] = {}  # of it, flagged redelivered (not in the bag)
 
     def merge(self, delta: Delta) -> None:
         """Add a :meth:`SentLedger.drain`, :meth:`ReceiveLedger.drain` or :meth:`snapshot` (or all)."""
@@ -138,15 +142,17 @@ class Audit:
             for s in entry["streams"]:
                 stream = sub.streams.setdefault(s["producer"], _Stream())
                 stream.reordered += s["reordered"]
-                stream.redelivered += s[
-                    "redelivered"
-                ]  # a queue group's receipts are one bag per destination and producer
+                stream.redelivered += s["redelivered"]
+                # A queue group's receipts are one bag per destination and producer.
                 key = (destination, s["producer"])
                 bag = self._queues.setdefault(key, IntervalBag()) if kind == "queue" else stream.bag
                 bag.merge(IntervalBag.decode(s["seqs"]))
+                flagged = self._flagged.setdefault(key, IntervalSet()) if kind == "queue" else stream.flagged
+                flagged.union(IntervalSet.decode(s["flagged"]))
         for q in delta.get("queues", ()):
-            group = self._queues.setdefault((q["destination"], q["producer"]), IntervalBag())
-            group.merge(IntervalBag.decode(q["seqs"]))
+            key = (q["destination"], q["producer"])
+            self._queues.setdefault(key, IntervalBag()).merge(IntervalBag.decode(q["seqs"]))
+            self._flagged.setdefault(key, IntervalSet()).union(IntervalSet.decode(q["flagged"]))
 
     def shipped_by(self, process: str) -> dict[str, int]:
         """What one process's ledgers shipped: distinct seqs sent and deliveries taken, over all destinations."""
@@ -162,7 +168,8 @@ class Audit:
                            "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode()}
                           for (d, n), p in sorted(self._producers.items())],
             "subscriptions": [_sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
-            "queues": [QueueEntry(destination=d, producer=n, seqs=bag.encode())
+            "queues": [QueueEntry(destination=d, producer=n, seqs=bag.encode(),
+                                  flagged=self._flagged.get((d, n), IntervalSet()).encode())
                        for (d, n), bag in sorted(self._queues.items())],
         }  # fmt: skip
 
@@ -217,17 +224,18 @@ class Audit:
                     own["reordered"] += stream.reordered
                     own["redelivered"] += stream.redelivered
                 elif not _of(name, gone):
-                    fig["foreign"] += len(stream.bag)
+                    fig["foreign"] += len(stream.bag) + stream.redelivered  # a queue's bag: below
             if sub.kind == "queue":
                 own["received"] = sub.deliveries
                 if sub.sessions:  # a queue nobody was confirmed to read expects no delivery
                     queues.add(destination)
                 continue
             for name, p in producers.items():
-                received = sub.streams[name].bag if name in sub.streams else IntervalBag()
+                stream = sub.streams.get(name, _Stream())
                 window, zone = topic_window(sub.process, sub.sessions, sub.durable, p, offsets, drain_ns, horizon)
                 lost = blind or p.process in gone or sub.process in gone
-                compare((fig, own), p, p.bag.distinct.intersection(window), received, zone, settled, lost)
+                expected = p.bag.distinct.intersection(window)
+                compare((fig, own), p, expected, stream.bag, zone, settled, lost, stream.flagged)
         for (destination, name), received in sorted(self._queues.items()):
             if name not in known.get(destination, {}) and not _of(name, gone):
                 out[destination]["foreign"] += len(received)
@@ -235,8 +243,9 @@ class Audit:
             for name, p in known.get(destination, {}).items():
                 zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, END)])
                 received = self._queues.get((destination, name), IntervalBag())
+                flagged = self._flagged.get((destination, name), IntervalSet())
                 lost = p.process in gone or destination in touched
-                compare((out[destination],), p, p.bag.distinct, received, zone, settled, lost)
+                compare((out[destination],), p, p.bag.distinct, received, zone, settled, lost, flagged)
         for destination, producers in known.items():
             # A put-only fill, or no SUBSCRIBE confirmed: no delivery expected, sends still unsure.
             if not any(sub["sessions"] for sub in out[destination]["by_subscription"]):
@@ -255,8 +264,8 @@ def _of(producer: str, processes: frozenset[str]) -> bool:
 
 
 def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
-    streams = [StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered, redelivered=x.redelivered)
-               for n, x in sorted(s.streams.items())]  # fmt: skip
+    streams = [StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered, redelivered=x.redelivered,
+                           flagged=x.flagged.encode()) for n, x in sorted(s.streams.items())]  # fmt: skip
     sessions = [Session(joined_ns=j, left_ns=left) for j, left in sorted(s.sessions.items())]
     return SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,
                              sessions=sessions, streams=streams, deliveries=s.deliveries, foreign=s.foreign,

@@ -54,10 +54,15 @@ def compare(
     zone: IntervalSet,
     settled: bool,
     worker_lost: bool = False,
+    flagged: IntervalSet | None = None,
 ) -> None:
     """Add one producer's expected-versus-received figures to each of ``into`` (computed once);
-    ``worker_lost``: a lost process sent them or may have received them, so none is lost or unreceived."""
+    ``worker_lost``: a lost process sent them or may have received them, so none is lost or unreceived;
+    ``flagged``: seqs delivered flagged redelivered, received but never duplicates (``bag`` leaves them out)."""
     received = bag.distinct
+    if flagged:
+        received = received.copy()
+        received.union(flagged)
     missing = expected.difference(received)
     unconfirmed = missing.intersection(p.unconfirmed)
     rest = missing.difference(p.unconfirmed)

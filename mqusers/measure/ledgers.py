@@ -19,7 +19,9 @@ What is recorded
 - Per subscription: its sessions (SUBSCRIBE receipt time; leave time or none), and per producer
   the multiset of seqs delivered, ``reordered`` (deliveries whose seq is lower than the highest seq
   the subscription already had from that producer, so a late redelivery counts too) and
-  ``redelivered`` (deliveries the broker flagged ``redelivered``).
+  ``redelivered`` (deliveries the broker flagged ``redelivered``). A flagged delivery is kept apart
+  from the multiset, in ``flagged`` (its seqs): it says the broker gave the message out before, so
+  it is no duplicate however often it comes.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class StreamEntry(TypedDict):
     seqs: EncodedBag
     reordered: int
     redelivered: int
+    #: Seqs of the ``redelivered`` deliveries, which ``seqs`` leaves out.
+    flagged: Encoded
 
 
 class Session(TypedDict):
@@ -82,6 +86,7 @@ class QueueEntry(TypedDict):
     destination: str
     producer: str
     seqs: EncodedBag
+    flagged: Encoded
 
 
 class Delta(TypedDict, total=False):
@@ -169,11 +174,12 @@ class SentLedger:
 
 
 class _Received:
-    __slots__ = ("bag", "redelivered", "reordered", "seqs", "top")
+    __slots__ = ("bag", "flagged", "redelivered", "reordered", "seqs", "top")
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
         self.seqs = self.bag.distinct
+        self.flagged = IntervalSet()
         self.top = -1
         self.reordered = self.redelivered = 0
 
@@ -205,10 +211,11 @@ class Subscription:
             stream.top = seq
         elif seq < stream.top:
             stream.reordered += 1
-        if not stream.seqs.add(seq):
-            stream.bag.again(seq)
         if redelivered:
+            stream.flagged.add(seq)
             stream.redelivered += 1
+        elif not stream.seqs.add(seq):
+            stream.bag.again(seq)
 
     def join(self, joined_ns: int) -> None:
         self.sessions.append(Session(joined_ns=joined_ns, left_ns=None))
@@ -223,12 +230,13 @@ class Subscription:
     def _drain(self, process: str) -> SubscriptionEntry | None:
         streams: dict[str, _Received] = {}
         for producer, s in self._streams.items():
-            if s.seqs:
+            if s.seqs or s.flagged:
                 old = streams.setdefault(_text(producer), _Received())  # str and bytes ids: one
                 old.bag.merge(s.bag)
+                old.flagged.union(s.flagged)
                 old.reordered += s.reordered
                 old.redelivered += s.redelivered
-                s.bag, s.reordered, s.redelivered = IntervalBag(), 0, 0
+                s.bag, s.flagged, s.reordered, s.redelivered = IntervalBag(), IntervalSet(), 0, 0
                 s.seqs = s.bag.distinct
         strays = (self.foreign, self.other_run, self.drops)
         if not (streams or self._dirty or any(strays)):
@@ -238,9 +246,9 @@ class Subscription:
         return SubscriptionEntry(
             destination=self.destination, key=self.key, kind=self.kind, durable=self.durable, process=process,
             sessions=[s.copy() for s in self.sessions],
-            streams=[StreamEntry(producer=name, seqs=e.bag.encode(), reordered=e.reordered, redelivered=e.redelivered)
-                     for name, e in streams.items()],
-            deliveries=sum(len(e.bag) for e in streams.values()),
+            streams=[StreamEntry(producer=name, seqs=e.bag.encode(), reordered=e.reordered, redelivered=e.redelivered,
+                                 flagged=e.flagged.encode()) for name, e in streams.items()],
+            deliveries=sum(len(e.bag) + e.redelivered for e in streams.values()),
             foreign=strays[0], other_run=strays[1], drops=strays[2])  # fmt: skip
 
 

@@ -116,8 +116,10 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
             lines.append(f"{name}: the broker enqueued {enqueued:,}, mqusers sent {row['sent']:,} "
                          f"({unconfirmed:,} unconfirmed): {gap:,} unexplained{other}")  # fmt: skip
         # Messages of other runs and foreign ones are acknowledged (so dequeued) but counted apart.
-        distinct = (row["received"] - row.get("duplicated", 0) - row.get("after_reconnect", 0) + row.get("foreign", 0)
-                    + row.get("other_run", 0))  # fmt: skip
+        # ``distinct``: the audit's messages received at least once (a report saved before it: received
+        # less its duplicates); a redelivery flagged by the broker is no duplicate but no new message either.
+        once = row.get("distinct", row["received"] - row.get("duplicated", 0) - row.get("after_reconnect", 0))
+        distinct = once + row.get("foreign", 0) + row.get("other_run", 0)
         slack = figures.get("unacked", 0)
         if dequeued is not None and abs(dequeued - distinct) > slack:
             gap = abs(dequeued - distinct) - slack

@@ -24,7 +24,7 @@ from mqusers.run.faults import FaultRecord
 from mqusers.run.verdicts import Generator, blocked_by_destination, overall
 
 AUDIT_KEYS = ("lost", "worker_lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered",
-              "redelivered", "in_flight", "resent", "foreign", "other_run")  # fmt: skip
+              "redelivered", "in_flight", "resent", "foreign", "other_run", "distinct")  # fmt: skip
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
@@ -103,6 +103,8 @@ def rows_of(
     for totals in totals_rows:
         audit = folded.get(totals.destination, {})
         figures = {key: audit.get(key, 0) for key in AUDIT_KEYS}
+        # Messages received at least once (a topic: per subscription); without an audit, every delivery.
+        figures["distinct"] = audit.get("received", totals.received)
         rows.append(Row(totals, totals.receive.latency_ms(), figures, audit.get("by_subscription", []),
                         audit.get("copies", 0)))  # fmt: skip
     return rows

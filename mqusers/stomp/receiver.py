@@ -42,7 +42,8 @@ from mqusers.stomp.wire import (
 )
 
 Observer = Callable[[Headers, bytes], None]
-#: ActiveMQ and RabbitMQ flag a redelivery with this header; Artemis sends it on every delivery, true or false.
+#: Every broker flags a redelivery with this header (Artemis sends it on every delivery, true or false, and
+#: flags only the first of what a departed consumer left: mqusers.stomp.dialects.ARTEMIS).
 _REDELIVERED = b"redelivered"
 #: A delivery this late (µs) is part of a backlog: its connection's reader may pause between reads
 #: (mqusers.stomp.session.BEHIND_PAUSE_S), an error under 1.2 % of such a latency.

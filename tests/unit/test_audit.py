@@ -65,6 +65,28 @@ def test_outside_consumer_steals_k() -> None:
     assert fig["subscriptions"] == 4
 
 
+def test_what_a_departed_consumer_left_unacknowledged_comes_back_redelivered_not_duplicated() -> None:
+    """Consumer A (one process) took 1..10 and left without ACKing 6..10; the broker gave them to B
+    (another process) flagged redelivered, and then 10 once more unflagged: only that is a duplicate."""
+    sent, a, b = SentLedger("w1"), ReceiveLedger("w2"), ReceiveLedger("w3")
+    for kind, destination in (("queue", Q), ("topic", T)):
+        # A topic's durable subscriber comes back under its own key, as a queue's next consumer would.
+        first = a.subscription("s", destination, kind, 0, durable=True)
+        again = b.subscription("s" if kind == "topic" else "b", destination, kind, 0, durable=True)
+        for seq in range(1, 11):
+            sent.producer(destination, "w1.p").record(seq, S + seq * MS)
+            first.record(b"w1.p", seq)
+        for seq in range(6, 11):
+            again.record(b"w1.p", seq, True)
+        again.record(b"w1.p", 10)
+    audit = merged([sent.drain(), b.drain(), a.drain()])
+    for destination in (Q, T):
+        # Through a snapshot too: what a master's merge of worker deltas keeps.
+        for figures in (audit.verdict(100 * S, S), merged([audit.snapshot()]).verdict(100 * S, S)):
+            fig = figures[destination]
+            assert (fig["received"], fig["redelivered"], fig["duplicated"], fig["lost"]) == (10, 5, 1, 0), destination
+
+
 def reference_duplicates(sends: Counter[int], deliveries: Counter[int]) -> int:
     return sum(max(0, count - max(sends[seq], 1)) for seq, count in deliveries.items())
 
@@ -84,7 +106,8 @@ def test_duplicates_reordering_redeliveries_against_brute_force() -> None:
         kind = "queue" if seed % 2 else "topic"
         audit, sent, received = Audit(), SentLedger("w1"), ReceiveLedger("w2")
         subs = [received.subscription(f"w2/{i}", Q, kind, 0) for i in range(3)]
-        log: dict[int, list[tuple[str, int]]] = {i: [] for i in range(3)}  # per subscription: (producer, seq)
+        # Per subscription: (producer, seq), and flagged redelivered or not.
+        log: dict[int, list[tuple[str, int, bool]]] = {i: [] for i in range(3)}
         sends = {p: Counter[int]() for p in ("a", "b")}
         redelivered = 0
         traffic = []
@@ -104,21 +127,21 @@ def test_duplicates_reordering_redeliveries_against_brute_force() -> None:
             traffic[j], traffic[k] = traffic[k], traffic[j]
         for i, p, seq, flag in traffic:
             subs[i].record(p.encode() if seed % 4 < 2 else p, seq, flag)  # header bytes or str ids alike
-            log[i].append((p, seq))
+            log[i].append((p, seq, flag))
             redelivered += flag
             if rng.random() < 0.01:
                 audit.merge(received.drain())
         audit.merge(sent.drain())
         audit.merge(received.drain())
         fig = audit.verdict(1000 * S, 5 * S)[Q]
-        reordered = sum(reference_reordered([s for q, s in log[i] if q == p]) for i in range(3) for p in sends)
-        if kind == "queue":
-            duplicated = sum(reference_duplicates(sends[p], Counter(s for i in range(3) for q, s in log[i] if q == p))
-                             for p in sends)  # fmt: skip
-        else:
-            duplicated = sum(reference_duplicates(sends[p], Counter(s for q, s in log[i] if q == p))
-                             for i in range(3) for p in sends)  # fmt: skip
+        reordered = sum(reference_reordered([s for q, s, _ in log[i] if q == p]) for i in range(3) for p in sends)
+        # A delivery the broker flagged redelivered is received, never a duplicate.
+        groups = [[0, 1, 2]] if kind == "queue" else [[0], [1], [2]]
+        duplicated = sum(reference_duplicates(sends[p], Counter(s for i in g for q, s, f in log[i] if q == p and not f))
+                         for g in groups for p in sends)  # fmt: skip
+        received = sum(len({(q, s) for i in g for q, s, _ in log[i]}) for g in groups)
         assert (fig["duplicated"], fig["reordered"], fig["redelivered"]) == (duplicated, reordered, redelivered), seed
+        assert fig["received"] == received, seed
         assert fig["resent"] == sum(sum(c.values()) - len(c) for c in sends.values())
         assert fig["lost"] == 0 and fig["sent"] == 2 * 399
 
@@ -380,7 +403,7 @@ def test_a_million_in_order_records_cost_one_interval_per_producer() -> None:
     assert shipped["producers"][0]["seqs"] == [[[1, n]]]
     assert len(shipped["producers"][0]["checkpoints"]) == 100
     assert got["subscriptions"][0]["streams"] == [
-        {"producer": "p", "seqs": [[[1, n]]], "reordered": 0, "redelivered": 0}
+        {"producer": "p", "seqs": [[[1, n]]], "reordered": 0, "redelivered": 0, "flagged": []}
     ]
     assert got["subscriptions"][0]["deliveries"] == n
     audit = Audit()
@@ -388,7 +411,7 @@ def test_a_million_in_order_records_cost_one_interval_per_producer() -> None:
     audit.merge(got)
     fig = audit.verdict(100 * S, S)[Q]
     assert (fig["sent"], fig["received"], fig["lost"], fig["duplicated"]) == (n, n, 0, 0)
-    assert audit.snapshot()["queues"] == [{"destination": Q, "producer": "p", "seqs": [[[1, n]]]}]
+    assert audit.snapshot()["queues"] == [{"destination": Q, "producer": "p", "seqs": [[[1, n]]], "flagged": []}]
 
 
 def test_a_burst_recorded_as_a_run_drains_like_its_messages_one_by_one() -> None:
