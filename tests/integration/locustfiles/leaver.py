@@ -23,8 +23,8 @@ class Leaver(StompConsumerUser):
     ack = "client"
     prefetch = HELD  # the broker pushes it no more than it holds
 
-    def make_receiver(self) -> Receiver:
-        receiver = super().make_receiver()
+    def make_receiver(self, destination: str) -> Receiver:
+        receiver = super().make_receiver(destination)
         receiver.flush = lambda: None  # type: ignore[method-assign]  # the ACK a batch or a leave would send
         return receiver
 
