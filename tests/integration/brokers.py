@@ -106,6 +106,9 @@ BEHAVIOURS = (
     "temporary destinations",
     "broker killed and restarted",
     "redelivery",
+    "heart-beats",
+    "injected gap",
+    "outside consumer",
 )
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 import services
-from tests.integration.brokers import Broker, started
+from tests.integration.broker_stats import wait_for
+from tests.integration.brokers import Broker, on_four, started
 from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port, run_locust
 
 
+@pytest.mark.parametrize("broker", on_four("heart-beats"), indirect=True)
 def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tmp_path: Path) -> None:
     queue = destination("queue")
     # Nothing to receive for 3 s: only heart-beats cross the wire. 200 ms each way.
@@ -32,6 +34,9 @@ def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tm
     )  # fmt: skip
     assert busy.code == 0, busy.output[-2000:]
     assert (busy.row(queue)["received"], busy.operation(f"connect {broker.url}")["count"]) == (500, 3)
+    # The broker's own count: what it accepted, it delivered once; nothing left (no connection lost mid-way).
+    assert wait_for(lambda: broker.counters(queue)["accepted"] == 500, timeout=10), broker.counters(queue)
+    assert broker.counters(queue)["held"] == 0
 
 
 def run_distributed(
