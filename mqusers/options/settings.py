@@ -16,6 +16,7 @@ from mqusers.options.parsing import MAX_FRAME_DEFAULT, BrokerAddress, OptionErro
 from mqusers.options.paths import check_client_certificate
 from mqusers.options.payloadspec import PayloadSpec
 from mqusers.options.profile import RateProfile
+from mqusers.options.sizedist import SizeDist
 from mqusers.options.table import OPTIONS
 
 
@@ -26,6 +27,7 @@ class Settings:
     broker: BrokerAddress | None = None
     destination: str | None = None
     size: int | None = None
+    size_dist: SizeDist | None = None
     payload: PayloadSpec | None = None
     persistent: bool | None = None
     durable: bool | None = None

@@ -42,6 +42,7 @@ from mqusers.options.parsing import (
 from mqusers.options.paths import parse_ca_file, parse_cert_file, parse_key_file, writable_file
 from mqusers.options.payloadspec import parse_payload
 from mqusers.options.profile import parse_profile
+from mqusers.options.sizedist import parse_size_dist
 
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
 _SECONDS = decimal(MAX_SECONDS, unit="seconds")
@@ -64,6 +65,13 @@ OPTIONS: tuple[Option, ...] = (
         "/queue/orders.{0..9999} (docs/destinations.md)",
     ),
     Option("mq-size", "size", parse_size, "message body size: 100, 646, 1KB, 10KB, 20KB, 1MiB (K = 1024)"),
+    Option(
+        "mq-size-dist",
+        "size_dist",
+        parse_size_dist,
+        "body sizes drawn from a distribution instead of --mq-size: uniform:MIN,MAX; lognormal:MEDIAN,SIGMA; "
+        "choice:SIZE,SIZE,... (64 bodies drawn per process, at most about 16 MiB of them)",
+    ),
     Option(
         "mq-payload",
         "payload",

@@ -169,6 +169,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
     options["broker"] = str(settings.broker) if settings.broker else None
     options["payload"] = str(settings.payload) if settings.payload else None
     options["profile"] = str(settings.profile) if settings.profile else None
+    options["size_dist"] = str(settings.size_dist) if settings.size_dist else None
     options["faults"] = [f"{record['at_s']:g}s:{record['command']}" for record in facts.faults]  # secrets masked
     return {
         "kind": "run",

@@ -15,10 +15,13 @@ import random
 import uuid
 
 from mqusers.options.payloadspec import PLACEHOLDER, PayloadSpec
+from mqusers.options.sizedist import SizeDist
 from mqusers.stomp.wire import make_body
 
 VARIANTS = 16
 VARIANT_BYTES = 1 << 20
+#: Sizes drawn from ``--mq-size-dist``: this many bodies, at most about this many bytes of them.
+DRAWN, DRAWN_BYTES = 64, 16 << 20
 #: Prose-like words: a body of them compresses about as English text does (zlib: ~3x).
 _WORD_TEXT = (
     "the of and to in is that for it as was with be by on not he this are or his from at which but have "
@@ -33,20 +36,37 @@ WORDS = tuple(_WORD_TEXT.split())
 
 
 @functools.lru_cache(maxsize=8)
-def bodies(spec: PayloadSpec, size: int) -> tuple[bytes, ...]:
-    """The bodies for ``spec`` (``size`` bytes each for a generated kind)."""
+def bodies(spec: PayloadSpec, size: int, dist: SizeDist | None = None) -> tuple[bytes, ...]:
+    """The bodies for ``spec``: for a generated kind ``size`` bytes each, or sizes drawn from ``dist``."""
     if spec.kind == "files":
         return tuple(path.read_bytes() for path in spec.files)
     rng = random.Random(os.urandom(16))
+    if dist is not None and spec.sized:
+        return tuple(_make(spec, drawn, rng, variant) for variant, drawn in enumerate(_drawn(dist, rng)))
     count = VARIANTS if spec.kind == "template" else max(1, min(VARIANTS, VARIANT_BYTES // max(size, 1)))
     return tuple(_make(spec, size, rng, variant) for variant in range(count))
 
 
-def describe(spec: PayloadSpec, size: int) -> str:
+def _drawn(dist: SizeDist, rng: random.Random) -> list[int]:
+    """``DRAWN`` sizes from ``dist``, fewer when they would pass ``DRAWN_BYTES`` (never none)."""
+    sizes: list[int] = []
+    total = 0
+    for _ in range(DRAWN):
+        size = dist.draw(rng)
+        if sizes and total + size > DRAWN_BYTES:
+            break
+        sizes.append(size)
+        total += size
+    return sizes
+
+
+def describe(spec: PayloadSpec, size: int, dist: SizeDist | None = None) -> str:
     """What the report calls the messages: ``1,024 B json messages``, ``5-9 B messages from 2 files``."""
-    made = bodies(spec, size)
+    made = bodies(spec, size, dist)
     low, high = min(map(len, made)), max(map(len, made))
     sizes = f"{low:,} B" if low == high else f"{low:,}-{high:,} B"
+    if dist is not None and spec.sized:
+        return f"{sizes} {spec.kind} messages (sizes {dist})"
     if spec.kind == "files":
         return f"{sizes} messages from {len(made):,} file{'s' if len(made) > 1 else ''}"
     return f"{sizes} {spec.kind} messages"

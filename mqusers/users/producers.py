@@ -95,7 +95,7 @@ class StompProducerUser(StompUser):
         self._lag = self.client.operation(event_name(SCHEDULE_LAG, self.destination))
         self._due_header = b""
         self.payload = self.mq.settings.payload or self.payload
-        self.bodies = payloads.bodies(self.payload, self.message_size)
+        self.bodies = payloads.bodies(self.payload, self.message_size, settings.size_dist)
         sent = self.mq.sent
         self.lane_list = [Lane(d, self.make_publishers(d, {}, self._bodies_of(i)), sent.producer(d, self.producer_id))
                           for i, d in enumerate(self.lanes)]  # fmt: skip

@@ -40,6 +40,7 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-backlog-messages": ("Backlog: build until messages sent", "", GROUPS[1]),
     "mq-backlog-seconds": ("Backlog: build for, s", "", GROUPS[1]),
     "mq-size": ("Message size", "message_size", GROUPS[2]),
+    "mq-size-dist": ("Message sizes drawn from", "", GROUPS[2]),
     "mq-payload": ("Payload", "payload", GROUPS[2]),
     "mq-persistent": ("Persistent messages", "persistent", GROUPS[2]),
     "mq-durable": ("Durable subscriptions", "durable", GROUPS[2]),

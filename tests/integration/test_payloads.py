@@ -64,3 +64,10 @@ def test_a_templates_fields_are_filled_and_a_folders_files_sent_as_they_are(dest
         path.write_bytes(content)
     sent = {f.body for f in put_only(broker, destination("queue"), tmp_path, "--mq-payload", f"files:{folder}")}
     assert sent == set(files.values())
+
+
+def test_sizes_drawn_from_a_distribution_arrive_with_their_own_sizes(destination, tmp_path: Path) -> None:
+    broker = started("activemq")
+    frames = put_only(broker, destination("queue"), tmp_path, "--mq-size-dist", "uniform:100,10KB")
+    sizes = {len(frame.body) for frame in frames}
+    assert len(sizes) > 20 and min(sizes) >= 100 and max(sizes) <= 10240, sorted(sizes)
