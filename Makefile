@@ -13,7 +13,7 @@ define with_services
 	[ ! -s $$started ] || $(PY) -m services stop $$(cat $$started); rm -f $$started; exit $$status
 endef
 
-.PHONY: install demo test unit lint bench bench-peers bench-listener bench-memory bench-scale bench-manydest soak dashboards docs services-up services-down clean
+.PHONY: install demo test unit lint bench bench-peers bench-listener bench-memory bench-scale bench-manydest bench-churn soak dashboards docs services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,9 @@ bench-scale: install
 
 bench-manydest: install
 	$(call with_services,activemq,$(PY) -m benchmarks.manydest --host $(BENCH_HOST) $(BENCH_ARGS))
+
+bench-churn: install
+	$(call with_services,activemq,$(PY) -m benchmarks.churn --host $(BENCH_HOST) $(BENCH_ARGS))
 
 # 30 minutes (not in CI): RSS, received rate and p99 of one long run; a short check:
 # make soak BENCH_ARGS="--minutes 3 --window 1".

@@ -14,6 +14,7 @@ from mqusers.stomp.client import BrokerError, ClientConfig, ConnectionLost, MqEr
 from mqusers.stomp.dialects import Dialect, dialect_for
 from mqusers.stomp.receiver import Receiver, Replier
 from mqusers.users.base import StompUser
+from mqusers.users.churn import StompChurnConsumerUser, StompChurnProducerUser
 from mqusers.users.consumers import StompConsumerUser, StompResponderUser
 from mqusers.users.producers import StompProducerUser
 from mqusers.users.requesters import StompRequesterUser
@@ -35,6 +36,8 @@ __all__ = [
     "Replier",
     "Sent",
     "Settings",
+    "StompChurnConsumerUser",
+    "StompChurnProducerUser",
     "StompClient",
     "StompConsumerUser",
     "StompProducerUser",

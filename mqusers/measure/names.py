@@ -13,6 +13,8 @@ from __future__ import annotations
 REQUEST_TYPE = "STOMP"
 
 CONNECT = "connect"
+#: DISCONNECT to its RECEIPT: timed by Users that close connections on purpose (churn).
+DISCONNECT = "disconnect"
 SUBSCRIBE = "subscribe"
 UNSUBSCRIBE = "unsubscribe"
 SEND = "send"

@@ -38,6 +38,8 @@ class Settings:
     random_start: bool | None = None
     rate: float | None = None
     max_messages: int | None = None
+    per_connection: int | None = None
+    churn_pause: float | None = None
     consumers: int | None = None
     user: str | None = None
     password: str | None = field(default=None, repr=False)

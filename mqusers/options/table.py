@@ -174,6 +174,20 @@ OPTIONS: tuple[Option, ...] = (
         whole(MAX_COUNT),
         "messages each producer user sends, then idles (0 = until the run ends; at most 10^12)",
     ),
+    Option(
+        "mq-per-connection",
+        "per_connection",
+        whole(MAX_COUNT, minimum=1),
+        "connection churn: messages each churning user sends (or receives) on one connection, then it "
+        "disconnects and connects again (at least 1)",
+    ),
+    Option(
+        "mq-churn-pause",
+        "churn_pause",
+        _SECONDS,
+        f"connection churn: seconds a churning user waits between a disconnect and its next connect (at most "
+        f"{MAX_SECONDS:,})",
+    ),
     Option("mq-consumers", "consumers", whole(MAX_CONSUMERS), "consumer (or responder) users; the other users produce"),
     Option("mq-user", "user", text, "broker login (or env LOCUST_MQ_USER)"),
     # Not in the web UI: Locust would embed an env-supplied value in the page as the field's default.

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqusers.measure.book import Book
+from mqusers.measure.connections import Connections, connection_figures
 from mqusers.measure.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.measure.series import Series
 from mqusers.measure.spread import DestinationFigures
@@ -217,6 +218,8 @@ class RunReport:
     patterns: list[dict[str, Any]] = field(default_factory=list)
     #: Each pattern's :func:`~mqusers.report.manydest.destination_table` (a line per destination: the CSV's).
     pattern_destinations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Opened per second, refused, closed; open files and the broker's connections back to their start.
+    connections: Connections | None = None
 
 
 def build_report(
@@ -233,10 +236,24 @@ def build_report(
     errors = sum(t.failures for t in book.tallies.values())
     histograms = {name: t.histogram.encode().decode("ascii") for name, t in sorted(book.tallies.items())}
     tables = pattern_tables({row.destination: row.latency_ms.get("max") for row in rows}, verdict or {}, spread or {})
+    files = [(p.get("open_files_start"), p.get("open_files_end")) for p in facts.generator["processes"].values()]
+    connections = connection_figures(book.tallies, files, facts.broker.get("broker") or {})
+    lines = notes(rows, book, facts, settings, blocked)
+    if (leak := leak_line(connections)) is not None:
+        lines.append(leak)
     return RunReport(
-        facts, settings, rows, operation_rows(book), notes(rows, book, facts, settings, blocked), errors,
-        (series or Series()).document(fan_out(rows)), histograms, pattern_sections(tables), tables,
+        facts, settings, rows, operation_rows(book), lines, errors, (series or Series()).document(fan_out(rows)),
+        histograms, pattern_sections(tables), tables, connections,
     )  # fmt: skip
+
+
+def leak_line(connections: Connections) -> str | None:
+    """One line when the generator ended the run holding more open files than it started with."""
+    start, end = connections["open_files_start"], connections["open_files_end"]
+    if start is None or end is None or end <= start:
+        return None
+    return (f"the generator holds {end - start:,} more open files than at the start ({start:,} then, {end:,} after "
+            "the Users were gone): connections or files left open")  # fmt: skip
 
 
 def fan_out(rows: list[Row]) -> dict[str, int]:

@@ -151,7 +151,7 @@ def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     return f"""<section class="run" id="doc-{index}">{heading}{what_ran(document)}
 <div class="charts" data-doc="{index}"></div>
 <h3>Audit</h3>{audit}<h3>Rates and receive latency</h3>{latency}{_pattern_tables(document)}
-{_backlog_table(document)}{_failover_tables(document)}{_broker_tables(document)}
+{_operation_tables(document)}{_backlog_table(document)}{_failover_tables(document)}{_broker_tables(document)}
 <h3>Generator</h3>{processes}<h3>Clock offsets against the master</h3>{clock_table if clocks else "<p>none</p>"}
 <h3>Notes</h3><ul>{notes}</ul><details><summary>Every option</summary>{option_table}</details>
 </section>"""
@@ -183,6 +183,29 @@ def _backlog_table(document: dict[str, Any]) -> str:
     rows = phase_table(backlog, document.get("operations", []))
     words = escape(backlog_sentence(backlog))
     return f"<h3>Backlog: build, then drain</h3>{table(rows[0], rows[1:], 'backlog')}<p>{words}</p>"
+
+
+def _operation_tables(document: dict[str, Any]) -> str:
+    """Every other timed operation (connect, disconnect, receipt...) and, when Users churned connections,
+    the connections' figures; nothing for a run without them."""
+    operations = document.get("operations") or []
+    html = ""
+    if operations:
+        html += "<h3>Other operations</h3>" + table(
+            ["operation", "count", "failed", *(f"{k} ms" for k in LATENCY.values())],
+            ([op["name"], op["count"], op["errors"], *(op["latency_ms"].get(k) for k in LATENCY)] for op in operations),
+            "operations",
+        )  # fmt: skip
+    c = document.get("connections") or {}
+    if c.get("closed") or c.get("close_failed"):
+        html += "<h3>Connections</h3>" + table(
+            ["opened", "opened/s", "failed", "closed with receipt", "closed without", "open files at start",
+             "open files at end", "broker connections at end"],
+            [[c["opened"], c["per_s"], c["failed"], c["closed"], c["close_failed"], c["open_files_start"],
+              c["open_files_end"], c["broker_connections_end"]]],
+            "connections",
+        )  # fmt: skip
+    return html
 
 
 def _failover_tables(document: dict[str, Any]) -> str:

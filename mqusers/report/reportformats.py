@@ -72,7 +72,7 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
         lines.append(_render(failover))
     if broker := broker_table(report.facts.broker, [row.document() for row in report.rows]):
         lines.append(_render(broker))
-    sentences = [*report.notes, _generator_line(report.facts.generator)]
+    sentences = [*report.notes, *_connections_line(report), _generator_line(report.facts.generator)]
     if clocks := report.facts.clocks:  # one sentence for every worker: the first screen stays short
         each = [f"{worker} {c['offset_ms']:+,.3f} ± {c['error_ms']:,.3f}" + ("" if c["applied_ms"] else " (within its "
                 "error: not corrected)") for worker, c in sorted(clocks.items())]  # fmt: skip
@@ -148,6 +148,24 @@ def _key(column: str) -> str:
     return column.replace(".", "")  # p99.9 is p999 in the figures
 
 
+def _connections_line(report: RunReport) -> list[str]:
+    """Connection churn's sentence (a run whose Users closed connections on purpose): opened per second,
+    closed, and whether the generator's open files and the broker's connections came back."""
+    c = report.connections
+    if c is None or not c["closed"] + c["close_failed"]:
+        return []
+    files = (
+        "open files unknown"
+        if c["open_files_start"] is None or c["open_files_end"] is None
+        else f"open files {count(c['open_files_start'])} at the start, {count(c['open_files_end'])} at the end"
+    )
+    broker = ("the broker reports no connection count" if c["broker_connections_end"] is None else
+              f"the broker's own count at the end: {count(c['broker_connections_end'])}")  # fmt: skip
+    return [f"connections: {count(c['opened'])} opened ({rate(c['per_s'])}/s), {count(c['failed'])} failed; "
+            f"{count(c['closed'])} closed with the broker's receipt, {count(c['close_failed'])} without; {files}; "
+            f"{broker}"]  # fmt: skip
+
+
 def _generator_line(generator: Generator) -> str:
     """The verdict's one sentence (:func:`mqusers.run.verdicts.sentence`), as the JSON, web UI and HTML say it."""
     return f"generator: {generator['sentence'] if generator['processes'] else generator['verdict']}"
@@ -191,6 +209,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "destinations": [row.document() for row in report.rows],
         "patterns": report.patterns,
         "operations": report.operations,
+        "connections": report.connections,
         "notes": report.notes,
         "series": report.series,
         "histograms": report.histograms,

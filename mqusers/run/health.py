@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.cpu import CpuInterval, CpuSampler
+from mqusers.measure.openfiles import open_files
 from mqusers.run import verdicts
 from mqusers.run.blocked import BlockedSends, Sender
 from mqusers.run.looplag import PROBE, LagWatcher
@@ -80,6 +81,10 @@ class Health:
     clock: Clock = field(default_factory=Clock)
     cpu: CpuSource = field(default_factory=CpuSampler)
     probe: LagProbe = PROBE
+    #: Reads the process's open files: at the start and once the Users are gone (a leak shows as more).
+    files: Callable[[], int | None] = open_files
+    files_start: int | None = None
+    files_end: int | None = None
     cpu_percent_max: float = 0.0
     seconds: int = 0
     saturated_s: int = 0
@@ -104,10 +109,15 @@ class Health:
         self.blocked.reset()
         self._wall, self._second_lag = self.clock.monotonic(), 0.0
         self.cpu.start()
+        self.files_start, self.files_end = self.files(), None
         self.probe.watch(self.on_lag)
 
     def stop(self) -> None:
         self.probe.unwatch(self.on_lag)
+
+    def finish(self) -> None:
+        """The Users are gone and the broker's reader closed: the open files now, against the start's."""
+        self.files_end = self.files()
 
     def on_lag(self, lag_ms: float) -> None:
         """One loop-lag sample; the first after a second has passed on the clock judges that second."""
@@ -166,4 +176,6 @@ class Health:
             "cpu_wait_ms_max": rounded("wait"),
             "verdict": self.verdict(),
             "blocked": self.blocked.report(),
+            "open_files_start": self.files_start,
+            "open_files_end": self.files_end,
         }

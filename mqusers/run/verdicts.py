@@ -99,6 +99,9 @@ class HealthReport(TypedDict):
     cpu_wait_ms_max: float | None
     verdict: str
     blocked: dict[str, BlockedReport]
+    #: Open file descriptors at the test's start and once its Users were gone (None: unknown).
+    open_files_start: int | None
+    open_files_end: int | None
 
 
 class Generator(TypedDict):

@@ -8,7 +8,6 @@ to the operation it refuses) and fires the ``connect`` and ``error`` events. Wha
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import time
 from collections.abc import Callable, Mapping
@@ -17,7 +16,7 @@ from typing import Any
 import gevent
 from gevent.event import AsyncResult, Event
 
-from mqusers.measure.names import CONNECT, ERROR, REQUEST_TYPE, SUBSCRIBE, UNSUBSCRIBED, event_name
+from mqusers.measure.names import CONNECT, DISCONNECT, ERROR, REQUEST_TYPE, SUBSCRIBE, UNSUBSCRIBED, event_name
 from mqusers.measure.recorder import Record, Recorder
 from mqusers.stomp.answers import Answers
 from mqusers.stomp.connection import ClientConfig, Connection, Listener, Transport, Unreachable
@@ -153,24 +152,37 @@ class Session:
         self.dropped = False
         self.connected_at = time.monotonic()
 
-    def disconnect(self) -> bool:
+    def disconnect(self, *, timed: bool = False) -> bool:
         """DISCONNECT politely within ``timeout`` (a stalled broker never answers), then close the socket.
 
         True when the broker's RECEIPT came: it had read every frame written before it (STOMP's
         graceful shutdown). False when it did not, or there was no connection: what was written
-        on it since the last confirmation may never have reached the broker.
+        on it since the last confirmation may never have reached the broker. ``timed`` fires the
+        ``disconnect`` event (DISCONNECT to RECEIPT, or why none came): Users that churn connections
+        time each close; the others' one close at stop is no figure of the run.
         """
         self.closing = True
         confirmed = False
         if self.connected:
             receipt = b"mq-bye-%d" % next(self._ids)
             waiter = self._answers.expect(receipt)
+            start = time.perf_counter()
+            failed: MqError | None = None
             # The Timeout also ends a send blocked by a broker that stopped reading.
-            with gevent.Timeout(self.config.timeout, False), contextlib.suppress(MqError):
-                self.send_raw(disconnect_frame(receipt))
-                waiter.wait(self.config.timeout)
+            with gevent.Timeout(self.config.timeout, False):
+                try:
+                    self.send_raw(disconnect_frame(receipt))
+                    waiter.wait(self.config.timeout)
+                except MqError as error:
+                    failed = error
             confirmed = waiter.ready() and waiter.successful()
             self._answers.forget(receipt)
+            if timed:
+                if confirmed:
+                    self._fire(event_name(DISCONNECT, self.config.address), start, 0, None, waiter.value)
+                else:
+                    why = failed or waiter.exception or MqError(f"no RECEIPT within {self.config.timeout:g}s")
+                    self._fire(event_name(DISCONNECT, self.config.address), start, 0, why)
         self._close_quietly()
         return confirmed
 

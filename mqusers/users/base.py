@@ -69,8 +69,13 @@ class StompUser(User):
         self.ensure_connected()
 
     def on_stop(self) -> None:
+        self.close_connection()
+
+    def close_connection(self, *, timed: bool = False) -> None:
+        """DISCONNECT with a receipt and close (``timed``: the ``disconnect`` event, for churning Users);
+        the connection's end is then settled as any other's."""
         client = self.client
-        confirmed = client.disconnect()
+        confirmed = client.disconnect(timed=timed)
         if self._take_connection_end():
             # No DISCONNECT receipt (a broker that stopped reading: flow control, a freeze): what
             # was written may still sit in socket buffers the close throws away.

@@ -155,7 +155,11 @@ class StompConsumerUser(StompUser):
 
     @task
     def keep_connected(self) -> None:
-        # Also acknowledge a batch the stream stopped short of filling (the end of a backlog).
+        # The one task of every consumer (Locust runs a base class's tasks too): subclasses override tend.
+        self.tend()
+
+    def tend(self) -> None:
+        """Reconnect when due; acknowledge a batch the stream stopped short of filling (a backlog's end)."""
         if self.ensure_connected():
             for receiver in self.receivers:
                 receiver.flush()

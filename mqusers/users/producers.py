@@ -186,6 +186,11 @@ class StompProducerUser(StompUser):
 
     @task
     def send(self) -> None:
+        # The one task of every producer (Locust runs a base class's tasks too): subclasses override send_burst.
+        self.send_burst()
+
+    def send_burst(self) -> None:
+        """Send this task run's messages (one, or an unpaced burst in one write), connecting first if needed."""
         if self.done():
             if self.window is not None:
                 self.window.settle_all(self.mq.settings.timeout)
@@ -193,9 +198,7 @@ class StompProducerUser(StompUser):
         if not self.ensure_connected():
             gevent.sleep(min(self.backoff_remaining(), 1.0))
             return
-        count = self.burst
-        if self.max_messages:
-            count = min(count, self.max_messages - self.seq)
+        count = self.burst_size()
         if self.shared:
             count = self._take_slots(count)
             if not count:
@@ -236,6 +239,10 @@ class StompProducerUser(StompUser):
             self.lane = lanes[self._lane_index]
             self._sent = self.lane.sent
         return self.lane
+
+    def burst_size(self) -> int:
+        """Messages this task run sends (one write unless paced), within ``max_messages``."""
+        return min(self.burst, self.max_messages - self.seq) if self.max_messages else self.burst
 
     def _take_slots(self, count: int) -> int:
         """Take up to ``count`` slots of the shared schedule (one when paced, slept until it is due)."""

@@ -39,6 +39,8 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-total-messages": ("Total messages", "", GROUPS[1]),
     "mq-backlog-messages": ("Backlog: build until messages sent", "", GROUPS[1]),
     "mq-backlog-seconds": ("Backlog: build for, s", "", GROUPS[1]),
+    "mq-per-connection": ("Messages per connection (churn)", "per_connection", GROUPS[1]),
+    "mq-churn-pause": ("Pause between connections, s (churn)", "churn_pause", GROUPS[1]),
     "mq-size": ("Message size", "message_size", GROUPS[2]),
     "mq-size-dist": ("Message sizes drawn from", "", GROUPS[2]),
     "mq-payload": ("Payload", "payload", GROUPS[2]),

@@ -20,12 +20,12 @@ from locust.runners import CPU_MONITOR_INTERVAL, Runner, locust_exception_handle
 import errno
 import logging
 import math
-import os
 import resource
 from typing import Any
 
 import gevent
 
+from mqusers.measure.openfiles import open_files
 from mqusers.stomp.transport import OUT_OF_FILES
 
 logger = logging.getLogger(__name__)
@@ -42,10 +42,8 @@ USERS_OPTION = "mq_users_per_process"
 
 def open_now() -> int:
     """Files this process has open now."""
-    try:
-        return len(os.listdir("/proc/self/fd")) - 1  # less the listing's own
-    except OSError:
-        return ASSUMED_OPEN
+    opened = open_files()
+    return ASSUMED_OPEN if opened is None else opened
 
 
 def files_needed(users: int, already_open: int) -> int:

@@ -115,6 +115,18 @@ def test_the_many_destinations_example_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.activemq
+def test_the_churn_example_runs(tmp_path: Path) -> None:
+    started("activemq")
+    [command] = commands_starting("locust -f locustfiles/churn.py --host")
+    done = run(short(command, tmp_path), tmp_path)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, output[-3000:]
+    found = re.search(r"connections: ([\d,]+) opened .*?, 0 failed; .* open files (\d+) at the start, (\d+) at the end",
+                      output)  # fmt: skip
+    assert found and int(found[1].replace(",", "")) > 200 and found[2] == found[3], output[-3000:]
+
+
+@pytest.mark.activemq
 def test_the_distributed_example_runs_and_ends(tmp_path: Path) -> None:
     started("activemq")
     [master] = commands_starting("locust -f locustfiles/queue_balance.py --master")

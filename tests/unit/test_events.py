@@ -219,6 +219,32 @@ def test_disconnect_from_a_broker_that_never_answers_returns_at_the_timeout() ->
     assert not client.connected and not client.dropped
 
 
+def test_a_timed_disconnect_is_one_event_from_disconnect_to_its_receipt() -> None:
+    env = environment()
+    client, connection = connected(env, ClientConfig(parse_broker_url(ADDRESS), timeout=5.0))
+    gevent.spawn(connection.answer_receipt)
+    assert client.disconnect(timed=True) is True
+    entry = env.stats.entries[(f"disconnect {ADDRESS}", "STOMP")]
+    assert (entry.num_requests, entry.num_failures) == (1, 0) and entry.total_response_time < 1000
+
+
+def test_a_timed_disconnect_without_receipt_is_a_failure_saying_so() -> None:
+    env = environment()
+    client, _ = connected(env, ClientConfig(parse_broker_url(ADDRESS), timeout=0.05))
+    assert client.disconnect(timed=True) is False
+    entry = env.stats.entries[(f"disconnect {ADDRESS}", "STOMP")]
+    assert (entry.num_requests, entry.num_failures) == (1, 1)
+    assert errors(env) == ["no RECEIPT within 0.05s"]
+
+
+def test_an_untimed_disconnect_fires_nothing() -> None:
+    env = environment()
+    client, connection = connected(env, ClientConfig(parse_broker_url(ADDRESS), timeout=5.0))
+    gevent.spawn(connection.answer_receipt)
+    assert client.disconnect() is True
+    assert not [key for key in env.stats.entries if key[0].startswith("disconnect")]
+
+
 def test_a_blocked_send_shows_in_send_progress_and_disconnect_still_returns() -> None:
     env = environment()
     client, connection = connected(env)

@@ -247,3 +247,20 @@ def test_a_single_documents_page_names_it_once_and_says_what_ran() -> None:
     assert "--mq-rate 1250.5" in ran and "--mq-size 1024" in ran and "hunter2" not in ran and "heartbeats" not in ran
     assert "<dd>pubsub.py</dd>" in ran and "<dd>stomp://broker:61613 (ActiveMQ/6.1.2)</dd>" in ran
     assert "<dd>users: Publisher 3, Subscriber 1,200; 250 msg/s asked per producer; 1,024 B messages</dd>" in ran
+
+
+def test_connects_disconnects_and_the_churns_connections_have_their_tables() -> None:
+    book = Book()
+    for _ in range(4):
+        book.on_request("STOMP", "connect stomp://h:1", 2.0, 0, None)
+        book.on_request("STOMP", "disconnect stomp://h:1", 0.5, 0, None)
+    book.on_request("STOMP", "connect stomp://h:1", 3.0, 0, ValueError("refused"))
+    facts = RunFacts("c1", 1_700_000_000.0, 1_700_000_010.0, "time", DrainOutcome(True, 1.0, "all arrived"))
+    page = Page(render([report_document(build_report(book, {}, facts, Settings()))], ["run c1"]))
+    header, *rows = page.tables["operations"]
+    assert header[:3] == ["operation", "count", "failed"]
+    assert [row[:3] for row in rows] == [["connect stomp://h:1", "5", "1"], ["disconnect stomp://h:1", "4", "0"]]
+    header, row = page.tables["connections"]
+    assert header[:5] == ["opened", "opened/s", "failed", "closed with receipt", "closed without"]
+    assert row[0] == "4" and row[2:5] == ["1", "4", "0"]
+    assert "connections" not in Page(render([run_document()], ["run r1"])).tables  # no churn, no table

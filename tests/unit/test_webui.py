@@ -7,7 +7,13 @@ import re
 from collections import Counter
 from typing import ClassVar
 
-from mqusers import StompConsumerUser, StompProducerUser, StompRequesterUser
+from mqusers import (
+    StompChurnConsumerUser,
+    StompChurnProducerUser,
+    StompConsumerUser,
+    StompProducerUser,
+    StompRequesterUser,
+)
 from mqusers.measure.recorder import Batch
 from mqusers.measure.series import Series
 from mqusers.options.table import OPTIONS
@@ -59,7 +65,7 @@ def test_every_web_ui_option_has_a_label_the_page_shows_and_posts_unchanged() ->
 
 
 def test_the_scenario_attributes_named_exist_on_the_users() -> None:
-    classes = (StompProducerUser, StompConsumerUser, StompRequesterUser)
+    classes = (StompProducerUser, StompConsumerUser, StompRequesterUser, StompChurnProducerUser, StompChurnConsumerUser)
     for name, (_, attribute, _) in FIELDS.items():
         if attribute and attribute != "host":
             assert any(hasattr(c, attribute) for c in classes), name
@@ -106,7 +112,7 @@ def test_custom_parameters_are_keyed_by_full_label_in_group_order_with_the_value
 def test_every_field_has_a_group_a_help_line_and_says_its_default() -> None:
     notes = field_notes([Subscriber, Publisher], "stomp://h:1")
     assert list(dict.fromkeys(note["group"] for note in notes.values())) == list(GROUPS)
-    assert len(notes) == 36
+    assert len(notes) == 38
     for option in OPTIONS:
         if option.ui:
             note = notes[FIELDS[option.name][0]]
