@@ -6,7 +6,9 @@ import threading
 import time
 from pathlib import Path
 
-from tests.integration.brokers import Broker, started
+import pytest
+
+from tests.integration.brokers import Broker, broker_params, started
 from tests.integration.locust_runs import assert_refused_before_load, run_locust, start_locust
 
 PRODUCERS, EACH = 2, 1500
@@ -36,13 +38,15 @@ class DepthPoll:
         self.thread.join(timeout=15)
 
 
+# RabbitMQ and Artemis are not here yet: RabbitMQ's management API read 2,775 of the 3,000 confirmed messages
+# just before the switch (its depth is sampled), and on Artemis the drain read 1,089 of 3,000: both unresolved.
+@pytest.mark.parametrize("broker", broker_params("activemq", "activemq6"), indirect=True)
 def test_backlog_at_the_switch_is_the_brokers_depth_and_empties_when_the_broker_does(
-    destination, tmp_path: Path
+    broker: Broker, destination, tmp_path: Path
 ) -> None:
     """2 producers send 1,500 each (receipted) while the consumer waits 3 s: the backlog at the switch is
     the broker's own depth then; every message arrives once; the time to empty ends when the broker's depth
     reaches 0, polled apart from mqusers."""
-    broker = started("activemq")
     queue = destination("queue")
     with DepthPoll(broker, queue) as poll:
         running = start_locust(
@@ -67,10 +71,10 @@ def test_backlog_at_the_switch_is_the_brokers_depth_and_empties_when_the_broker_
     # The broker's depth reaches 0 between its last non-empty reading and its first empty one after the
     # switch; mqusers' last backlog delivery falls in that window (auto ack: the broker counts a message
     # gone when it dispatches it, a moment before it arrives).
-    after = [s for s in poll.samples if s[0] > switch]
-    first_empty = next(i for i, s in enumerate(after) if s[2] == 0)
-    assert first_empty > 0, after[:3]  # the broker held the backlog after the switch
-    last_full_asked, empty_answered = after[first_empty - 1][0], after[first_empty][1]
+    samples = poll.samples
+    first_empty = next(i for i, s in enumerate(samples) if s[0] > switch and s[2] == 0)
+    last_full_asked, empty_answered = samples[first_empty - 1][0], samples[first_empty][1]
+    assert samples[first_empty - 1][2] > 0, samples[first_empty - 3 : first_empty + 1]
     assert last_full_asked - 50_000_000 < emptied < empty_answered + 50_000_000, (
         last_full_asked,
         emptied,
