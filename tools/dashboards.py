@@ -31,6 +31,7 @@ DESTINATION = f'"{s.DESTINATION}" =~ /^$destination$/'
 WORKER = f'"{s.WORKER}" =~ /^$worker$/'
 PER_S = "* 1000 / $__interval_ms"  # a bucket's sum -> per second
 SEND, RECEIVE = "\"operation\" = 'send'", "\"operation\" = 'receive'"
+CONNECTIONS = '"operation" =~ /^(connect|disconnect)$/'
 
 
 def select(
@@ -204,6 +205,9 @@ def overview() -> dict[str, Any]:
     board.panel("timeseries", "Send-to-receive latency, worst interval (ms)", [latency_q], unit="ms")
     errors = select(s.MERGED, [(f("sum", "errors", PER_S), "errors/s")], [RUN], by=(s.OPERATION,))
     board.panel("timeseries", "Errors/s by operation", [errors], unit="short")
+    board.panel("timeseries", "Connections/s: opened, failed, closed with receipt", churn_rates(), unit="short")
+    churn = select(s.MERGED, latency(), [RUN, CONNECTIONS], by=(s.OPERATION,))
+    board.panel("timeseries", "Connect and disconnect latency, worst interval (ms)", [churn], unit="ms")
     users = select(s.RUNS, [(f("last", "users"), "users"), (f("last", "workers"), "workers")], [RUN])
     board.panel("timeseries", "Users and workers", [users], width=8)
     backlog = select(s.DESTINATIONS, [(f("last", "backlog"), "backlog")], flow, by=(s.DESTINATION,))
@@ -236,6 +240,18 @@ def overview() -> dict[str, Any]:
     board.panel("timeseries", "Broker memory / store / temp usage", [broker_usage()], unit="percent")
     board.panel("timeseries", "Broker connections", [connections()])
     return board.render([run_variable(s.RUNS), destination_variable(s.MERGED, RUN), worker_variable()], RUN)
+
+
+def churn_rates() -> list[str]:
+    """Connections opened (CONNECTED) and failed per second, and closed with the broker's RECEIPT (churning Users)."""
+    opened = [
+        ('(sum("count") - sum("errors")) * 1000 / $__interval_ms', "opened/s"),
+        (f("sum", "errors", PER_S), "failed/s"),
+    ]
+    connects = select(s.MERGED, opened, [RUN, "\"operation\" = 'connect'"])
+    closes = select(s.MERGED, [('(sum("count") - sum("errors")) * 1000 / $__interval_ms', "closed/s")],
+                    [RUN, "\"operation\" = 'disconnect'"])  # fmt: skip
+    return [connects, closes]
 
 
 # ----------------------------------------------------------------------------------------- broker

@@ -32,10 +32,16 @@ from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port
 from tools import dashboards
 
 PRODUCERS, RATE = 2, 200  # the paced load: 2 producers x 200 msg/s
-ENABLE = """from mqusers.sinks.influx import register
+ENABLE = """from mqusers import StompChurnProducerUser
+from mqusers.sinks.influx import register
 
 # An audit stand-in until mqusers' own audit exists: fixed running totals per destination.
 register(audit=lambda: {{{destination!r}: {{"lost": 0, "duplicated": 0, "in_flight": 1}}}})
+
+
+class Churner(StompChurnProducerUser):  # connects and disconnects: the dashboards' connection panels have data
+    destination = {destination!r}
+    fixed_count = 1
 """
 
 
