@@ -36,9 +36,12 @@ class Dialect:
     message_overhead: int = 0
     #: ``client`` acks without a prefetch asked: the broker's default window in bytes (0: ample).
     default_ack_window: int = 0
+    #: Only ACKs refill the window: with ``auto`` acks (none sent) it fills once and the subscription
+    #: stalls, so none is asked (Artemis 2.40.0 stopped a drain at 1,100 of 3,000 1 KiB messages).
+    window_needs_acks: bool = False
 
-    def prefetch_headers(self, prefetch: int, message_size: int) -> dict[str, str]:
-        if prefetch <= 0:
+    def prefetch_headers(self, prefetch: int, message_size: int, ack: str = "client") -> dict[str, str]:
+        if prefetch <= 0 or (ack == "auto" and self.window_needs_acks):
             return {}
         amount = prefetch * self._message_bytes(message_size) if self.prefetch_in_bytes else prefetch
         return {self.prefetch_header: str(amount)}
@@ -98,6 +101,7 @@ ARTEMIS = Dialect(
     name="artemis",
     prefetch_header="consumer-window-size",
     prefetch_in_bytes=True,
+    window_needs_acks=True,
     # The queue is named client-id.subscription-name: the CONNECT client-id is the same stable name.
     durable_subscribe=(("durable-subscription-name", "{name}"),),
     durable_unsubscribe=(("durable-subscription-name", "{name}"),),

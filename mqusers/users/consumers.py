@@ -104,7 +104,7 @@ class StompConsumerUser(StompUser):
         dialect = self.client.dialect
         # Small batches: ActiveMQ pages 200 messages in at a time, Artemis lets 10 KiB out, and both wait for ACKs.
         ack_every = dialect.ack_every(self.prefetch, self.message_size)
-        headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size)}
+        headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size, self.ack)}
         if self.durable:
             headers.update(dialect.durable_headers(self.durable_name()))
             headers["id"] = self.durable_name()

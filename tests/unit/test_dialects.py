@@ -32,6 +32,9 @@ def test_prefetch_headers() -> None:
     assert ARTEMIS.prefetch_headers(10, 1024) == {"consumer-window-size": str(10 * (1024 + 512))}
     assert ACTIVEMQ.prefetch_headers(0, 1024) == {}
     assert ARTEMIS.prefetch_headers(0, 1024) == {}
+    # Artemis refills its window on ACKs only: auto acks send none, a window would stall the subscription.
+    assert ARTEMIS.prefetch_headers(10, 1024, "auto") == {}
+    assert ACTIVEMQ.prefetch_headers(10, 1024, "auto") == {"activemq.prefetchSize": "10"}
 
 
 def test_durable_headers() -> None:
