@@ -26,16 +26,28 @@ BY_COUNT, BY_TIME, BY_END = "messages sent", "time passed", "the run ended"
 class Phases:
     """One test's build and drain; ``figures`` is what the receivers count and the report shows."""
 
-    def __init__(self, messages: int, seconds: float, *, clock: Callable[[], int] = time.time_ns):
+    def __init__(
+        self,
+        messages: int,
+        seconds: float,
+        *,
+        clock: Callable[[], int] = time.time_ns,
+        announce: Callable[[str, int], None] = lambda text, ts_ns: None,
+    ):
         self.clock = clock
+        #: Told the switch, in words, at its time: a ``phase`` mark on the live dashboards.
+        self.announce = announce
         self.figures = BacklogFigures(messages, seconds, started_ns=clock())
         self.gate = Event()
         #: Consumers that passed the gate and have not subscribed yet.
         self.joining = 0
 
     def switch(self, sent: int, reason: str) -> None:
+        if self.gate.is_set():
+            return
         self.figures.switch(sent, self.clock(), reason)
         self.gate.set()
+        self.announce(f"backlog built: {sent:,} messages ({reason}); the consumers drain it", self.figures.switch_ns)
 
     def ready(self) -> bool:
         """Whether the drain can be judged: the build is over and every waiting consumer subscribed."""

@@ -25,7 +25,11 @@ def start(ctx: RunContext) -> None:
     settings = ctx.settings
     ctx.backlog = None
     if settings.backlog_messages or settings.backlog_seconds:
-        ctx.backlog = Phases(settings.backlog_messages, settings.backlog_seconds)
+        ctx.backlog = Phases(
+            settings.backlog_messages,
+            settings.backlog_seconds,
+            announce=lambda text, ts_ns: ctx.annotate("phase", text, ts_ns),
+        )
         gevent.spawn(watch, ctx.backlog, lambda: sent_so_far(ctx))
 
 

@@ -58,10 +58,13 @@ def test_the_gate_opens_on_the_count_or_the_time_whichever_first() -> None:
 
 
 def test_the_drain_waits_for_every_consumer_held_at_the_gate_to_subscribe() -> None:
-    phases = Phases(1, 0)
+    marks: list[tuple[str, int]] = []
+    phases = Phases(1, 0, clock=lambda: 7, announce=lambda text, ts_ns: marks.append((text, ts_ns)))
     phases.joining += 1  # a consumer waiting (hold() blocks until the switch)
     assert not phases.ready()
     phases.switch(1, BY_COUNT)
+    phases.switch(2, BY_TIME)  # once
+    assert marks == [("backlog built: 1 messages (messages sent); the consumers drain it", 7)]
     assert not phases.ready()
     phases.joined()
     assert phases.ready()
