@@ -36,18 +36,22 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
                     "--json", str(tmp_path / "fm.json"), "--workdir", str(tmp_path / "steps"), "--steps", "14",
                     "--max-lag-ms", str(LAG_MS), "--slo", "none", *SHORT)  # fmt: skip
     assert found.returncode == 0, found.stdout + found.stderr
+    said = " ".join(found.stdout.split())  # the answer wraps at 100 columns, wherever its figures fall
     document = json.loads((tmp_path / "fm.json").read_text())
     max_rate = document["max_rate"]
     # A floor against a broken search only: with other work on the two cores it bracketed 1,252 (seen).
     assert document["kind"] == "find-max" and max_rate >= 1000, document
     if document["limit"]:  # the generator or this shared machine failed first: only a lower bound, said so
-        assert document["bound"] == "lower" and f"limit: {document['limit']}, not the broker" in found.stdout
-        assert f"highest rate kept up with: at least {max_rate:,.0f} msg/s" in found.stdout
+        assert document["bound"] == "lower" and f"limit: {document['limit']}, not the broker" in said
+        assert f"highest rate kept up with: at least {max_rate:,.0f} msg/s" in said
     else:
-        assert document["bound"] == "found" and f"highest rate kept up with: {max_rate:,.0f} msg/s, " in found.stdout
-        assert (
-            f"({min(s['rate'] for s in document['steps'] if not s['sustained']):,.0f} msg/s did not: " in found.stdout
-        )
+        assert document["bound"] == "found" and f"highest rate kept up with: {max_rate:,.0f} msg/s, " in said
+        # The rate named as failed is a step that failed on the broker's account (a step the machine
+        # starved is noted apart, and may be lower): one of the steps, the answer's own words printed.
+        keeps_up = document["keeps_up"]
+        failed = float(keeps_up["why"].split(" msg/s did not")[0].replace(",", ""))
+        assert failed in {s["rate"] for s in document["steps"] if not s["sustained"]}, keeps_up
+        assert " ".join(keeps_up["text"].split()) in said and f"({failed:,.0f} msg/s did not: " in said
     steps = document["steps"]
     # Bracketed: a failed step within 5 % above the maximum (14 steps leave room for reruns).
     assert document["ended"] == "bracketed within 5%", document["ended"]

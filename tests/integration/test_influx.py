@@ -32,14 +32,18 @@ from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port
 from tools import dashboards
 
 PRODUCERS, RATE = 2, 200  # the paced load: 2 producers x 200 msg/s
-ENABLE = """from mqusers import StompChurnProducerUser
-from mqusers.sinks.influx import register
+ENABLE = """from mqusers.sinks.influx import register
 
 # An audit stand-in until mqusers' own audit exists: fixed running totals per destination.
 register(audit=lambda: {{{destination!r}: {{"lost": 0, "duplicated": 0, "in_flight": 1}}}})
+"""
+#: Added where the dashboards are queried: a User that connects and disconnects, so the connection
+#: panels have data (an unpaced one: never beside a load whose rate a test checks).
+CHURNER = """
+from mqusers import StompChurnProducerUser
 
 
-class Churner(StompChurnProducerUser):  # connects and disconnects: the dashboards' connection panels have data
+class Churner(StompChurnProducerUser):
     destination = {destination!r}
     fixed_count = 1
 """
@@ -78,9 +82,9 @@ class Run:
         return row
 
 
-def locust_command(tmp_path: Path, destination: str, *args: str) -> list[str]:
+def locust_command(tmp_path: Path, destination: str, *args: str, churn: bool = False) -> list[str]:
     enable = tmp_path / f"enable_{uuid.uuid4().hex[:6]}.py"
-    enable.write_text(ENABLE.format(destination=destination))
+    enable.write_text((ENABLE + (CHURNER if churn else "")).format(destination=destination))
     files = f"{LOCUSTFILES / 'queue_balance.py'},{enable}"
     return [sys.executable, "-m", "locust", "-f", files, "--mq-destination", destination, *args]
 
@@ -108,7 +112,7 @@ def distributed(victoria: int, tmp_path_factory: pytest.TempPathFactory) -> Run:
     tmp = tmp_path_factory.mktemp("influx")
     destination, port = f"/queue/mqusers.influx.{uuid.uuid4().hex[:8]}", free_port()
     report, lines = tmp / "r.json", tmp / "points.lp"
-    base = locust_command(tmp, destination)
+    base = locust_command(tmp, destination, churn=True)
     master = subprocess.Popen(
         [*base, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
          "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "6s", "--host", broker_url(), "--only-summary",

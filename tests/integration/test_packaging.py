@@ -66,7 +66,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 def test_the_wheel_ships_the_scenarios_and_not_the_repository_tools(installed: Installed) -> None:
     names = zipfile.ZipFile(installed.wheel).namelist()
     shipped = sorted(name.removeprefix("mqusers/locustfiles/") for name in names if "/locustfiles/" in name)
-    assert shipped == sorted(path.name for path in LOCUSTFILES.glob("*.py"))
+    # The scenarios and what they use (templates/order.json, --mq-payload's example), nothing compiled.
+    files = (path for path in LOCUSTFILES.rglob("*") if path.is_file() and "__pycache__" not in path.parts)
+    assert shipped == sorted(str(path.relative_to(LOCUSTFILES)) for path in files)
+    assert "templates/order.json" in shipped
     assert not [name for name in names if name.startswith("tools/") or "dashboards" in name]
 
 
