@@ -52,6 +52,14 @@ def run(command: str, tmp_path: Path, timeout: float = 300) -> subprocess.Comple
     return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
+def ran_well(command: str, tmp_path: Path) -> str:
+    """The shown ``command``, shortened, run to exit 0: its output with the summary's wrapping undone."""
+    done = run(short(command, tmp_path), tmp_path)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, output[-3000:]
+    return output
+
+
 def commands_starting(prefix: str) -> list[str]:
     """The shown commands (any page) that start with ``prefix``, one of :data:`RUN_HERE`'s."""
     assert any(prefix.startswith(run) or run.startswith(prefix) for run in RUN_HERE), prefix
@@ -106,9 +114,7 @@ def test_the_web_ui_examples_serve_the_ui(tmp_path: Path) -> None:
 def test_the_many_destinations_example_runs(tmp_path: Path) -> None:
     started("activemq")
     [command] = commands_starting("locust -f locustfiles/put_get.py --mq-destination")
-    done = run(short(command, tmp_path), tmp_path)
-    output = " ".join((done.stdout + done.stderr).split())
-    assert done.returncode == 0, output[-3000:]
+    output = ran_well(command, tmp_path)
     assert "/queue/orders.{0..999}: 1,000 destinations, 1,000 sent to, 1,000 subscribed" in output, output[-3000:]
     with (tmp_path / "orders.csv").open(encoding="utf-8") as lines:
         assert sum(1 for _ in lines) == 1 + 1 + 1_000  # the header, the pattern's row, a line per destination
@@ -118,9 +124,7 @@ def test_the_many_destinations_example_runs(tmp_path: Path) -> None:
 def test_the_churn_example_runs(tmp_path: Path) -> None:
     started("activemq")
     [command] = commands_starting("locust -f locustfiles/churn.py --host")
-    done = run(short(command, tmp_path), tmp_path)
-    output = " ".join((done.stdout + done.stderr).split())
-    assert done.returncode == 0, output[-3000:]
+    output = ran_well(command, tmp_path)
     found = re.search(r"connections: ([\d,]+) opened .*?, 0 failed; .* open files (\d+) at the start, (\d+) at the end",
                       output)  # fmt: skip
     assert found and int(found[1].replace(",", "")) > 200 and found[2] == found[3], output[-3000:]
@@ -183,9 +187,7 @@ def test_the_put_get_examples_run(tmp_path: Path) -> None:
     commands = commands_starting("locust -f locustfiles/put_get.py --host")
     assert len(commands) == len(says) and all(any(key in c for c in commands) for key in says)
     for command in commands:
-        done = run(short(command, tmp_path), tmp_path)
-        output = " ".join((done.stdout + done.stderr).split())
-        assert done.returncode == 0, output[-3000:]
+        output = ran_well(command, tmp_path)
         assert "audit: nothing lost" in output and all(said in output for key, said in says.items() if key in command)
 
 
@@ -194,8 +196,6 @@ def test_the_backlog_example_runs(tmp_path: Path) -> None:
     """-t 4s ends the run within its 5 s build: the switch is the run's end, its drain the backlog's."""
     started("activemq")
     for command in commands_starting("locust -f locustfiles/backlog.py --host"):
-        done = run(short(command, tmp_path), tmp_path)
-        output = " ".join((done.stdout + done.stderr).split())
-        assert done.returncode == 0, output[-3000:]
+        output = ran_well(command, tmp_path)
         assert "(the run ended), emptied in" in output and "audit: nothing lost" in output
         assert "Backlog: build, then drain" in (tmp_path / "backlog.html").read_text()
