@@ -1,10 +1,11 @@
 """``--mq-profile``: the run-wide rate over time, and when message ``k`` of the shared schedule is due.
 
 ``steps:1000/30s,2000/30s`` (each rate for its duration), ``ramp:100,5000,60s`` (from, to, over),
-``sine:2000,1000,60s`` (mean, amplitude, period), ``csv:FILE`` (lines ``seconds,rate``, linear between
-them, from 0 s). After its end a profile holds its last rate. The rate is piecewise linear (a sine
-in 40 pieces a period), so the message count up to a time is piecewise quadratic and message ``k``'s
-due time is solved exactly, without drift over a long run.
+``sine:2000,1000,60s`` (mean, amplitude, period), ``csv:FILE`` (lines ``seconds,rate[,size]``, the rate
+linear between them, from 0 s; a size, as ``--mq-size`` takes it, holds from its line on until the
+next line that has one). After its end a profile holds its last rate and size. The rate is piecewise
+linear (a sine in 40 pieces a period), so the message count up to a time is piecewise quadratic and
+message ``k``'s due time is solved exactly, without drift over a long run.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mqusers.options.parsing import MAX_RATE, OptionError
+from mqusers.options.parsing import MAX_RATE, OptionError, parse_size
 
 KINDS = ("steps:RATE/DURATION,...", "ramp:FROM,TO,DURATION", "sine:MEAN,AMPLITUDE,PERIOD", "csv:FILE")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -55,6 +56,8 @@ class Piece:
 class RateProfile:
     text: str
     pieces: tuple[Piece, ...]
+    #: A CSV's size column: (seconds from t0, body size from then on), in time order; empty: no sizes.
+    sizes: tuple[tuple[float, int], ...] = ()
 
     def __str__(self) -> str:
         return self.text
@@ -82,6 +85,15 @@ class RateProfile:
             return self.held
         return piece.first + (piece.last - piece.first) * (t - piece.start) / piece.seconds
 
+    def size_at(self, t: float) -> int | None:
+        """The body size in effect ``t`` seconds after t0; None before the first size (the scenario's then)."""
+        index = bisect.bisect_right(self._size_starts, t) - 1
+        return self.sizes[index][1] if index >= 0 else None
+
+    @functools.cached_property
+    def _size_starts(self) -> list[float]:
+        return [start for start, _ in self.sizes]
+
     def due_s(self, k: int) -> float:
         """Seconds after t0 at which message ``k`` (from 0) is due: the time ``k`` messages are due by."""
         piece = self.pieces[max(0, bisect.bisect_right(self._befores, k) - 1)]
@@ -93,6 +105,7 @@ class RateProfile:
 
 def parse_profile(value: str, option: str = "--mq-profile") -> RateProfile:
     kind, _, spec = value.partition(":")
+    sizes: list[tuple[float, int]] = []
     try:
         if kind == "steps":
             points = _steps(spec)
@@ -103,14 +116,14 @@ def parse_profile(value: str, option: str = "--mq-profile") -> RateProfile:
             mean, amplitude, period = (part for part in spec.split(","))
             points = _sine(_rate(mean), _rate(amplitude), _seconds(period))
         elif kind == "csv":
-            points = _csv(Path(spec))
+            points = _csv(Path(spec), sizes)
         else:
             raise ValueError(f"use one of {', '.join(KINDS)}")
     except (ValueError, OSError) as error:
         raise OptionError(f"{option}: {value!r}: {error}") from None
     if points[-1][1] <= 0:
         raise OptionError(f"{option}: {value!r}: its last rate is held after its end, so it must be above 0")
-    return RateProfile(value, _pieces(points))
+    return RateProfile(value, _pieces(points), tuple(sizes))
 
 
 def _steps(spec: str) -> list[tuple[float, float]]:
@@ -131,18 +144,25 @@ def _sine(mean: float, amplitude: float, period: float) -> list[tuple[float, flo
             for i in range(SINE_PIECES + 1)]  # fmt: skip
 
 
-def _csv(path: Path) -> list[tuple[float, float]]:
+def _csv(path: Path, sizes: list[tuple[float, int]]) -> list[tuple[float, float]]:
+    """The CSV's (seconds, rate) points; its size column, where a line has one, appended to ``sizes``."""
     with open(path, newline="") as stream:
         rows = [row for row in csv.reader(stream) if row and not row[0].lstrip().startswith("#")]
     if rows and not _is_number(rows[0][0]):
         rows = rows[1:]  # a header line
     if not rows or len(rows) > MAX_POINTS:
-        raise ValueError(f"{path} needs 1 to {MAX_POINTS:,} lines of seconds,rate")
-    if any(len(row) != 2 for row in rows):
-        raise ValueError(f"{path}: each line is seconds,rate (a size column is not read: sizes come from --mq-size)")
-    points = [(float(t), _rate(rate)) for t, rate in rows]
+        raise ValueError(f"{path} needs 1 to {MAX_POINTS:,} lines of seconds,rate[,size]")
+    if any(len(row) not in (2, 3) for row in rows):
+        raise ValueError(f"{path}: each line is seconds,rate or seconds,rate,size")
+    points = [(float(row[0]), _rate(row[1])) for row in rows]
     if points[0][0] != 0 or any(b[0] <= a[0] for a, b in itertools.pairwise(points)):
         raise ValueError(f"{path}: times start at 0 and increase")
+    for (t, _), row in zip(points, rows, strict=True):
+        if len(row) == 3 and row[2].strip():
+            try:
+                sizes.append((t, parse_size(row[2].strip(), "size")))
+            except OptionError as error:
+                raise ValueError(f"{path}: at {t:g} s: {error}") from None
     return points
 
 

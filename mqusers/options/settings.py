@@ -103,4 +103,11 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
     if values.get("profile") is not None and (values.get("total_rate") or values.get("rate") is not None):
         given = "--mq-total-rate" if values.get("total_rate") else "--mq-rate"
         raise OptionError(f"--mq-profile sets the run-wide rate over time: drop {given}")
+    if values.get("profile") is not None and values["profile"].sizes:
+        if values.get("size_dist") is not None:
+            raise OptionError("--mq-profile's CSV sets the sizes over time (its size column): drop --mq-size-dist")
+        payload = values.get("payload")
+        if payload is not None and not payload.sized:
+            raise OptionError(f"--mq-profile's CSV has a size column, but --mq-payload {payload.kind} bodies "
+                              "have their own sizes")  # fmt: skip
     return Settings(**values)

@@ -117,7 +117,8 @@ OPTIONS: tuple[Option, ...] = (
         "profile",
         parse_profile,
         "the run-wide rate over time, on the shared schedule: steps:1000/30s,2000/30s; ramp:100,5000,60s; "
-        "sine:2000,1000,60s (mean, amplitude, period); csv:FILE (lines seconds,rate); the last rate holds after",
+        "sine:2000,1000,60s (mean, amplitude, period); csv:FILE (lines seconds,rate[,size]: a size holds from "
+        "its line on); the last rate and size hold after",
     ),
     Option(
         "mq-total-rate",

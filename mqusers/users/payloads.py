@@ -15,6 +15,7 @@ import random
 import uuid
 
 from mqusers.options.payloadspec import PLACEHOLDER, PayloadSpec
+from mqusers.options.profile import RateProfile
 from mqusers.options.sizedist import SizeDist
 from mqusers.stomp.wire import make_body
 
@@ -60,8 +61,13 @@ def _drawn(dist: SizeDist, rng: random.Random) -> list[int]:
     return sizes
 
 
-def describe(spec: PayloadSpec, size: int, dist: SizeDist | None = None) -> str:
+def describe(spec: PayloadSpec, size: int, dist: SizeDist | None = None, profile: RateProfile | None = None) -> str:
     """What the report calls the messages: ``1,024 B json messages``, ``5-9 B messages from 2 files``."""
+    if profile is not None and profile.sizes and spec.sized:
+        stepped = {s for _, s in profile.sizes} | ({size} if profile.size_at(0.0) is None else set())
+        low, high = min(stepped), max(stepped)
+        sizes = f"{low:,} B" if low == high else f"{low:,}-{high:,} B"
+        return f"{sizes} {spec.kind} messages (sizes from the profile)"
     made = bodies(spec, size, dist)
     low, high = min(map(len, made)), max(map(len, made))
     sizes = f"{low:,} B" if low == high else f"{low:,}-{high:,} B"

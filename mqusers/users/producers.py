@@ -12,7 +12,6 @@ import functools
 import logging
 import random
 import time
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gevent
@@ -27,24 +26,12 @@ from mqusers.stomp.wire import SendFrames, due_line
 from mqusers.users import payloads
 from mqusers.users.base import StompUser
 from mqusers.users.inflight import ReceiptWindow
+from mqusers.users.lanes import Lane, dealt
 from mqusers.users.pacing import FixedRate, NoBlock, SharedSchedule, due_epoch_ns, until_due
 
 #: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
 _BURST_MAX, _BURST_BYTES = 64, 64 * 1024
 logger = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class Lane:
-    """One destination of a producer: its frames (a publisher per body it sends there), its record for
-    the audit and its own seqs (from 1)."""
-
-    destination: str
-    publishers: list[Publisher]
-    sent: SentStream
-    #: The last seq sent to it, and the first sent on the current connection.
-    seq: int = 0
-    connection_seq: int = 1
 
 
 class StompProducerUser(StompUser):
@@ -53,9 +40,8 @@ class StompProducerUser(StompUser):
     A destination pattern: this user sends to its share of the pattern's destinations
     (:func:`~mqusers.users.base.lanes`) in turn, each write to the next, each destination numbered
     from 1 on its own (the audit's seqs are per destination and producer). ``seq`` counts every
-    message it sent (``max_messages``); ``_sent`` is the current lane's. The bodies are dealt out to
-    the lanes (lane i sends bodies i, i + lanes...; with more lanes than bodies, body i modulo their
-    number): a write in turn still carries the next body, and 10,000 lanes do not hold 16 frames each.
+    message it sent (``max_messages``); ``_sent`` is the current lane's, its bodies dealt to it
+    (:func:`~mqusers.users.lanes.dealt`).
     """
 
     abstract = True
@@ -95,10 +81,13 @@ class StompProducerUser(StompUser):
         self._lag = self.client.operation(event_name(SCHEDULE_LAG, self.destination))
         self._due_header = b""
         self.payload = self.mq.settings.payload or self.payload
-        self.bodies = payloads.bodies(self.payload, self.message_size, settings.size_dist)
+        #: A CSV profile's size column: each message is sent at the size in effect at its due time.
+        self.sizes = settings.profile if settings.profile is not None and settings.profile.sizes else None
+        self.size = (self.sizes.size_at(0.0) if self.sizes else None) or self.message_size
+        self.bodies = payloads.bodies(self.payload, self.size, settings.size_dist)
         sent = self.mq.sent
-        self.lane_list = [Lane(d, self.make_publishers(d, {}, self._bodies_of(i)), sent.producer(d, self.producer_id))
-                          for i, d in enumerate(self.lanes)]  # fmt: skip
+        self.lane_list = [Lane(d, self.make_publishers(d, {}, self._bodies_of(i)), sent.producer(d, self.producer_id),
+                               size=self.size) for i, d in enumerate(self.lanes)]  # fmt: skip
         self._lane_index = len(self.lane_list) - 1  # the first write goes to the first lane
         self.lane = self.lane_list[0]
         self._sent = self.lane.sent
@@ -117,9 +106,7 @@ class StompProducerUser(StompUser):
         self.mq.producers.append((self.destination, self.client))
 
     def _bodies_of(self, lane: int) -> tuple[bytes, ...]:
-        """The bodies lane ``lane`` sends: every one for a plain destination (one lane)."""
-        bodies, lanes = self.bodies, len(self.lanes)
-        return bodies[lane::lanes] if lanes < len(bodies) else (bodies[lane % len(bodies)],)
+        return dealt(self.bodies, len(self.lanes), lane)
 
     def make_publishers(
         self, destination: str, headers: dict[str, str], bodies: tuple[bytes, ...] | None = None
@@ -167,7 +154,10 @@ class StompProducerUser(StompUser):
         for index, lane in enumerate(self.lane_list):
             lane.connection_seq = lane.seq + 1
             if remake:
-                lane.publishers = self.make_publishers(lane.destination, {}, self._bodies_of(index))
+                lane.publishers, lane.size = (
+                    self.make_publishers(lane.destination, {}, self._bodies_of(index)),
+                    self.size,
+                )
 
     def last_ok_ns(self) -> int:
         return self.ok_ns
@@ -204,6 +194,9 @@ class StompProducerUser(StompUser):
             if not count:
                 return
         lane = self._next_lane()
+        if lane.size != self.size:  # the profile's size changed: publishers of the new bodies, made once
+            lane.publishers = self.make_publishers(lane.destination, {}, self._bodies_of(self._lane_index))
+            lane.size = self.size
         first, lane.seq = lane.seq + 1, lane.seq + count
         self.seq += count
         try:
@@ -272,6 +265,10 @@ class StompProducerUser(StompUser):
                 return 0  # the run ended while this producer waited: a send now would follow the stop
             self._due_header = due_line(due_epoch_ns(slot.due, time.perf_counter(), time.time_ns()))
             self._lag.record(int(late * 1e6), 0, time.time_ns())
+            if self.sizes is not None:  # the size in effect at its due time, however late it goes
+                size = self.sizes.size_at(self.sizes.due_s(slot.index)) or self.message_size
+                if size != self.size:  # the bodies of each size made once per process (payloads.bodies)
+                    self.size, self.bodies = size, payloads.bodies(self.payload, size)
         return taken
 
     def emit(self, seq: int) -> None:

@@ -73,7 +73,7 @@ def payload_of(user_classes: list[type], settings: Any) -> str | None:
     spec = specs.pop() if len(specs) == 1 else None
     if spec is None or (spec.sized and size is None):
         return None
-    return payloads.describe(spec, size or 0, settings.size_dist)
+    return payloads.describe(spec, size or 0, settings.size_dist, settings.profile)
 
 
 def quits_after(environment: Environment) -> bool:

@@ -71,3 +71,35 @@ def test_sizes_drawn_from_a_distribution_arrive_with_their_own_sizes(destination
     frames = put_only(broker, destination("queue"), tmp_path, "--mq-size-dist", "uniform:100,10KB")
     sizes = {len(frame.body) for frame in frames}
     assert len(sizes) > 20 and min(sizes) >= 100 and max(sizes) <= 10240, sorted(sizes)
+
+
+def test_a_csv_profiles_size_column_steps_each_messages_size_at_its_due_time(destination, tmp_path: Path) -> None:
+    """200 B for 2 s, then 4,000 B for 2 s at 100 msg/s: read back by plain stomp.py, every message has the
+    size in effect at its due time, none sent before 2 s is large, and the report's bytes are theirs."""
+    broker = started("activemq")
+    queue = destination("queue")
+    profile = tmp_path / "sizes.csv"
+    profile.write_text("seconds,rate,size\n0,100,200\n2,100,4000\n")
+    run = run_locust(
+        "put_only.py", broker.url, "--mq-destination", queue, "--mq-total-messages", "400",
+        "--mq-profile", f"csv:{profile}", users=2, seconds=15, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    frames = read_left(broker, queue, 400)
+    for frame in frames:
+        assert int(frame.headers["mq-size"]) == len(frame.body), frame.headers
+        assert int(frame.headers["mq-crc32"]) == zlib.crc32(frame.body), frame.headers
+    t0 = min(int(frame.headers["mq-due-ns"]) for frame in frames)  # message 0 is due at the profile's 0 s
+    # Message k is due at k / 100 s: its index from its due stamp, each once.
+    by_index = {round((int(f.headers["mq-due-ns"]) - t0) / 1e7): f for f in frames}
+    assert sorted(by_index) == list(range(400))
+    assert [k for k, f in by_index.items() if len(f.body) != (200 if k < 200 else 4000)] == []
+    # By its send stamp: nothing sent before 2 s is large (a small one may go out after 2 s when late).
+    early = [f for f in frames if int(f.headers["mq-sent-ns"]) - t0 < 2_000_000_000]
+    assert early and all(len(f.body) == 200 for f in early)
+    row = run.row(queue)
+    assert (row["sent"], row["errors"]) == (400, 0)
+    # The report's Mbit/s over its send span is the bytes stomp.py read back: 200 x 200 B + 200 x 4,000 B.
+    assert sum(len(f.body) for f in frames) == 200 * 200 + 200 * 4000
+    assert row["send_rate_mbit"] * 1e6 / 8 * row["send_span_s"] == pytest.approx(200 * 200 + 200 * 4000, rel=1e-6)
+    assert "200-4,000 B printable messages (sizes from the profile)" in " ".join(run.output.split())

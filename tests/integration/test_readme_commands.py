@@ -179,11 +179,13 @@ def test_the_matrix_examples_run(tmp_path: Path) -> None:
 
 @pytest.mark.activemq
 def test_the_put_get_examples_run(tmp_path: Path) -> None:
-    """The payload and the rate-profile examples: each says what it sent, and nothing was lost."""
+    """The payload and the rate-profile examples (sizes from a CSV too): each says what it sent, nothing lost."""
     started("activemq")
     profile = "steps:1000/5s,3000/5s,6000/5s"
+    sized = "csv:locustfiles/profiles/sizes.csv"
     says = {"--mq-payload json --mq-size 2KB": "2,048 B json messages",
-            f"--mq-profile {profile}": f"profile {profile} asked in all"}  # fmt: skip
+            f"--mq-profile {profile}": f"profile {profile} asked in all",
+            f"--mq-profile {sized}": "200-4,096 B printable messages (sizes from the profile)"}  # fmt: skip
     commands = commands_starting("locust -f locustfiles/put_get.py --host")
     assert len(commands) == len(says) and all(any(key in c for c in commands) for key in says)
     for command in commands:

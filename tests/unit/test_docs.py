@@ -179,6 +179,7 @@ def test_a_shown_locust_command_is_accepted_by_locust_and_mqusers(
     for name in [n for n in os.environ if n.startswith("LOCUST_")]:
         monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)  # the report files it names are written here
+    (tmp_path / "locustfiles").symlink_to(ROOT / "locustfiles")  # files it reads, from the checkout's root
     options = get_parser().parse_args(arguments(command)[1:])  # exit 2 on an unknown option or a bad value
     if not options.worker:  # a worker takes every option from its master
         read_settings(options, options.host)

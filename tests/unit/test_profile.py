@@ -5,11 +5,15 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from mqusers.options.parsing import OptionError
+from mqusers.options.payloadspec import PayloadSpec
 from mqusers.options.profile import parse_profile
+from mqusers.options.settings import read_settings
+from mqusers.users import payloads
 
 
 def test_steps_hand_out_each_rate_for_its_duration_then_hold_the_last() -> None:
@@ -63,12 +67,69 @@ def test_bad_profiles_are_refused_in_one_line(value: str, says: str) -> None:
     assert says in str(refused.value) and "\n" not in str(refused.value)
 
 
-def test_a_csv_with_a_size_column_or_times_out_of_order_is_refused(tmp_path: Path) -> None:
-    sized = tmp_path / "sized.csv"
-    sized.write_text("0,100,1024\n")
-    with pytest.raises(OptionError, match="a size column is not read"):
-        parse_profile(f"csv:{sized}")
+def test_a_csv_with_times_out_of_order_is_refused(tmp_path: Path) -> None:
     backwards = tmp_path / "backwards.csv"
     backwards.write_text("0,100\n5,100\n3,100\n")
     with pytest.raises(OptionError, match="times start at 0 and increase"):
         parse_profile(f"csv:{backwards}")
+
+
+def test_a_csvs_size_column_holds_each_size_from_its_line_until_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "sized.csv"
+    path.write_text("seconds,rate,size\n0,100\n2,100,200\n4,100,\n6,100,4KB\n8,50,1MiB\n")
+    profile = parse_profile(f"csv:{path}")
+    assert profile.sizes == ((2.0, 200), (6.0, 4096), (8.0, 1 << 20))
+    # Before the first size the scenario's (None); a line without one keeps the size in effect.
+    assert [profile.size_at(t) for t in (0, 1.999, 2, 5.5, 6, 7.99, 8, 600)] == [
+        None, None, 200, 200, 4096, 4096, 1 << 20, 1 << 20]  # fmt: skip
+    # By message: 100 msg/s, so message 199 is due at 1.99 s (scenario's size), 200 at 2 s (200 B).
+    assert [profile.size_at(profile.due_s(k)) for k in (199, 200, 599, 600)] == [None, 200, 200, 4096]
+    assert parse_profile("steps:100/1s").sizes == () and parse_profile("steps:100/1s").size_at(5) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("0,100,0", "at 0 s: size: '0' is out of range; use 1 byte to 64MiB"),
+        ("0,100,65MiB", "at 0 s: size: '65MiB' is out of range"),
+        ("0,100,big", "at 0 s: size: 'big' is not a size"),
+        ("0,100,200,7", "each line is seconds,rate or seconds,rate,size"),
+    ],
+)
+def test_a_bad_size_is_refused_in_one_line_naming_its_time(tmp_path: Path, line: str, says: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(f"{line}\n")
+    with pytest.raises(OptionError, match="--mq-profile: ") as refused:
+        parse_profile(f"csv:{path}")
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_size_column_is_refused_beside_a_size_distribution_or_bodies_of_their_own_size(tmp_path: Path) -> None:
+    path = tmp_path / "sized.csv"
+    path.write_text("0,100,200\n")
+    options = SimpleNamespace(mq_profile=f"csv:{path}", mq_host="stomp://127.0.0.1:61613")
+    assert read_settings(options, None).profile is not None
+    with pytest.raises(OptionError, match=r"^--mq-profile's CSV sets the sizes over time \(its size column\): drop "
+                                          r"--mq-size-dist$"):  # fmt: skip
+        read_settings(SimpleNamespace(**vars(options), mq_size_dist="uniform:10,20"), None)
+    (tmp_path / "body.bin").write_bytes(b"x")
+    with pytest.raises(OptionError, match="--mq-payload files bodies have their own sizes"):
+        read_settings(SimpleNamespace(**vars(options), mq_payload=f"files:{tmp_path / 'body.bin'}"), None)
+    # Without a size column both go together as before.
+    plain = tmp_path / "plain.csv"
+    plain.write_text("0,100\n")
+    read_settings(SimpleNamespace(mq_profile=f"csv:{plain}", mq_size_dist="uniform:10,20"), None)
+
+
+def test_the_report_names_the_profiles_sizes(tmp_path: Path) -> None:
+    path = tmp_path / "sized.csv"
+    path.write_text("0,100\n2,100,200\n4,100,4000\n")
+    profile = parse_profile(f"csv:{path}")
+    assert (
+        payloads.describe(PayloadSpec(), 1024, None, profile)
+        == "200-4,000 B printable messages (sizes from the profile)"
+    )
+    path.write_text("0,100,200\n4,100,4000\n")  # the scenario's 1,024 B never sent: not in the range
+    assert payloads.describe(PayloadSpec("json"), 1024, None, parse_profile(f"csv:{path}")).startswith(
+        "200-4,000 B json"
+    )
