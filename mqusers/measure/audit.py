@@ -56,6 +56,11 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   its producers' unshipped sends are not ``foreign``; a lost process that shipped nothing may have
   consumed from any destination, and deliveries above its producer's last shipped seq are not
   ``unexpected``.
+- ``aborted``: distinct seqs sent in a transaction that was aborted or rolled back (its connection
+  closed before COMMIT): never expected, never lost. ``aborted_delivered``: of those, seqs a
+  subscription received anyway (queue: the group; topic: Σ per subscription), a broker's violation
+  of the ABORT (the report's gates fail on it). A COMMIT without its RECEIPT leaves its messages
+  ``unconfirmed``, as a send without one.
 - ``drops``: subscription sessions that ended with the connection dropping; on such a destination
   the duplicates are reported as ``after_reconnect`` (at-least-once redelivery), not ``duplicated``.
 - ``by_subscription``: each subscription's own expected, received (a queue's: its share of the
@@ -73,10 +78,10 @@ from mqusers.measure.sendrecord import SendRecord
 
 FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
-           "other_run", "drops", "unexpected", "worker_lost")  # fmt: skip
+           "other_run", "drops", "unexpected", "worker_lost", "aborted", "aborted_delivered")  # fmt: skip
 #: A subscription's own share of its destination's figures (a queue's only receives and order).
 SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
-               "redelivered", "unexpected", "worker_lost")  # fmt: skip
+               "redelivered", "unexpected", "worker_lost", "aborted_delivered")  # fmt: skip
 
 
 class _Stream:
@@ -126,6 +131,7 @@ class Audit:
             p.last_ns = max(p.last_ns, e["last_ns"])
             p.add_checkpoints(e["checkpoints"])
             p.unconfirmed.union(IntervalSet.decode(e["unconfirmed"]))
+            p.aborted.union(IntervalSet.decode(e["aborted"]))
         for entry in delta.get("subscriptions", ()):
             destination, kind = entry["destination"], entry["kind"]
             sub = self._subs.setdefault((destination, entry["key"]), _Sub(kind))
@@ -165,7 +171,7 @@ class Audit:
         return {
             "producers": [{"destination": d, "producer": n, "process": p.process, "seqs": p.bag.encode(),
                            "checkpoints": [list(c) for c in zip(p.cp_seq, p.cp_ns, strict=True)],
-                           "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode()}
+                           "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode(), "aborted": p.aborted.encode()}
                           for (d, n), p in sorted(self._producers.items())],
             "subscriptions": [_sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
             "queues": [QueueEntry(destination=d, producer=n, seqs=bag.encode(),
@@ -201,6 +207,7 @@ class Audit:
             fig["producers"] += 1
             fig["sent"] += len(sent)
             fig["resent"] += len(p.bag) - len(sent)
+            fig["aborted"] += len(sent.intersection(p.aborted)) if p.aborted else 0
             if sent:
                 fig["skipped"] += sent.missing_in(min(1, sent.first or 0), sent.last or 0)
             known.setdefault(destination, {})[name] = p

@@ -58,19 +58,24 @@ def compare(
 ) -> None:
     """Add one producer's expected-versus-received figures to each of ``into`` (computed once);
     ``worker_lost``: a lost process sent them or may have received them, so none is lost or unreceived;
-    ``flagged``: seqs delivered flagged redelivered, received but never duplicates (``bag`` leaves them out)."""
+    ``flagged``: seqs delivered flagged redelivered, received but never duplicates (``bag`` leaves them out);
+    seqs of ``p``'s aborted transactions are never expected: one received is ``aborted_delivered``."""
     received = bag.distinct
     if flagged:
         received = received.copy()
         received.union(flagged)
+    # Whenever sent: one delivered to a subscription that joined later is a violation too.
+    aborted, in_time = p.aborted, received
+    if aborted:
+        expected, in_time = expected.difference(aborted), received.difference(aborted)
     missing = expected.difference(received)
     unconfirmed = missing.intersection(p.unconfirmed)
     rest = missing.difference(p.unconfirmed)
     waiting = rest.difference(zone)
-    top = received.last
+    top = in_time.last
     # Evidence of loss: a later message of the same producer arrived, and the consumers went idle.
     lost = len(waiting.intersection(IntervalSet([(0, top)]))) if settled and top is not None else 0
-    unexpected = received.difference(expected)
+    unexpected = in_time.difference(expected)
     if worker_lost:
         lost = 0
         # Above the last seq shipped as sent: a lost producer's sends that never reached its ledger.
@@ -84,6 +89,7 @@ def compare(
         "unconfirmed": len(unconfirmed),
         "in_flight": len(rest) - len(waiting),
         "unexpected": len(unexpected),
+        "aborted_delivered": len(received) - len(in_time),
         # deliveries beyond sends: received more than k times, sent at most k times
         "duplicated": sum(len(bag.layers[k].difference(p.bag.above(k))) for k in range(1, len(bag.layers))),
     }

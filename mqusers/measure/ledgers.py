@@ -15,7 +15,8 @@ What is recorded
   the ``process`` whose clock stamped its times.
 - Per producer: the multiset of seqs sent (how many times each), and *checkpoints*: (seq, send
   time) of a new highest seq at most every ``CHECKPOINT_NS`` (100 ms) of send time, the first send
-  always one; and its last send time.
+  always one; and its last send time; the seqs whose outcome is unknown (``unconfirmed``) and those
+  of its aborted (or rolled back) transactions (``aborted``), which no consumer may ever get.
 - Per subscription: its sessions (SUBSCRIBE receipt time; leave time or none), and per producer
   the multiset of seqs delivered, ``reordered`` (deliveries whose seq is lower than the highest seq
   the subscription already had from that producer, so a late redelivery counts too) and
@@ -47,6 +48,8 @@ class ProducerEntry(TypedDict):
     checkpoints: list[list[int]]
     last_ns: int
     unconfirmed: Encoded
+    #: Seqs of transactions aborted or rolled back: sent, never to be delivered.
+    aborted: Encoded
 
 
 class StreamEntry(TypedDict):
@@ -105,7 +108,7 @@ class SentStream:
     """What one producer sent to one destination since the last drain; :meth:`record` is the hot path."""
 
     __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "bag", "destination", "last_ns", "producer",
-                 "seqs", "unconfirmed")  # fmt: skip
+                 "aborted", "seqs", "unconfirmed")  # fmt: skip
 
     def __init__(self, destination: str, producer: str):
         self.destination, self.producer = destination, producer
@@ -115,6 +118,8 @@ class SentStream:
         self._checkpoints: list[list[int]] = []
         #: Seqs written whose outcome is unknown (no RECEIPT, or sent on a connection that dropped).
         self.unconfirmed = IntervalSet()
+        #: Seqs of this producer's aborted (or rolled back) transactions.
+        self.aborted = IntervalSet()
 
     def record(self, seq: int, sent_ns: int) -> None:
         if not self.seqs.add(seq):
@@ -142,15 +147,15 @@ class SentStream:
             self._due_ns = sent_ns + CHECKPOINT_NS
 
     def _drain(self, process: str) -> ProducerEntry | None:
-        if not (self.seqs or self._checkpoints or self.unconfirmed or self.last_ns != self._shipped_ns):
+        if not (self.seqs or self._checkpoints or self.unconfirmed or self.aborted or self.last_ns != self._shipped_ns):
             return None
         entry = ProducerEntry(destination=self.destination, producer=self.producer, process=process,
                               seqs=self.bag.encode(), checkpoints=self._checkpoints, last_ns=self.last_ns,
-                              unconfirmed=self.unconfirmed.encode())  # fmt: skip
+                              unconfirmed=self.unconfirmed.encode(), aborted=self.aborted.encode())  # fmt: skip
         self._hwm = max(self._hwm, self.seqs.last or -1)
         self.bag, self._checkpoints, self._shipped_ns = IntervalBag(), [], self.last_ns
         self.seqs = self.bag.distinct
-        self.unconfirmed = IntervalSet()
+        self.unconfirmed, self.aborted = IntervalSet(), IntervalSet()
         return entry
 
 
