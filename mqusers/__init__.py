@@ -18,6 +18,7 @@ from mqusers.users.churn import StompChurnConsumerUser, StompChurnProducerUser
 from mqusers.users.consumers import StompConsumerUser, StompResponderUser
 from mqusers.users.producers import StompProducerUser
 from mqusers.users.requesters import StompRequesterUser
+from mqusers.users.transactions import StompTransactionProducerUser
 from mqusers.wiring import plugin  # noqa: F401  (registers the --mq-* options and the per-Environment wiring)
 
 __version__ = "0.1.0"
@@ -43,6 +44,7 @@ __all__ = [
     "StompProducerUser",
     "StompRequesterUser",
     "StompResponderUser",
+    "StompTransactionProducerUser",
     "StompUser",
     "Tally",
     "__version__",

@@ -32,6 +32,7 @@ WORKER = f'"{s.WORKER}" =~ /^$worker$/'
 PER_S = "* 1000 / $__interval_ms"  # a bucket's sum -> per second
 SEND, RECEIVE = "\"operation\" = 'send'", "\"operation\" = 'receive'"
 CONNECTIONS = '"operation" =~ /^(connect|disconnect)$/'
+TRANSACTIONS = '"operation" =~ /^(commit|abort)$/'
 
 
 def select(
@@ -208,13 +209,26 @@ def overview() -> dict[str, Any]:
     board.panel("timeseries", "Connections/s: opened, failed, closed with receipt", churn_rates(), unit="short")
     churn = select(s.MERGED, latency(), [RUN, CONNECTIONS], by=(s.OPERATION,))
     board.panel("timeseries", "Connect and disconnect latency, worst interval (ms)", [churn], unit="ms")
+    ends = [('(sum("count") - sum("errors")) * 1000 / $__interval_ms', "per s"),
+            (f("sum", "errors", PER_S), "failed/s")]  # fmt: skip
+    board.panel(
+        "timeseries",
+        "Transactions/s: committed, aborted (answered), failed",
+        [select(s.MERGED, ends, [RUN, TRANSACTIONS], by=(s.OPERATION,))],
+        unit="short",
+    )
+    commit = select(s.MERGED, latency(), [RUN, TRANSACTIONS], by=(s.OPERATION,))
+    board.panel("timeseries", "COMMIT and ABORT to RECEIPT latency, worst interval (ms)", [commit], unit="ms")
     users = select(s.RUNS, [(f("last", "users"), "users"), (f("last", "workers"), "workers")], [RUN])
     board.panel("timeseries", "Users and workers", [users], width=8)
     backlog = select(s.DESTINATIONS, [(f("last", "backlog"), "backlog")], flow, by=(s.DESTINATION,))
     board.panel("timeseries", "Backlog: expected - received", [backlog], width=8)
     audit = [(f("last", name), name) for name in s.AUDIT_FIELDS]
     board.panel(
-        "timeseries", "Lost, duplicated, in flight", [select(s.AUDIT, audit, flow, by=(s.DESTINATION,))], width=8
+        "timeseries",
+        "Lost, duplicated, in flight, aborted",
+        [select(s.AUDIT, audit, flow, by=(s.DESTINATION,))],
+        width=8,
     )
     table = [
         (f("sum", "count"), "count"),

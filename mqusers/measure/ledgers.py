@@ -107,8 +107,8 @@ def _text(key: str | bytes) -> str:
 class SentStream:
     """What one producer sent to one destination since the last drain; :meth:`record` is the hot path."""
 
-    __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "bag", "destination", "last_ns", "producer",
-                 "aborted", "seqs", "unconfirmed")  # fmt: skip
+    __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "aborted", "bag", "destination", "last_ns",
+                 "producer", "seqs", "unconfirmed")  # fmt: skip
 
     def __init__(self, destination: str, producer: str):
         self.destination, self.producer = destination, producer

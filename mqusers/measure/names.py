@@ -24,6 +24,11 @@ RECEIVE_DUE = "receive-due"
 #: A backlog run's deliveries apart: the backlog's (sent before the switch) and the new ones.
 RECEIVE_BACKLOG = "receive-backlog"
 RECEIVE_NEW = "receive-new"
+#: A transaction's BEGIN (not timed: no RECEIPT asked; only its failures are events), and its COMMIT
+#: or ABORT, from the write to the broker's RECEIPT.
+BEGIN = "begin"
+COMMIT = "commit"
+ABORT = "abort"
 REQUEST = "request"
 REPLY = "reply"
 ACK = "ack"

@@ -40,6 +40,8 @@ class Settings:
     max_messages: int | None = None
     per_connection: int | None = None
     churn_pause: float | None = None
+    tx_size: int | None = None
+    tx_abort_ratio: float | None = None
     consumers: int | None = None
     user: str | None = None
     password: str | None = field(default=None, repr=False)

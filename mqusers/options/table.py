@@ -189,6 +189,20 @@ OPTIONS: tuple[Option, ...] = (
         f"connection churn: seconds a churning user waits between a disconnect and its next connect (at most "
         f"{MAX_SECONDS:,})",
     ),
+    Option(
+        "mq-tx-size",
+        "tx_size",
+        whole(MAX_COUNT),
+        "transactions: messages a transaction producer sends in each transaction (BEGIN, SENDs, then COMMIT or "
+        "ABORT with a receipt); 0 sends without transactions",
+    ),
+    Option(
+        "mq-tx-abort-ratio",
+        "tx_abort_ratio",
+        decimal(1.0),
+        "transactions: the share of each producer's transactions it aborts, 0 to 1, spread evenly (0.25: every 4th); "
+        "their messages must never arrive",
+    ),
     Option("mq-consumers", "consumers", whole(MAX_CONSUMERS), "consumer (or responder) users; the other users produce"),
     Option("mq-user", "user", text, "broker login (or env LOCUST_MQ_USER)"),
     # Not in the web UI: Locust would embed an env-supplied value in the page as the field's default.

@@ -91,10 +91,11 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
     """A line per destination where the broker's counts and mqusers' disagree beyond what was in flight.
 
     Sent against enqueued: they may differ by the sends whose outcome mqusers does not know
-    (``unconfirmed``). Received against dequeued (each message acknowledged once, whatever its
-    redeliveries): by what the broker still had dispatched and unacknowledged at the end. With
-    ``lost_workers``, more enqueued or dequeued than mqusers counted is what a lost worker did after
-    its last report: the line says so, with the ``worker_lost`` it bounds.
+    (``unconfirmed``); a transaction's messages count once it commits (``aborted`` ones never).
+    Received against dequeued (each message acknowledged once, whatever its redeliveries): by what
+    the broker still had dispatched and unacknowledged at the end. With ``lost_workers``, more
+    enqueued or dequeued than mqusers counted is what a lost worker did after its last report: the
+    line says so, with the ``worker_lost`` it bounds.
     """
     lines = []
     figures_of = broker.get("destinations", {})
@@ -104,17 +105,20 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
             continue
         name, unconfirmed = row["destination"], row.get("unconfirmed", 0)
         enqueued, dequeued = figures.get("enqueued"), figures.get("dequeued")
-        if enqueued is not None and abs(enqueued - row["sent"]) > unconfirmed:
-            gap = abs(enqueued - row["sent"]) - unconfirmed
+        aborted = row.get("aborted", 0)
+        committed = row["sent"] - aborted
+        if enqueued is not None and abs(enqueued - committed) > unconfirmed:
+            gap = abs(enqueued - committed) - unconfirmed
             other = (
                 ""
-                if enqueued < row["sent"]
+                if enqueued < committed
                 else " (a lost worker's sends after its last report)"
                 if lost_workers
                 else " (another producer on this destination?)"
             )
+            of = f", {aborted:,} of them aborted" if aborted else ""
             lines.append(f"{name}: the broker enqueued {enqueued:,}, mqusers sent {row['sent']:,} "
-                         f"({unconfirmed:,} unconfirmed): {gap:,} unexplained{other}")  # fmt: skip
+                         f"({unconfirmed:,} unconfirmed{of}): {gap:,} unexplained{other}")  # fmt: skip
         # Messages of other runs and foreign ones are acknowledged (so dequeued) but counted apart.
         # ``distinct``: the audit's messages received at least once (a report saved before it: received
         # less its duplicates); a redelivery flagged by the broker is no duplicate but no new message either.

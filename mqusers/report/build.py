@@ -16,16 +16,19 @@ from mqusers.measure.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.measure.series import Series
 from mqusers.measure.spread import DestinationFigures
 from mqusers.measure.totals import DestinationRow, destination_rows
+from mqusers.measure.transactions import Transactions, transaction_figures
 from mqusers.options.settings import Settings
 from mqusers.report.brokerreport import broker_notes
 from mqusers.report.failover import failover_notes
 from mqusers.report.manydest import fold_verdict, pattern_sections, pattern_tables
+from mqusers.report.transactionsreport import aborted_delivered
 from mqusers.run.ending import DrainOutcome
 from mqusers.run.faults import FaultRecord
 from mqusers.run.verdicts import Generator, blocked_by_destination, overall
 
 AUDIT_KEYS = ("lost", "worker_lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered",
-              "redelivered", "in_flight", "resent", "foreign", "other_run", "distinct")  # fmt: skip
+              "redelivered", "in_flight", "resent", "foreign", "other_run", "distinct", "aborted",
+              "aborted_delivered")  # fmt: skip
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
@@ -169,6 +172,7 @@ def notes(
     lines += [lost_worker_line(worker) for worker in facts.lost_workers]
     lines += failover_notes(facts.failover, facts.faults)
     lines += broker_notes(facts.broker, [row.document() for row in rows], bool(facts.lost_workers))
+    lines += aborted_delivered({row.destination: row.audit for row in rows})
     for row in rows:
         audit = row.audit
         if audit["unreceived"] or audit["unconfirmed"]:
@@ -220,6 +224,8 @@ class RunReport:
     pattern_destinations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Opened per second, refused, closed; open files and the broker's connections back to their start.
     connections: Connections | None = None
+    #: Committed, aborted, transactions/s (:func:`~mqusers.measure.transactions.transaction_figures`); None: none.
+    transactions: Transactions | None = None
 
 
 def build_report(
@@ -244,6 +250,7 @@ def build_report(
     return RunReport(
         facts, settings, rows, operation_rows(book), lines, errors, (series or Series()).document(fan_out(rows)),
         histograms, pattern_sections(tables), tables, connections,
+        transaction_figures(book.tallies, (row.audit for row in rows)),
     )  # fmt: skip
 
 
@@ -295,6 +302,8 @@ def gate_failures(report: RunReport) -> list[str]:
             failures.append(f"{where}: {row.audit['lost']:,} lost > --mq-max-lost {settings.max_lost}")
         if settings.min_rate is not None and rate < settings.min_rate:
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+    # Always a gate: a broker that delivers what was aborted is wrong, whatever the run asked.
+    failures += aborted_delivered({row.destination: row.audit for row in report.rows})
     for worker in report.facts.lost_workers:
         failures.append(f"worker {worker['worker']} was lost mid-test: its last figures are unknown")
     if report.facts.produces and not any(row.totals.sent for row in report.rows):

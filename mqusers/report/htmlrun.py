@@ -24,6 +24,7 @@ from mqusers.run.verdicts import sentence
 
 #: The audit's columns in the HTML table, as the JSON names them.
 AUDIT_COLUMNS = ("sent", "received", "lost", "duplicated", "reordered", "redelivered", "unconfirmed", "foreign")
+TRANSACTION_COLUMNS = ("aborted", "aborted_delivered")
 #: The report's latency figures (:meth:`mqusers.measure.book.Tally.latency_ms` keys) and their headings.
 LATENCY = {"mean": "mean", "p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "max": "max"}
 _FLAGS = {option.field: option.flag for option in OPTIONS}
@@ -124,7 +125,9 @@ def run_summary(document: dict[str, Any]) -> dict[str, Any]:
 def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     """A run's section; ``title`` (the file) heads it when the page holds several documents."""
     rows = document.get("destinations", [])
-    audit = table(["destination", *AUDIT_COLUMNS], ([r["destination"], *(r.get(k, 0) for k in AUDIT_COLUMNS)]
+    # A run with transactions: what they aborted, and any of it delivered.
+    columns = (*AUDIT_COLUMNS, *(TRANSACTION_COLUMNS if any(r.get("aborted") for r in rows) else ()))
+    audit = table(["destination", *columns], ([r["destination"], *(r.get(k, 0) for k in columns)]
                   for r in rows), "audit")  # fmt: skip
     latency = table(["destination", "sent msg/s", "sent Mbit/s", "received msg/s", "received Mbit/s",
                      *(f"{k} ms" for k in LATENCY.values())],
@@ -186,8 +189,8 @@ def _backlog_table(document: dict[str, Any]) -> str:
 
 
 def _operation_tables(document: dict[str, Any]) -> str:
-    """Every other timed operation (connect, disconnect, receipt...) and, when Users churned connections,
-    the connections' figures; nothing for a run without them."""
+    """Every other timed operation (connect, disconnect, receipt, commit...) and, when Users churned
+    connections or sent in transactions, their figures; nothing for a run without them."""
     operations = document.get("operations") or []
     html = ""
     if operations:
@@ -204,6 +207,14 @@ def _operation_tables(document: dict[str, Any]) -> str:
             [[c["opened"], c["per_s"], c["failed"], c["closed"], c["close_failed"], c["open_files_start"],
               c["open_files_end"], c["broker_connections_end"]]],
             "connections",
+        )  # fmt: skip
+    if t := document.get("transactions"):
+        html += "<h3>Transactions</h3>" + table(
+            ["committed", "aborted", "ended/s", "commit unanswered", "abort unanswered", "messages aborted",
+             "aborted delivered"],
+            [[t["committed"], t["aborted"], t["per_s"], t["commit_failed"], t["abort_failed"], t["messages_aborted"],
+              t["aborted_delivered"]]],
+            "transactions",
         )  # fmt: skip
     return html
 

@@ -17,6 +17,7 @@ from mqusers.report.brokerreport import broker_table
 from mqusers.report.build import AUDIT_KEYS, Row, RunReport
 from mqusers.report.failover import failover_table
 from mqusers.report.manydest import section_lines
+from mqusers.report.transactionsreport import transactions_sentence
 from mqusers.run.verdicts import Generator
 
 #: Sentences of the summary wrap at this width (a table is as wide as its longest destination's name).
@@ -26,7 +27,9 @@ _LATENCY_COLUMNS = ("p50", "p90", "p99", "p99.9", "max")
 #: The audit's columns, shown as a table only when one of them is not 0.
 _AUDIT_COLUMNS = {"lost": "lost", "worker_lost": "worker-lost", "unreceived": "unreceived",
                   "unconfirmed": "unconfirmed", "duplicated": "dup", "after_reconnect": "dup-reconnect",
-                  "reordered": "reord", "redelivered": "redeliv"}  # fmt: skip
+                  "reordered": "reord", "redelivered": "redeliv", "aborted_delivered": "aborted-deliv"}  # fmt: skip
+#: Columns shown only in a run that has one of them: every other run's table stays as narrow as it was.
+_RARE_COLUMNS = ("worker_lost", "aborted_delivered")
 
 
 # One number format per kind, with thousands separators.
@@ -72,7 +75,8 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
         lines.append(_render(failover))
     if broker := broker_table(report.facts.broker, [row.document() for row in report.rows]):
         lines.append(_render(broker))
-    sentences = [*report.notes, *_connections_line(report), _generator_line(report.facts.generator)]
+    sentences = [*report.notes, *_connections_line(report), *transactions_sentence(report.transactions),
+                 _generator_line(report.facts.generator)]  # fmt: skip
     if clocks := report.facts.clocks:  # one sentence for every worker: the first screen stays short
         each = [f"{worker} {c['offset_ms']:+,.3f} ± {c['error_ms']:,.3f}" + ("" if c["applied_ms"] else " (within its "
                 "error: not corrected)") for worker, c in sorted(clocks.items())]  # fmt: skip
@@ -123,8 +127,7 @@ def _audit(report: RunReport) -> list[str]:
     """The audit's verdict: one line when it found nothing, else its table."""
     if not any(row.audit[key] for row in report.rows for key in _AUDIT_COLUMNS):
         return ["audit: nothing lost, unreceived, duplicated, reordered or redelivered"]
-    # worker-lost only in a run that lost a worker: every other run's table stays as narrow as it was
-    keys = [key for key in _AUDIT_COLUMNS if key != "worker_lost" or any(row.audit[key] for row in report.rows)]
+    keys = [key for key in _AUDIT_COLUMNS if key not in _RARE_COLUMNS or any(row.audit[key] for row in report.rows)]
     table = [["audit", *(_AUDIT_COLUMNS[key] for key in keys)]]
     table += [[row.destination, *(count(row.audit[key]) for key in keys)] for row in report.rows]
     return [_render(table)]
@@ -210,6 +213,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "patterns": report.patterns,
         "operations": report.operations,
         "connections": report.connections,
+        "transactions": report.transactions,
         "notes": report.notes,
         "series": report.series,
         "histograms": report.histograms,

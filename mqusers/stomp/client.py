@@ -26,7 +26,7 @@ from mqusers.measure.names import RECEIPT, REQUEST, SEND, SUBSCRIBE, UNSUBSCRIBE
 from mqusers.measure.recorder import Record
 from mqusers.stomp.connection import ClientConfig
 from mqusers.stomp.session import BrokerError, ConnectionLost, MessageHandler, MqError, Session
-from mqusers.stomp.wire import SendFrames, receipt_line, receipted_frame, request_lines
+from mqusers.stomp.wire import SendFrames, receipt_line, receipted_frame, request_lines, transaction_frame
 
 __all__ = [
     "BrokerError",
@@ -197,6 +197,40 @@ class StompClient(Session):
         if measured:
             operation.record(int((time.perf_counter() - start) * 1e6), size, time.time_ns())
         return True
+
+    # -- transactions ------------------------------------------------------------------------
+
+    def begin(self, transaction: bytes, name: str) -> bool:
+        """BEGIN ``transaction``, no RECEIPT asked (its SENDs follow at once); False when the write failed
+        (a failure fired under ``name``)."""
+        start = time.perf_counter()
+        try:
+            self.send_raw(transaction_frame(b"BEGIN", transaction))
+        except MqError as error:
+            self._fire(name, start, 0, error)
+            return False
+        return True
+
+    def end_transaction(self, transaction: bytes, commit: bool, operation: Record) -> Sent:
+        """COMMIT (or ABORT) ``transaction``, timed from its write to the broker's RECEIPT under ``operation``.
+
+        CONFIRMED: the RECEIPT came. FAILED: the frame never left whole, so the broker never had it
+        (its connection is gone, and a broker rolls an open transaction back when one closes).
+        UNCONFIRMED: written, then refused by an ERROR, or no RECEIPT in time: the outcome is unknown.
+        """
+        receipt = b"mq-%d" % next(self._ids)
+        waiter = self._answers.expect(receipt)
+        data = transaction_frame(b"COMMIT" if commit else b"ABORT", transaction, receipt)
+        start = time.perf_counter()
+        measured = time.time_ns() >= self.recorder.measured_from_ns  # the warm-up is cut by send time
+        try:
+            self.send_raw(data)
+        except MqError as error:
+            self._answers.forget(receipt)
+            self._fire(operation.name, start, 0, error)
+            return Sent.UNCONFIRMED if self.write_cut >= len(data) else Sent.FAILED
+        unanswered = self._answers.wait(waiter, receipt, operation, start, 0, "RECEIPT", measured)
+        return Sent.CONFIRMED if unanswered is None else Sent.UNCONFIRMED
 
     # -- subscriptions -----------------------------------------------------------------------
 

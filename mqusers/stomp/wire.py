@@ -149,6 +149,17 @@ def receipted_frame(command: str, headers: Mapping[str, str], receipt: bytes) ->
     return encode_frame(command, {**headers, "receipt": receipt.decode()})
 
 
+def transaction_line(transaction: bytes) -> bytes:
+    """The header line that puts a SEND in a transaction."""
+    return b"transaction:%s\n" % transaction
+
+
+def transaction_frame(command: bytes, transaction: bytes, receipt: bytes = b"") -> bytes:
+    """BEGIN, COMMIT or ABORT of ``transaction`` (ids are mqusers' own: nothing to escape), with a RECEIPT asked."""
+    asked = b"receipt:%s\n" % receipt if receipt else b""
+    return b"%s\ntransaction:%s\n%s\n\x00" % (command, transaction, asked)
+
+
 def disconnect_frame(receipt: bytes) -> bytes:
     """DISCONNECT asking for a RECEIPT: the broker sends it once it has processed every earlier frame."""
     return b"DISCONNECT\nreceipt:%s\n\n\x00" % receipt

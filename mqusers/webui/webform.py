@@ -41,6 +41,8 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-backlog-seconds": ("Backlog: build for, s", "", GROUPS[1]),
     "mq-per-connection": ("Messages per connection (churn)", "per_connection", GROUPS[1]),
     "mq-churn-pause": ("Pause between connections, s (churn)", "churn_pause", GROUPS[1]),
+    "mq-tx-size": ("Messages per transaction", "tx_size", GROUPS[1]),
+    "mq-tx-abort-ratio": ("Transactions aborted, share", "tx_abort_ratio", GROUPS[1]),
     "mq-size": ("Message size", "message_size", GROUPS[2]),
     "mq-size-dist": ("Message sizes drawn from", "", GROUPS[2]),
     "mq-payload": ("Payload", "payload", GROUPS[2]),

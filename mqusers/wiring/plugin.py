@@ -40,7 +40,7 @@ from mqusers.run.faults import start_faults
 from mqusers.run.locust_stats import install_bucketing
 from mqusers.run.usererrors import StartFailures
 from mqusers.run.warmup import start_warmup
-from mqusers.sinks import influx
+from mqusers.sinks import influx, schema
 from mqusers.sinks.settings import add_influx_arguments
 from mqusers.stomp.client import MqError
 from mqusers.webui import pages as webui
@@ -226,7 +226,7 @@ def _audit_totals(ctx: RunContext) -> dict[str, dict[str, Any]]:
     labels = [found[1] for name in list(ctx.book.tallies) if (found := destination_operation(name)) is not None]
     # A pattern's destinations are one point, as its book row is: not one series per destination.
     verdict = fold_verdict(ctx.audit.verdict(time.time_ns(), drain_ns), labels)
-    return {d: {k: f.get(k, 0) for k in ("lost", "duplicated", "in_flight")} for d, f in verdict.items()}
+    return {d: {k: f.get(k, 0) for k in schema.AUDIT_FIELDS} for d, f in verdict.items()}
 
 
 def _on_test_stop(environment: Environment, **_: Any) -> None:

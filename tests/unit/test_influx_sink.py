@@ -175,7 +175,7 @@ def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], 
 
 def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: pytest.LogCaptureFixture) -> None:
     env, store = environment(), Store()
-    audit = {"/queue/a": {"lost": 0, "duplicated": 0, "in_flight": 0}}
+    audit = {"/queue/a": dict.fromkeys(schema.AUDIT_FIELDS, 0)}
     ctx = Ctx()
     sink = InfluxSink(env, ctx, InfluxSettings(url="http://h", interval=0.1), audit=lambda: audit, send=store.send)
     sink.start()

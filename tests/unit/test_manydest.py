@@ -250,4 +250,5 @@ def test_the_live_audit_totals_are_one_point_per_pattern_not_one_per_destination
     audit = Audit()
     audit.merge({**sent.drain(), **received.drain()})
     ctx = SimpleNamespace(settings=Settings(drain=0.0), book=book, audit=audit)
-    assert _audit_totals(ctx) == {P: {"lost": 10, "duplicated": 0, "in_flight": 0}}  # type: ignore[arg-type]
+    totals = _audit_totals(ctx)  # type: ignore[arg-type]
+    assert totals == {P: {"lost": 10, "duplicated": 0, "in_flight": 0, "aborted": 0, "aborted_delivered": 0}}

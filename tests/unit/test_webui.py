@@ -13,6 +13,7 @@ from mqusers import (
     StompConsumerUser,
     StompProducerUser,
     StompRequesterUser,
+    StompTransactionProducerUser,
 )
 from mqusers.measure.recorder import Batch
 from mqusers.measure.series import Series
@@ -65,7 +66,14 @@ def test_every_web_ui_option_has_a_label_the_page_shows_and_posts_unchanged() ->
 
 
 def test_the_scenario_attributes_named_exist_on_the_users() -> None:
-    classes = (StompProducerUser, StompConsumerUser, StompRequesterUser, StompChurnProducerUser, StompChurnConsumerUser)
+    classes = (
+        StompProducerUser,
+        StompConsumerUser,
+        StompRequesterUser,
+        StompChurnProducerUser,
+        StompChurnConsumerUser,
+        StompTransactionProducerUser,
+    )
     for name, (_, attribute, _) in FIELDS.items():
         if attribute and attribute != "host":
             assert any(hasattr(c, attribute) for c in classes), name
@@ -112,7 +120,7 @@ def test_custom_parameters_are_keyed_by_full_label_in_group_order_with_the_value
 def test_every_field_has_a_group_a_help_line_and_says_its_default() -> None:
     notes = field_notes([Subscriber, Publisher], "stomp://h:1")
     assert list(dict.fromkeys(note["group"] for note in notes.values())) == list(GROUPS)
-    assert len(notes) == 38
+    assert len(notes) == 40
     for option in OPTIONS:
         if option.ui:
             note = notes[FIELDS[option.name][0]]
