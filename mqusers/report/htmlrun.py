@@ -127,8 +127,8 @@ def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     rows = document.get("destinations", [])
     # A run with transactions: what they aborted, and any of it delivered.
     columns = (*AUDIT_COLUMNS, *(TRANSACTION_COLUMNS if any(r.get("aborted") for r in rows) else ()))
-    audit = table(["destination", *columns], ([r["destination"], *(r.get(k, 0) for k in columns)]
-                  for r in rows), "audit")  # fmt: skip
+    audit = table(["destination", *(c.replace("_", " ") for c in columns)],
+                  ([r["destination"], *(r.get(k, 0) for k in columns)] for r in rows), "audit")  # fmt: skip
     latency = table(["destination", "sent msg/s", "sent Mbit/s", "received msg/s", "received Mbit/s",
                      *(f"{k} ms" for k in LATENCY.values())],
                     ([r["destination"], r["send_rate_msgs"], r["send_rate_mbit"], r["receive_rate_msgs"],

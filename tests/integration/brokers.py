@@ -109,6 +109,7 @@ BEHAVIOURS = (
     "heart-beats",
     "injected gap",
     "outside consumer",
+    "transactions",
 )
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {

@@ -109,14 +109,22 @@ class RunningLocust:
 
 
 def start_locust(
-    locustfile: str, host: str, *args: str, users: int = 2, seconds: float = 3, tmp_path: Path, group: bool = False
+    locustfile: str,
+    host: str,
+    *args: str,
+    users: int = 2,
+    seconds: float = 3,
+    tmp_path: Path,
+    group: bool = False,
+    env: dict[str, str] | None = None,
 ) -> RunningLocust:
     """``group``: in a process group of its own, which a test can signal as a terminal's Ctrl-C does."""
     report = tmp_path / f"report-{uuid.uuid4().hex[:6]}.json"
     command = locust_command(locustfile, host, *args, users=users, seconds=seconds, report=report)
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, start_new_session=group
-    )
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, start_new_session=group,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
     return RunningLocust(process, report, group)
 
 

@@ -131,6 +131,20 @@ def test_the_churn_example_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.activemq
+def test_the_transactions_example_runs(tmp_path: Path) -> None:
+    started("activemq")
+    [command] = commands_starting("locust -f locustfiles/transactions.py --host")
+    output = ran_well(command, tmp_path)
+    found = re.search(r"transactions: [\d,]+ ended \([\d.,]+/s\): ([\d,]+) committed, ([\d,]+) aborted, 0 COMMIT",
+                      output)  # fmt: skip
+    assert found and int(found[2].replace(",", "")) > 0, output[-3000:]
+    # Every 4th aborted: within one of a quarter of those ended (the last may be cut by the stop).
+    ended = int(found[1].replace(",", "")) + int(found[2].replace(",", ""))
+    assert abs(int(found[2].replace(",", "")) - ended // 4) <= 1, output[-3000:]
+    assert "audit: nothing lost" in output and "<h3>Transactions</h3>" in (tmp_path / "transactions.html").read_text()
+
+
+@pytest.mark.activemq
 def test_the_distributed_example_runs_and_ends(tmp_path: Path) -> None:
     started("activemq")
     [master] = commands_starting("locust -f locustfiles/queue_balance.py --master")
