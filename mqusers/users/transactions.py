@@ -69,7 +69,8 @@ class StompTransactionProducerUser(StompProducerUser):
             return
         sent = self._sent
         self._open.append((sent, seq))  # before the write: one cut mid-frame is the transaction's too
-        if not self.client.publish(self.publisher(), seq, extra=self._line):
+        # The due time (a shared schedule's) and the transaction: pre-encoded header lines, one after the other.
+        if not self.client.publish(self.publisher(), seq, extra=self._due_header + self._line):
             # Not written: the connection is gone, and the transaction with it.
             self._open.pop()
             self._rolled_back()
@@ -78,6 +79,10 @@ class StompTransactionProducerUser(StompProducerUser):
         sent.record(seq, now)
         if len(self._open) >= self.tx_size or self.done():
             self._end()
+
+    def wait_time(self) -> float:
+        # Once the run stops producing, the open transaction ends at once, not after a done producer's 1 s nap.
+        return 0.0 if self._id and self.done() else super().wait_time()
 
     def send_burst(self) -> None:
         if self._id and self.done() and self.client.connected:
