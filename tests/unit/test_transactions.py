@@ -1,0 +1,102 @@
+"""Transactions beside the audit: which ones abort, their frames, what each COMMIT or ABORT became, the report."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import gevent
+
+from mqusers.measure.book import Tally
+from mqusers.measure.transactions import transaction_figures
+from mqusers.options.parsing import parse_broker_url
+from mqusers.report.brokerreport import cross_check
+from mqusers.report.transactionsreport import aborted_delivered, transactions_sentence
+from mqusers.stomp.client import ClientConfig, Sent
+from mqusers.stomp.wire import transaction_frame, transaction_line
+from mqusers.users.transactions import aborts
+from tests.unit.fake_client import ADDRESS, connected, environment, publisher
+from tests.unit.memory_transport import parse
+
+
+def test_the_aborted_share_is_exact_and_evenly_spread() -> None:
+    for text in ("0", "0.1", "0.25", "0.3", "1/3", "0.5", "0.999", "1"):
+        ratio = Fraction(text)
+        chosen = [k for k in range(1, 1001) if aborts(k, ratio)]
+        for n in (1, 7, 10, 100, 999, 1000):  # any first n transactions hold exactly floor(n * ratio)
+            assert sum(k <= n for k in chosen) == int(n * ratio), (text, n)
+    assert [k for k in range(1, 13) if aborts(k, Fraction(1, 4))] == [4, 8, 12]
+
+
+def test_the_frames_say_begin_send_in_it_commit_with_a_receipt() -> None:
+    assert parse(transaction_frame(b"BEGIN", b"p-tx1")) == (b"BEGIN", {b"transaction": b"p-tx1"}, b"")
+    assert parse(transaction_frame(b"COMMIT", b"p-tx1", b"r9")) == (
+        b"COMMIT", {b"transaction": b"p-tx1", b"receipt": b"r9"}, b"")  # fmt: skip
+    env = environment()
+    client, connection = connected(env)
+    assert client.begin(b"p-tx1", "begin /queue/a")
+    client.publish(publisher(client), 1, extra=transaction_line(b"p-tx1"))
+    begin, send = (parse(frame) for frame in connection.sent)
+    assert begin == (b"BEGIN", {b"transaction": b"p-tx1"}, b"")
+    assert (send[0], send[1][b"transaction"], send[1][b"mq-seq"]) == (b"SEND", b"p-tx1", b"1")
+
+
+def test_a_commit_answered_is_confirmed_timed_and_one_unanswered_or_refused_is_unconfirmed() -> None:
+    env = environment()
+    client, connection = connected(env, ClientConfig(parse_broker_url(ADDRESS), timeout=0.2))
+    commit = client.operation("commit /queue/a")
+    ending = gevent.spawn(client.end_transaction, b"p-tx1", True, commit)
+    command, headers, _ = connection.answer_receipt()
+    assert (command, headers[b"transaction"]) == (b"COMMIT", b"p-tx1")
+    assert ending.get(timeout=1) is Sent.CONFIRMED
+    # No RECEIPT within --mq-timeout: the broker may have committed or not.
+    assert client.end_transaction(b"p-tx2", True, commit) is Sent.UNCONFIRMED
+    assert connection.next_frame()[1][b"transaction"] == b"p-tx2"
+    refusing = gevent.spawn(client.end_transaction, b"p-tx3", True, commit)
+    receipt = connection.next_frame()[1][b"receipt"]
+    connection.feed(b"ERROR\nreceipt-id:%s\nmessage:no such transaction\n\n\x00" % receipt)
+    assert refusing.get(timeout=0.1) is Sent.UNCONFIRMED  # at once, not after the timeout
+    client.recorder.flush()
+    tally = env.stats.entries[("commit /queue/a", "STOMP")]
+    assert (tally.num_requests, tally.num_failures) == (3, 2)
+
+
+def test_an_abort_never_written_is_failed_and_a_begin_on_a_dead_connection_says_so() -> None:
+    env = environment()
+    client, connection = connected(env)
+    connection.drop()
+    assert client.end_transaction(b"p-tx1", False, client.operation("abort /queue/a")) is Sent.FAILED
+    assert not client.begin(b"p-tx2", "begin /queue/a")
+    assert env.stats.entries[("begin /queue/a", "STOMP")].num_failures == 1
+
+
+def tally(count: int, failures: int, first: float, last: float) -> Tally:
+    t = Tally()
+    t.count, t.failures, t.first, t.last = count, failures, first, last
+    return t
+
+
+def test_the_report_counts_transactions_per_second_and_the_violation_fails_the_run() -> None:
+    tallies = {"commit /queue/a": tally(31, 1, 100.0, 110.0), "abort /queue/a": tally(10, 0, 101.0, 109.0),
+               "send /queue/a": tally(400, 0, 100.0, 110.0)}  # fmt: skip
+    rows = [{"aborted": 100, "aborted_delivered": 2}, {"aborted": 0, "aborted_delivered": 0}]
+    figures = transaction_figures(tallies, rows)
+    assert figures == {"committed": 30, "commit_failed": 1, "aborted": 10, "abort_failed": 0, "per_s": 4.0,
+                       "messages_aborted": 100, "aborted_delivered": 2}  # fmt: skip
+    assert transaction_figures({"send /queue/a": tallies["send /queue/a"]}, rows) is None
+    assert transactions_sentence(figures) == [
+        "transactions: 40 ended (4.0/s): 30 committed, 10 aborted, 1 COMMIT or ABORT without the broker's receipt; "
+        "100 messages aborted, 2 of them delivered"]  # fmt: skip
+    assert aborted_delivered({"/queue/a": rows[0], "/queue/b": rows[1]}) == [
+        "/queue/a: 2 messages of aborted transactions delivered (of 100 aborted): the broker did not hold the ABORT"
+    ]
+
+
+def test_the_broker_check_compares_enqueued_with_what_was_committed() -> None:
+    broker = {"destinations": {"/queue/a": {"enqueued": 300, "dequeued": 300, "unacked": 0}}}
+    row = {"destination": "/queue/a", "sent": 400, "received": 300, "distinct": 300}
+    assert cross_check(broker, [{**row, "aborted": 100}]) == []
+    assert cross_check(broker, [row]) == ["/queue/a: the broker enqueued 300, mqusers sent 400 (0 unconfirmed): "
+                                          "100 unexplained"]  # fmt: skip
+    assert cross_check(broker, [{**row, "aborted": 90}]) == [
+        "/queue/a: the broker enqueued 300, mqusers sent 400 (0 unconfirmed, 90 of them aborted): 10 unexplained"
+    ]
