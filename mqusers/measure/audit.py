@@ -67,6 +67,11 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   deliveries), lost, unreceived... and its sessions, drops, foreign and other-run counts.
 - ``reordered``, ``redelivered``: Σ over subscriptions, for known producers.
 - ``kind``: ``"queue"``, ``"topic"``, ``"mixed"`` or ``None`` (no subscription).
+- ``not_selected``: with selectors (:mod:`mqusers.options.selectors`), what a producer sent whose
+  label no selector takes: a topic subscription's (Σ over subscriptions, within its window), or a
+  queue group's when no subscription of the group takes it (those stay on the queue). Never
+  expected, never lost. ``selector_violations``: deliveries to a subscription whose selector does
+  not take the producing producer's label; left out of ``received``.
 """
 
 from __future__ import annotations
@@ -78,30 +83,35 @@ from mqusers.measure.sendrecord import SendRecord
 
 FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
-           "other_run", "drops", "unexpected", "worker_lost", "aborted", "aborted_delivered")  # fmt: skip
+           "other_run", "drops", "unexpected", "worker_lost", "aborted", "aborted_delivered", "not_selected",
+           "selector_violations")  # fmt: skip
 #: A subscription's own share of its destination's figures (a queue's only receives and order).
 SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
-               "redelivered", "unexpected", "worker_lost", "aborted_delivered")  # fmt: skip
+               "redelivered", "unexpected", "worker_lost", "aborted_delivered", "not_selected",
+               "selector_violations")  # fmt: skip
 
 
 class _Stream:
     """What one subscription received from one producer. A queue's receipts go to one bag per destination
     and producer (``Audit._queues``): competing consumers share them; ``bag`` is a topic subscription's,
-    ``flagged`` the seqs of its deliveries flagged redelivered, which ``bag`` leaves out."""
+    ``flagged`` the seqs of its deliveries flagged redelivered, which ``bag`` leaves out; ``deliveries``
+    how many it took (a queue's too)."""
 
-    __slots__ = ("bag", "flagged", "redelivered", "reordered")
+    __slots__ = ("bag", "deliveries", "flagged", "redelivered", "reordered")
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
         self.flagged = IntervalSet()
-        self.reordered = self.redelivered = 0
+        self.reordered = self.redelivered = self.deliveries = 0
 
 
 class _Sub:
-    __slots__ = ("deliveries", "drops", "durable", "foreign", "kind", "other_run", "process", "sessions", "streams")
+    __slots__ = ("deliveries", "drops", "durable", "foreign", "kind", "other_run", "process", "selects", "sessions",
+                 "streams")  # fmt: skip
 
     def __init__(self, kind: str) -> None:
         self.kind, self.durable, self.process = kind, False, ""
+        self.selects: frozenset[str] | None = None  # the labels its selector takes; None: no selector
         self.foreign = self.other_run = self.drops = 0
         #: Deliveries this subscription took: a queue's share of its group's (whose seqs are kept per group).
         self.deliveries = 0
@@ -132,6 +142,7 @@ class Audit:
             p.add_checkpoints(e["checkpoints"])
             p.unconfirmed.union(IntervalSet.decode(e["unconfirmed"]))
             p.aborted.union(IntervalSet.decode(e["aborted"]))
+            p.label = p.label or e.get("label", "")
         for entry in delta.get("subscriptions", ()):
             destination, kind = entry["destination"], entry["kind"]
             sub = self._subs.setdefault((destination, entry["key"]), _Sub(kind))
@@ -141,6 +152,8 @@ class Audit:
             sub.other_run += entry["other_run"]
             sub.drops += entry["drops"]
             sub.deliveries += entry["deliveries"]
+            if (selects := entry.get("selects")) is not None:
+                sub.selects = frozenset(selects)
             for session in entry["sessions"]:
                 joined, left = session["joined_ns"], session["left_ns"]
                 old = sub.sessions.get(joined, left)
@@ -149,10 +162,12 @@ class Audit:
                 stream = sub.streams.setdefault(s["producer"], _Stream())
                 stream.reordered += s["reordered"]
                 stream.redelivered += s["redelivered"]
+                seqs = IntervalBag.decode(s["seqs"])
+                stream.deliveries += s.get("deliveries", len(seqs) + s["redelivered"])
                 # A queue group's receipts are one bag per destination and producer.
                 key = (destination, s["producer"])
                 bag = self._queues.setdefault(key, IntervalBag()) if kind == "queue" else stream.bag
-                bag.merge(IntervalBag.decode(s["seqs"]))
+                bag.merge(seqs)
                 flagged = self._flagged.setdefault(key, IntervalSet()) if kind == "queue" else stream.flagged
                 flagged.union(IntervalSet.decode(s["flagged"]))
         for q in delta.get("queues", ()):
@@ -171,7 +186,8 @@ class Audit:
         return {
             "producers": [{"destination": d, "producer": n, "process": p.process, "seqs": p.bag.encode(),
                            "checkpoints": [list(c) for c in zip(p.cp_seq, p.cp_ns, strict=True)],
-                           "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode(), "aborted": p.aborted.encode()}
+                           "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode(), "aborted": p.aborted.encode(),
+                           "label": p.label}
                           for (d, n), p in sorted(self._producers.items())],
             "subscriptions": [_sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
             "queues": [QueueEntry(destination=d, producer=n, seqs=bag.encode(),
@@ -212,6 +228,7 @@ class Audit:
                 fig["skipped"] += sent.missing_in(min(1, sent.first or 0), sent.last or 0)
             known.setdefault(destination, {})[name] = p
         queues: set[str] = set()
+        selecting: dict[str, list[_Sub]] = {}  # a queue group's confirmed subscriptions
         touched: set[str] = set()  # queues a lost process consumed from
         for (destination, key), sub in sorted(self._subs.items()):
             fig, producers = _figures(out, destination), known.get(destination, {})
@@ -225,7 +242,10 @@ class Audit:
             own = _sub_figures(key, sub)
             fig["by_subscription"].append(own)
             for name, stream in sub.streams.items():
-                if name in producers:
+                if name in producers and not _takes(sub, producers[name]):
+                    fig["selector_violations"] += stream.deliveries
+                    own["selector_violations"] += stream.deliveries
+                elif name in producers:
                     fig["reordered"] += stream.reordered
                     fig["redelivered"] += stream.redelivered
                     own["reordered"] += stream.reordered
@@ -233,21 +253,30 @@ class Audit:
                 elif not _of(name, gone):
                     fig["foreign"] += len(stream.bag) + stream.redelivered  # a queue's bag: below
             if sub.kind == "queue":
-                own["received"] = sub.deliveries
+                own["received"] = sub.deliveries - own["selector_violations"]
                 if sub.sessions:  # a queue nobody was confirmed to read expects no delivery
                     queues.add(destination)
+                    group = selecting.setdefault(destination, [])
+                    group.append(sub)
                 continue
             for name, p in producers.items():
                 stream = sub.streams.get(name, _Stream())
                 window, zone = topic_window(sub.process, sub.sessions, sub.durable, p, offsets, drain_ns, horizon)
                 lost = blind or p.process in gone or sub.process in gone
                 expected = p.bag.distinct.intersection(window)
+                if not _takes(sub, p):
+                    fig["not_selected"] += len(expected)
+                    own["not_selected"] += len(expected)
+                    continue
                 compare((fig, own), p, expected, stream.bag, zone, settled, lost, stream.flagged)
         for (destination, name), received in sorted(self._queues.items()):
             if name not in known.get(destination, {}) and not _of(name, gone):
                 out[destination]["foreign"] += len(received)
         for destination in queues:
             for name, p in known.get(destination, {}).items():
+                if not any(_takes(sub, p) for sub in selecting[destination]):
+                    out[destination]["not_selected"] += len(p.bag.distinct)  # left on the queue
+                    continue
                 zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, END)])
                 received = self._queues.get((destination, name), IntervalBag())
                 flagged = self._flagged.get((destination, name), IntervalSet())
@@ -265,6 +294,11 @@ class Audit:
         return out
 
 
+def _takes(sub: _Sub, p: SendRecord) -> bool:
+    """The subscription's selector (if any) takes the producer's messages."""
+    return sub.selects is None or p.label in sub.selects
+
+
 def _of(producer: str, processes: frozenset[str]) -> bool:
     """The producer id (``<process tag>.<class>.<ordinal>``) is of one of ``processes``."""
     return producer.split(".", 1)[0] in processes
@@ -272,11 +306,13 @@ def _of(producer: str, processes: frozenset[str]) -> bool:
 
 def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
     streams = [StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered, redelivered=x.redelivered,
-                           flagged=x.flagged.encode()) for n, x in sorted(s.streams.items())]  # fmt: skip
+                           flagged=x.flagged.encode(), deliveries=x.deliveries)
+               for n, x in sorted(s.streams.items())]  # fmt: skip
     sessions = [Session(joined_ns=j, left_ns=left) for j, left in sorted(s.sessions.items())]
     return SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,
                              sessions=sessions, streams=streams, deliveries=s.deliveries, foreign=s.foreign,
-                             other_run=s.other_run, drops=s.drops)  # fmt: skip
+                             other_run=s.other_run, drops=s.drops,
+                             selects=None if s.selects is None else sorted(s.selects))  # fmt: skip
 
 
 def _figures(out: dict[str, Figures], destination: str) -> Figures:

@@ -27,7 +27,7 @@ What is recorded
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from mqusers.measure.intervals import Encoded, IntervalBag, IntervalSet
 
@@ -50,6 +50,8 @@ class ProducerEntry(TypedDict):
     unconfirmed: Encoded
     #: Seqs of transactions aborted or rolled back: sent, never to be delivered.
     aborted: Encoded
+    #: The ``mqlabel`` it stamps (:mod:`mqusers.options.selectors`); absent or empty: none.
+    label: NotRequired[str]
 
 
 class StreamEntry(TypedDict):
@@ -61,6 +63,8 @@ class StreamEntry(TypedDict):
     redelivered: int
     #: Seqs of the ``redelivered`` deliveries, which ``seqs`` leaves out.
     flagged: Encoded
+    #: Deliveries (an Audit snapshot's queue subscriptions keep their seqs in the group's QueueEntry).
+    deliveries: NotRequired[int]
 
 
 class Session(TypedDict):
@@ -81,6 +85,8 @@ class SubscriptionEntry(TypedDict):
     foreign: int
     other_run: int
     drops: int
+    #: The labels its selector takes; absent or None: it has no selector.
+    selects: NotRequired[list[str] | None]
 
 
 class QueueEntry(TypedDict):
@@ -107,11 +113,12 @@ def _text(key: str | bytes) -> str:
 class SentStream:
     """What one producer sent to one destination since the last drain; :meth:`record` is the hot path."""
 
-    __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "aborted", "bag", "destination", "last_ns",
+    __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "aborted", "bag", "destination", "label",
+                 "last_ns",
                  "producer", "seqs", "unconfirmed")  # fmt: skip
 
-    def __init__(self, destination: str, producer: str):
-        self.destination, self.producer = destination, producer
+    def __init__(self, destination: str, producer: str, label: str = ""):
+        self.destination, self.producer, self.label = destination, producer, label
         self.bag = IntervalBag()
         self.seqs = self.bag.distinct
         self.last_ns = self._shipped_ns = self._due_ns = self._hwm = -1
@@ -152,6 +159,8 @@ class SentStream:
         entry = ProducerEntry(destination=self.destination, producer=self.producer, process=process,
                               seqs=self.bag.encode(), checkpoints=self._checkpoints, last_ns=self.last_ns,
                               unconfirmed=self.unconfirmed.encode(), aborted=self.aborted.encode())  # fmt: skip
+        if self.label:
+            entry["label"] = self.label
         self._hwm = max(self._hwm, self.seqs.last or -1)
         self.bag, self._checkpoints, self._shipped_ns = IntervalBag(), [], self.last_ns
         self.seqs = self.bag.distinct
@@ -166,11 +175,11 @@ class SentLedger:
         self.process = process
         self._streams: dict[tuple[str, str], SentStream] = {}
 
-    def producer(self, destination: str, producer: str) -> SentStream:
-        """The stream of one producer, to call ``record(seq, sent_ns)`` on without a lookup."""
+    def producer(self, destination: str, producer: str, label: str = "") -> SentStream:
+        """The stream of one producer (stamping ``label``), to call ``record(seq, sent_ns)`` on without a lookup."""
         stream = self._streams.get((destination, producer))
         if stream is None:
-            stream = self._streams[(destination, producer)] = SentStream(destination, producer)
+            stream = self._streams[(destination, producer)] = SentStream(destination, producer, label)
         return stream
 
     def drain(self) -> Delta:
@@ -193,12 +202,14 @@ class Subscription:
     """One subscription's receipts; :meth:`record` is the per-message hot path."""
 
     __slots__ = ("_dirty", "_streams", "destination", "drops", "durable", "foreign", "key", "kind", "other_run",
-                 "sessions")  # fmt: skip
+                 "selects", "sessions")  # fmt: skip
 
-    def __init__(self, key: str, destination: str, kind: str, durable: bool):
+    def __init__(self, key: str, destination: str, kind: str, durable: bool, selects: tuple[str, ...] | None = None):
         if kind not in KINDS:
             raise ValueError(f"subscription kind must be one of {KINDS}, not {kind!r}")
         self.key, self.destination, self.kind, self.durable = key, destination, kind, durable
+        #: The labels its selector takes (None: no selector).
+        self.selects = selects
         self.sessions: list[Session] = []
         self._streams: dict[str | bytes, _Received] = {}
         # Shipped before its SUBSCRIBE is confirmed: the audit knows a subscription was tried.
@@ -248,13 +259,16 @@ class Subscription:
             return None
         self._dirty = False
         self.foreign = self.other_run = self.drops = 0
-        return SubscriptionEntry(
+        entry = SubscriptionEntry(
             destination=self.destination, key=self.key, kind=self.kind, durable=self.durable, process=process,
             sessions=[s.copy() for s in self.sessions],
             streams=[StreamEntry(producer=name, seqs=e.bag.encode(), reordered=e.reordered, redelivered=e.redelivered,
                                  flagged=e.flagged.encode()) for name, e in streams.items()],
             deliveries=sum(len(e.bag) + e.redelivered for e in streams.values()),
             foreign=strays[0], other_run=strays[1], drops=strays[2])  # fmt: skip
+        if self.selects is not None:
+            entry["selects"] = list(self.selects)
+        return entry
 
 
 class ReceiveLedger:
@@ -265,12 +279,19 @@ class ReceiveLedger:
         self._subs: dict[tuple[str, str], Subscription] = {}
 
     def subscription(
-        self, key: str, destination: str, kind: str, joined_ns: int | None, durable: bool = False
+        self,
+        key: str,
+        destination: str,
+        kind: str,
+        joined_ns: int | None,
+        durable: bool = False,
+        selects: tuple[str, ...] | None = None,
     ) -> Subscription:
-        """Open (or, same key, resume) a subscription confirmed at ``joined_ns`` (None: join it later)."""
+        """Open (or, same key, resume) a subscription confirmed at ``joined_ns`` (None: join it later) whose
+        selector takes ``selects`` (None: no selector)."""
         sub = self._subs.get((destination, key))
         if sub is None:
-            sub = self._subs[(destination, key)] = Subscription(key, destination, kind, durable)
+            sub = self._subs[(destination, key)] = Subscription(key, destination, kind, durable, selects)
         if joined_ns is not None:
             sub.join(joined_ns)
         return sub

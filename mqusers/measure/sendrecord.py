@@ -20,10 +20,13 @@ class SendRecord:
     """One producer's sends on one destination as the master merged them: the seqs (with resends)
     and, from the time checkpoints, which seqs were certainly sent before or after a moment."""
 
-    __slots__ = ("_bounds", "aborted", "bag", "cp_ns", "cp_seq", "last_ns", "monotone", "process", "unconfirmed")
+    __slots__ = ("_bounds", "aborted", "bag", "cp_ns", "cp_seq", "label", "last_ns", "monotone", "process",
+                 "unconfirmed")  # fmt: skip
 
     def __init__(self) -> None:
         self.process, self.bag, self.last_ns, self.monotone = "", IntervalBag(), -1, True
+        #: The ``mqlabel`` its messages carry ("" for none), which selectors take or leave.
+        self.label = ""
         self.unconfirmed = IntervalSet()
         #: Seqs of aborted (or rolled back) transactions: never expected to arrive.
         self.aborted = IntervalSet()

@@ -16,6 +16,7 @@ from mqusers.options.parsing import MAX_FRAME_DEFAULT, BrokerAddress, OptionErro
 from mqusers.options.paths import check_client_certificate
 from mqusers.options.payloadspec import PayloadSpec
 from mqusers.options.profile import RateProfile
+from mqusers.options.selectors import check as check_selection
 from mqusers.options.sizedist import SizeDist
 from mqusers.options.table import OPTIONS
 
@@ -31,6 +32,8 @@ class Settings:
     payload: PayloadSpec | None = None
     persistent: bool | None = None
     durable: bool | None = None
+    labels: int | None = None
+    select: str | None = None
     ack: str | None = None
     prefetch: int | None = None
     receipts: bool | None = None
@@ -112,4 +115,6 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
         if payload is not None and not payload.sized:
             raise OptionError(f"--mq-profile's CSV has a size column, but --mq-payload {payload.kind} bodies "
                               "have their own sizes")  # fmt: skip
+    if values.get("select") is not None and values.get("labels") is not None:
+        check_selection(values["labels"], values["select"])
     return Settings(**values)

@@ -42,6 +42,7 @@ from mqusers.options.parsing import (
 from mqusers.options.paths import parse_ca_file, parse_cert_file, parse_key_file, writable_file
 from mqusers.options.payloadspec import parse_payload
 from mqusers.options.profile import parse_profile
+from mqusers.options.selectors import MAX_LABELS, parse_select
 from mqusers.options.sizedist import parse_size_dist
 
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
@@ -82,6 +83,20 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("mq-persistent", "persistent", parse_bool, "send persistent messages (true/false)"),
     Option("mq-durable", "durable", parse_bool, "durable topic subscriptions (true/false)"),
+    Option(
+        "mq-labels",
+        "labels",
+        whole(MAX_LABELS),
+        f"producer user i stamps its messages mqlabel: L<i mod N>, a property selectors can take (at most "
+        f"{MAX_LABELS:,}; 0 = no label)",
+    ),
+    Option(
+        "mq-select",
+        "select",
+        parse_select,
+        "consumers subscribe with a selector on the labels: all (every label: the selector's cost alone), own "
+        "(consumer j takes L<j mod N>) or a list such as L0,L2 (the rest are not selected); ActiveMQ, Artemis",
+    ),
     Option("mq-ack", "ack", choice(ACK_MODES), f"consumer ack mode: {', '.join(ACK_MODES)}"),
     Option(
         "mq-prefetch",

@@ -28,7 +28,7 @@ from mqusers.run.verdicts import Generator, blocked_by_destination, overall
 
 AUDIT_KEYS = ("lost", "worker_lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered",
               "redelivered", "in_flight", "resent", "foreign", "other_run", "distinct", "aborted",
-              "aborted_delivered")  # fmt: skip
+              "aborted_delivered", "not_selected", "selector_violations")  # fmt: skip
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
@@ -302,6 +302,8 @@ def gate_failures(report: RunReport) -> list[str]:
             failures.append(f"{where}: {row.audit['lost']:,} lost > --mq-max-lost {settings.max_lost}")
         if settings.min_rate is not None and rate < settings.min_rate:
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+        if row.audit["selector_violations"]:
+            failures.append(f"{where}: {row.audit['selector_violations']:,} deliveries a selector does not take")
     # Always a gate: a broker that delivers what was aborted is wrong, whatever the run asked.
     failures += aborted_delivered({row.destination: row.audit for row in report.rows})
     for worker in report.facts.lost_workers:

@@ -24,7 +24,8 @@ from mqusers.run.verdicts import sentence
 
 #: The audit's columns in the HTML table, as the JSON names them.
 AUDIT_COLUMNS = ("sent", "received", "lost", "duplicated", "reordered", "redelivered", "unconfirmed", "foreign")
-TRANSACTION_COLUMNS = ("aborted", "aborted_delivered")
+#: Shown only when a destination has them: transactions' and selectors'.
+SOMETIMES_COLUMNS = ("aborted", "aborted_delivered", "not_selected", "selector_violations")
 #: The report's latency figures (:meth:`mqusers.measure.book.Tally.latency_ms` keys) and their headings.
 LATENCY = {"mean": "mean", "p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "max": "max"}
 _FLAGS = {option.field: option.flag for option in OPTIONS}
@@ -125,9 +126,8 @@ def run_summary(document: dict[str, Any]) -> dict[str, Any]:
 def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     """A run's section; ``title`` (the file) heads it when the page holds several documents."""
     rows = document.get("destinations", [])
-    # A run with transactions: what they aborted, and any of it delivered.
-    columns = (*AUDIT_COLUMNS, *(TRANSACTION_COLUMNS if any(r.get("aborted") for r in rows) else ()))
-    audit = table(["destination", *(c.replace("_", " ") for c in columns)],
+    columns = [*AUDIT_COLUMNS, *(k for k in SOMETIMES_COLUMNS if any(r.get(k) for r in rows))]
+    audit = table(["destination", *(k.replace("_", " ") for k in columns)],
                   ([r["destination"], *(r.get(k, 0) for k in columns)] for r in rows), "audit")  # fmt: skip
     latency = table(["destination", "sent msg/s", "sent Mbit/s", "received msg/s", "received Mbit/s",
                      *(f"{k} ms" for k in LATENCY.values())],

@@ -51,9 +51,11 @@ LATENCY: dict[str, FieldType] = {
 #: field name -> percentile, for the percentile fields of :data:`LATENCY`.
 PERCENTILE_FIELDS: dict[str, float] = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 #: What the audit (loss and duplicate detection) reports per destination, as running totals.
-#: ``aborted``: messages of aborted transactions (never to arrive); ``aborted_delivered``: those that did.
+#: ``aborted``: messages of aborted transactions (never to arrive); ``aborted_delivered``: those that did;
+#: ``not_selected``: what no selector takes; ``selector_violations``: deliveries a selector does not take.
 AUDIT_FIELDS: dict[str, FieldType] = {"lost": "int", "duplicated": "int", "in_flight": "int", "aborted": "int",
-                                      "aborted_delivered": "int"}  # fmt: skip
+                                      "aborted_delivered": "int", "not_selected": "int",
+                                      "selector_violations": "int"}  # fmt: skip
 
 #: The broker as a whole (:class:`mqusers.brokers.model.BrokerFigures`), under the model's names; its
 #: ``alarms`` list becomes a count and the names, sorted and comma-separated ("" when there are none);

@@ -38,6 +38,8 @@ class StompUser(User):
     destination = "/queue/mqusers"
     #: Body size in bytes.
     message_size = 1024
+    #: Labels producers stamp (``mqlabel: L<ordinal mod labels>``) for selectors; 0: none.
+    labels = 0
 
     def __init__(self, environment: Any):
         super().__init__(environment)

@@ -13,6 +13,7 @@ import time
 from typing import Any, ClassVar
 
 from mqusers.measure.names import destination_kind
+from mqusers.options import selectors
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError
 from mqusers.stomp.receiver import Receiver, Replier
@@ -36,8 +37,11 @@ class StompConsumerUser(StompUser):
     durable = False
     #: Remove a durable subscription when the user stops (UNSUBSCRIBE with its name).
     remove_durable_on_stop = False
-    #: Extra SUBSCRIBE headers, e.g. ``{"selector": "type = 'a'"}``.
+    #: Extra SUBSCRIBE headers, e.g. ``{"selector": "type = 'a'"}`` (which the audit does not know of).
     subscribe_headers: ClassVar[dict[str, str]] = {}
+    #: Which producers' labels this user's selector takes (:mod:`mqusers.options.selectors`): ``all``,
+    #: ``own``, ``L0,L2``; None subscribes without one. Needs ``labels``.
+    select: str | None = None
     #: Messages of other runs and foreign ones: ``apart`` (counted apart), ``fail`` (also Locust
     #: failures) or ``receive`` (other runs' messages count as received: draining a backlog).
     other_runs = "apart"
@@ -45,6 +49,10 @@ class StompConsumerUser(StompUser):
     def __init__(self, environment: Any):
         super().__init__(environment)  # calls client_id(), which settles self.durable
         self.ack, self.prefetch = self.setting("ack"), self.setting("prefetch")
+        labels, select = self.setting("labels"), self.setting("select")
+        selectors.check(labels, select)
+        #: The labels its selector takes; None: no selector.
+        self.selects = None if select is None else selectors.selected(select, labels, self.ordinal)
         #: Subscription ids by destination, while subscribed.
         self.subscriptions: dict[str, str] = {}
         self._joined = False
@@ -105,6 +113,8 @@ class StompConsumerUser(StompUser):
         # Small batches: ActiveMQ pages 200 messages in at a time, Artemis lets 10 KiB out, and both wait for ACKs.
         ack_every = dialect.ack_every(self.prefetch, self.message_size)
         headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size, self.ack)}
+        if self.selects is not None:
+            headers["selector"] = selectors.expression(self.selects)
         if self.durable:
             headers.update(dialect.durable_headers(self.durable_name()))
             headers["id"] = self.durable_name()
@@ -115,7 +125,9 @@ class StompConsumerUser(StompUser):
             receiver.reset()
             receiver.batch_acks(ack_every)
             # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
-            audit = receiver.audit = self.mq.received.subscription(key, destination, kind, None, self.durable)
+            audit = receiver.audit = self.mq.received.subscription(
+                key, destination, kind, None, self.durable, self.selects
+            )
             self.subscriptions[destination] = self.client.subscribe(
                 destination, receiver, ack=self.ack, headers=dict(headers), label=self.destination
             )

@@ -20,6 +20,7 @@ from gevent import GreenletExit
 from mqusers.measure.ledgers import SentStream
 from mqusers.measure.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
 from mqusers.options.payloadspec import PayloadSpec
+from mqusers.options.selectors import HEADER, label_of
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError, Publisher, Sent
 from mqusers.stomp.wire import SendFrames, due_line
@@ -85,9 +86,13 @@ class StompProducerUser(StompUser):
         self.sizes = settings.profile if settings.profile is not None and settings.profile.sizes else None
         self.size = (self.sizes.size_at(0.0) if self.sizes else None) or self.message_size
         self.bodies = payloads.bodies(self.payload, self.size, settings.size_dist)
-        sent = self.mq.sent
-        self.lane_list = [Lane(d, self.make_publishers(d, {}, self._bodies_of(i)), sent.producer(d, self.producer_id),
-                               size=self.size) for i, d in enumerate(self.lanes)]  # fmt: skip
+        sent, labels = self.mq.sent, self.setting("labels")
+        #: The ``mqlabel`` header its messages carry, which consumers' selectors take or leave.
+        self.label = label_of(self.ordinal, labels) if labels else ""
+        self._stamp = {HEADER: self.label} if self.label else {}
+        self.lane_list = [Lane(d, self.make_publishers(d, self._stamp, self._bodies_of(i)),
+                               sent.producer(d, self.producer_id, self.label), size=self.size)
+                          for i, d in enumerate(self.lanes)]  # fmt: skip
         self._lane_index = len(self.lane_list) - 1  # the first write goes to the first lane
         self.lane = self.lane_list[0]
         self._sent = self.lane.sent
@@ -155,7 +160,7 @@ class StompProducerUser(StompUser):
             lane.connection_seq = lane.seq + 1
             if remake:
                 lane.publishers, lane.size = (
-                    self.make_publishers(lane.destination, {}, self._bodies_of(index)),
+                    self.make_publishers(lane.destination, self._stamp, self._bodies_of(index)),
                     self.size,
                 )
 
@@ -195,7 +200,7 @@ class StompProducerUser(StompUser):
                 return
         lane = self._next_lane()
         if lane.size != self.size:  # the profile's size changed: publishers of the new bodies, made once
-            lane.publishers = self.make_publishers(lane.destination, {}, self._bodies_of(self._lane_index))
+            lane.publishers = self.make_publishers(lane.destination, self._stamp, self._bodies_of(self._lane_index))
             lane.size = self.size
         first, lane.seq = lane.seq + 1, lane.seq + count
         self.seq += count
