@@ -7,7 +7,8 @@ says which labels the consumers' selectors take:
 - ``all``: every label, through a selector (``mqlabel IN ('L0', ...)``): the cost of evaluating a
   selector with nothing filtered out, against the same run without one;
 - ``own``: consumer ``j`` takes ``L<j mod N>`` only (consumers partition the producers);
-- ``L0,L2``: every consumer takes these; the other labels' messages are *not selected*.
+- ``L0,L2``: every consumer takes these; the other labels' messages are *not selected*;
+- ``none``: no selector, the baseline of a selector's cost (as if not given).
 
 A label belongs to a producer, so whether a subscription expects a producer's messages is all or
 nothing, and the audit stays exact (:mod:`mqusers.measure.audit`).
@@ -25,12 +26,12 @@ _LABEL = re.compile(r"L(\d{1,4})")
 
 
 def parse_select(value: str, option: str = "--mq-select") -> str:
-    """``all``, ``own`` or a comma-separated list of labels ``L<k>``, each once."""
-    if value in ("all", "own"):
+    """``all``, ``own``, ``none`` or a comma-separated list of labels ``L<k>``, each once."""
+    if value in ("all", "own", "none"):
         return value
     labels = value.split(",")
     if any(not _LABEL.fullmatch(label) for label in labels):
-        raise OptionError(f"{option}: {value!r} is not all, own or labels such as L0,L2")
+        raise OptionError(f"{option}: {value!r} is not all, own, none or labels such as L0,L2")
     if len(set(labels)) != len(labels):
         raise OptionError(f"{option}: {value!r} names a label twice")
     return value
@@ -38,7 +39,7 @@ def parse_select(value: str, option: str = "--mq-select") -> str:
 
 def check(labels: int, select: str | None, option: str = "--mq-select") -> None:
     """Refuse a selection the labels cannot satisfy (one line)."""
-    if select is None:
+    if select in (None, "none"):
         return
     if not labels:
         raise OptionError(f"{option}: consumers select by label, so producers need labels: add --mq-labels N")
@@ -54,8 +55,10 @@ def label_of(ordinal: int, labels: int) -> str:
     return f"L{ordinal % labels}"
 
 
-def selected(select: str, labels: int, ordinal: int) -> tuple[str, ...]:
-    """The labels consumer user ``ordinal``'s selector takes."""
+def selected(select: str | None, labels: int, ordinal: int) -> tuple[str, ...] | None:
+    """The labels consumer user ``ordinal``'s selector takes; None: it has no selector."""
+    if select in (None, "none"):
+        return None
     if select == "all":
         return tuple(f"L{k}" for k in range(labels))
     if select == "own":

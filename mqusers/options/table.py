@@ -95,7 +95,8 @@ OPTIONS: tuple[Option, ...] = (
         "select",
         parse_select,
         "consumers subscribe with a selector on the labels: all (every label: the selector's cost alone), own "
-        "(consumer j takes L<j mod N>) or a list such as L0,L2 (the rest are not selected); ActiveMQ, Artemis",
+        "(consumer j takes L<j mod N>), a list such as L0,L2 (the rest are not selected) or none (no selector); "
+        "ActiveMQ and Artemis",
     ),
     Option("mq-ack", "ack", choice(ACK_MODES), f"consumer ack mode: {', '.join(ACK_MODES)}"),
     Option(

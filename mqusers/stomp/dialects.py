@@ -39,6 +39,8 @@ class Dialect:
     #: Only ACKs refill the window: with ``auto`` acks (none sent) it fills once and the subscription
     #: stalls, so none is asked (Artemis 2.40.0 stopped a drain at 1,100 of 3,000 1 KiB messages).
     window_needs_acks: bool = False
+    #: A SUBSCRIBE's ``selector`` header (JMS SQL-92 on headers) filters what the consumer gets.
+    selectors: bool = True
 
     def prefetch_headers(self, prefetch: int, message_size: int, ack: str = "client") -> dict[str, str]:
         if prefetch <= 0 or (ack == "auto" and self.window_needs_acks):
@@ -96,6 +98,8 @@ RABBITMQ = Dialect(
     # A SEND to /queue/x would re-declare the queue with other arguments (ERROR resource_locked).
     reply_queue_subscribe=(("auto-delete", "true"), ("durable", "false")),
     reply_queue_address="/amq/queue/{name}",
+    # Its STOMP plugin ignores a selector header: every consumer would get every message.
+    selectors=False,
 )
 ARTEMIS = Dialect(
     name="artemis",

@@ -52,7 +52,7 @@ class StompConsumerUser(StompUser):
         labels, select = self.setting("labels"), self.setting("select")
         selectors.check(labels, select)
         #: The labels its selector takes; None: no selector.
-        self.selects = None if select is None else selectors.selected(select, labels, self.ordinal)
+        self.selects = selectors.selected(select, labels, self.ordinal)
         #: Subscription ids by destination, while subscribed.
         self.subscriptions: dict[str, str] = {}
         self._joined = False

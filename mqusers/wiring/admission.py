@@ -9,6 +9,7 @@ from __future__ import annotations
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+from collections.abc import Iterable
 from typing import Any
 
 from mqusers.options.destpattern import parse_pattern
@@ -19,11 +20,16 @@ from mqusers.stomp.client import MqError, StompClient
 from mqusers.wiring import fdlimit, roles
 
 
-def preflight(settings: Settings) -> None:
-    """Connect once with the run's address and credentials; raise :class:`MqError` if that fails."""
+def preflight(settings: Settings, user_classes: Iterable[type] = ()) -> None:
+    """Connect once with the run's address and credentials; raise :class:`MqError` if that fails, or if
+    the User classes (``user_classes``) or ``--mq-select`` ask for selectors the broker does not have."""
     client = StompClient(client_config(settings), fire=lambda **_: None)
     client.connect()
     client.disconnect()
+    asked = [settings.select] if settings.select is not None else [getattr(c, "select", None) for c in user_classes]
+    selecting = any(select not in (None, "none") for select in asked)
+    if selecting and not client.dialect.selectors:
+        raise MqError(f"--mq-select: {client.dialect.name}'s STOMP has no selectors (ActiveMQ and Artemis have)")
 
 
 def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:
@@ -36,7 +42,7 @@ def test_settings(environment: Environment, options: Any, host: str | None) -> S
         if refusal:
             raise MqError(refusal)
         if not isinstance(environment.runner, MasterRunner):
-            preflight(settings)
+            preflight(settings, environment.user_classes)
     return settings
 
 

@@ -101,7 +101,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     # Master and workers both validate; only a process that will run Users can judge the broker.
     if options.headless and not isinstance(environment.runner, MasterRunner):
         try:
-            admission.preflight(ctx.settings)
+            admission.preflight(ctx.settings, environment.user_classes)
         except MqError as error:
             _fail(str(error))
     if environment.runner is not None:

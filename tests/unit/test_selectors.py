@@ -29,9 +29,11 @@ def send(sent: SentLedger, destination: str, producer: str, label: str, n: int) 
 
 @pytest.mark.parametrize(
     ("select", "labels", "ordinal", "takes"),
-    [("all", 3, 5, ("L0", "L1", "L2")), ("own", 3, 5, ("L2",)), ("L0,L2", 3, 1, ("L0", "L2"))],
+    [("all", 3, 5, ("L0", "L1", "L2")), ("own", 3, 5, ("L2",)), ("L0,L2", 3, 1, ("L0", "L2")), ("none", 3, 1, None)],
 )
-def test_each_consumer_selects_its_labels(select: str, labels: int, ordinal: int, takes: tuple[str, ...]) -> None:
+def test_each_consumer_selects_its_labels(
+    select: str, labels: int, ordinal: int, takes: tuple[str, ...] | None
+) -> None:
     assert selected(parse_select(select), labels, ordinal) == takes
 
 
@@ -43,7 +45,7 @@ def test_the_selector_is_jms_sql_on_the_label_property() -> None:
 @pytest.mark.parametrize(
     ("value", "labels", "words"),
     [
-        ("L0;L1", 2, "is not all, own or labels such as L0,L2"),
+        ("L0;L1", 2, "is not all, own, none or labels such as L0,L2"),
         ("L1,L1", 2, "names a label twice"),
         ("L2", 2, "L2 is not one of the 2 labels L0 to L1"),
         ("own", 0, "producers need labels: add --mq-labels N"),
