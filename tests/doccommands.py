@@ -35,6 +35,7 @@ RUN_HERE = {
     "locust -f locustfiles/backlog.py --host": "test_the_backlog_example_runs",
     "locust -f locustfiles/churn.py --host": "test_the_churn_example_runs",
     "locust -f locustfiles/transactions.py --host": "test_the_transactions_example_runs",
+    "locust -f locustfiles/selectors.py --host": "test_the_selectors_example_runs",
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {

@@ -215,3 +215,13 @@ def test_the_backlog_example_runs(tmp_path: Path) -> None:
         output = ran_well(command, tmp_path)
         assert "(the run ended), emptied in" in output and "audit: nothing lost" in output
         assert "Backlog: build, then drain" in (tmp_path / "backlog.html").read_text()
+
+
+@pytest.mark.activemq
+def test_the_selectors_example_runs(tmp_path: Path) -> None:
+    """--mq-select L0: L1's messages are not selected, nothing is lost."""
+    started("activemq")
+    for command in commands_starting("locust -f locustfiles/selectors.py --host"):
+        output = ran_well(command, tmp_path)
+        assert "not-selected" in output and "selector-violations" not in output, output[-3000:]
+        assert re.search(r"/queue/mqusers\.selectors +0 ", output), output[-3000:]  # the audit's lost column
