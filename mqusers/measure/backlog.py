@@ -22,6 +22,8 @@ class BacklogFigures:
     messages: int = 0
     seconds: float = 0.0
     started_ns: int = 0
+    #: ``--mq-backlog-drain-rate``: msg/s the consumers take at most (0: as fast as they can).
+    drain_rate: float = 0.0
     #: 0 while building.
     switch_ns: int = 0
     #: Why the build ended: the count reached, the time passed, or the run ended.
@@ -34,6 +36,9 @@ class BacklogFigures:
     emptied_ns: int = 0
     #: The backlog's deliveries in each second since the switch.
     per_second: list[int] = field(default_factory=list)
+    #: Producer flow control: blocked-send episodes that began while building and after the switch.
+    blocked_build: int = 0
+    blocked_drain: int = 0
 
     @property
     def building(self) -> bool:
@@ -61,6 +66,13 @@ class BacklogFigures:
             self.emptied_ns = received_ns
         return True
 
+    def blocked_send(self, began_s: float) -> None:
+        """Count a blocked-send episode that began at ``began_s`` (epoch s) in its phase."""
+        if self.switch_ns and began_s * 1e9 >= self.switch_ns:
+            self.blocked_drain += 1
+        else:
+            self.blocked_build += 1
+
     def document(self) -> dict[str, Any]:
         """The report's figures (seconds and messages; ``time_to_empty_s`` None while not empty)."""
         emptied = self.emptied_ns and self.switch_ns
@@ -68,6 +80,7 @@ class BacklogFigures:
         return {
             "build_messages": self.messages,
             "build_seconds": self.seconds,
+            "drain_rate_asked": self.drain_rate or None,
             "build_s": (self.switch_ns - self.started_ns) / 1e9 if self.switch_ns else None,
             "switch_ns": self.switch_ns,
             "switch_reason": self.reason,
@@ -81,4 +94,5 @@ class BacklogFigures:
             else None,
             "peak_drain_rate_msgs": peak,
             "drain_per_second": list(self.per_second),
+            "blocked_sends": {"build": self.blocked_build, "drain": self.blocked_drain},
         }

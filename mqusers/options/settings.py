@@ -70,6 +70,7 @@ class Settings:
     total_messages: int = 0
     backlog_messages: int = 0
     backlog_seconds: float = 0.0
+    backlog_drain_rate: float = 0.0
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
@@ -108,6 +109,13 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
     if values.get("profile") is not None and (values.get("total_rate") or values.get("rate") is not None):
         given = "--mq-total-rate" if values.get("total_rate") else "--mq-rate"
         raise OptionError(f"--mq-profile sets the run-wide rate over time: drop {given}")
+    if values.get("backlog_drain_rate"):
+        if not (values.get("backlog_messages") or values.get("backlog_seconds")):
+            raise OptionError("--mq-backlog-drain-rate paces a backlog's drain: give --mq-backlog-messages or "
+                              "--mq-backlog-seconds too")  # fmt: skip
+        if values.get("ack") == "auto":
+            raise OptionError("--mq-backlog-drain-rate paces the consumers by holding their ACKs: use --mq-ack "
+                              "client or client-individual (or leave it out)")  # fmt: skip
     if values.get("profile") is not None and values["profile"].sizes:
         if values.get("size_dist") is not None:
             raise OptionError("--mq-profile's CSV sets the sizes over time (its size column): drop --mq-size-dist")

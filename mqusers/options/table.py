@@ -163,6 +163,13 @@ OPTIONS: tuple[Option, ...] = (
         "whichever comes first; 0 = not by time)",
     ),
     Option(
+        "mq-backlog-drain-rate",
+        "backlog_drain_rate",
+        _RATE,
+        "a backlog run: the consumers take at most this many messages/s in all (each ACK held until its turn, a "
+        "small prefetch; docs/backlog.md); 0 = as fast as they can",
+    ),
+    Option(
         "mq-drain",
         "drain",
         _SECONDS,

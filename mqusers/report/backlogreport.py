@@ -41,6 +41,10 @@ def backlog_sentence(backlog: dict[str, Any]) -> str:
     """The drain over time, in one sentence: the per-second counts' peak and the first seconds."""
     per_second = backlog["drain_per_second"]
     shown = ", ".join(f"{n:,}" for n in per_second[:10]) + (", ..." if len(per_second) > 10 else "")
+    paced = f", paced at {backlog['drain_rate_asked']:,g} msg/s" if backlog.get("drain_rate_asked") else ""
+    blocked = backlog.get("blocked_sends") or {}
+    flow = (f"; sends blocked by the broker: {blocked['build']:,} while building, {blocked['drain']:,} while "
+            "draining" if blocked.get("build") or blocked.get("drain") else "")  # fmt: skip
     return (f"backlog: {backlog['at_switch']:,} messages at the switch ({backlog['switch_reason']}), emptied in "
-            f"{_s(backlog['time_to_empty_s'])} s; drained per second: {shown or '-'} (peak "
-            f"{backlog['peak_drain_rate_msgs']:,}/s)")  # fmt: skip
+            f"{_s(backlog['time_to_empty_s'])} s{paced}; drained per second: {shown or '-'} (peak "
+            f"{backlog['peak_drain_rate_msgs']:,}/s){flow}")  # fmt: skip

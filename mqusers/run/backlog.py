@@ -17,6 +17,7 @@ import gevent
 from gevent.event import Event
 
 from mqusers.measure.backlog import BacklogFigures
+from mqusers.stomp.ackpace import AckPace
 
 #: How often the build's count is read: the backlog may overshoot N by what unpaced producers send meanwhile.
 WATCH_EVERY_S = 0.01
@@ -31,16 +32,19 @@ class Phases:
         messages: int,
         seconds: float,
         *,
+        drain_rate: float = 0.0,
         clock: Callable[[], int] = time.time_ns,
         announce: Callable[[str, int], None] = lambda text, ts_ns: None,
     ):
         self.clock = clock
         #: Told the switch, in words, at its time: a ``phase`` mark on the live dashboards.
         self.announce = announce
-        self.figures = BacklogFigures(messages, seconds, started_ns=clock())
+        self.figures = BacklogFigures(messages, seconds, started_ns=clock(), drain_rate=drain_rate)
         self.gate = Event()
         #: Consumers that passed the gate and have not subscribed yet.
         self.joining = 0
+        #: ``--mq-backlog-drain-rate``: every consumer's ACKs on one schedule (None: as fast as they can).
+        self.pace = AckPace(drain_rate) if drain_rate else None
 
     def switch(self, sent: int, reason: str) -> None:
         if self.gate.is_set():

@@ -63,6 +63,8 @@ class BlockedSends:
         self.fire = fire
         self.by_destination: dict[str, Blocked] = {}
         self._watch: dict[int, _Watch] = {}
+        #: Told when each episode began (epoch s): a backlog run counts them by phase.
+        self.on_episode: Callable[[float], None] | None = None
 
     def reset(self) -> None:
         self.by_destination, self._watch = {}, {}
@@ -95,6 +97,8 @@ class BlockedSends:
             if not watch.counted:
                 watch.counted = True
                 entry.episodes += 1
+                if self.on_episode is not None:
+                    self.on_episode(wall - stalled)
                 if self.fire is not None:
                     self.fire(request_type=REQUEST_TYPE, name=event_name(BLOCKED, destination),
                               response_time=stalled * 1000.0, response_length=0,

@@ -26,6 +26,7 @@ from mqusers.measure.names import (
     event_name,
 )
 from mqusers.measure.spread import Spot
+from mqusers.stomp.ackpace import AckPace
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.wire import (
     CORRELATION,
@@ -78,6 +79,7 @@ class Receiver:
         label: str = "",
         spot: Spot | None = None,
         backlog: BacklogFigures | None = None,
+        pace: AckPace | None = None,
     ):
         self.destination = destination
         #: What its events are named after: the destination, or the pattern it is one of.
@@ -114,6 +116,8 @@ class Receiver:
         self._individual = ack == "client-individual"
         #: ``client`` mode: the newest ack id not yet acknowledged.
         self._unacked: bytes | None = None
+        #: A paced drain: each ACK waits its turn there (:mod:`mqusers.stomp.ackpace`), not the read's end.
+        self._pace = pace
         #: ACK frames for the end of the current read.
         self._out: list[bytes] = []
         self._observer = observer
@@ -211,9 +215,22 @@ class Receiver:
             self._unacked = ack_id
             return
         self._unacked = None
+        if self._pace is not None:
+            self._pace.hold(self, ack_frame(ack_id))
+            return
         if not self._out:
             self._client.after_read(self._write)
         self._out.append(ack_frame(ack_id))
+
+    @property
+    def generation(self) -> int:
+        """Its connection's: ACKs held across a reconnect are void."""
+        return self._client.generation
+
+    def write_acks(self, frames: list[bytes]) -> None:
+        """Write ACKs a paced drain released."""
+        self._out.extend(frames)
+        self._write()
 
     def reset(self) -> None:
         """A new connection: ack ids of the old one mean nothing to the broker now."""
@@ -250,14 +267,8 @@ class Receiver:
             except MqError as error:
                 if self._client.closing:
                     return  # closing: the broker redelivers what was not acknowledged
-                self._fire(
-                    request_type=REQUEST_TYPE,
-                    name=event_name(ACK, self.label),
-                    response_time=0.0,
-                    response_length=0,
-                    exception=error,
-                    context=self._context,
-                )
+                self._fire(request_type=REQUEST_TYPE, name=event_name(ACK, self.label), response_time=0.0,
+                           response_length=0, exception=error, context=self._context)  # fmt: skip
 
 
 class Replier:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from locust import task
 
 import contextlib
+import math
 import time
 from typing import Any, ClassVar
 
@@ -18,6 +19,9 @@ from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError
 from mqusers.stomp.receiver import Receiver, Replier
 from mqusers.users.base import StompUser
+
+#: A paced drain's prefetch (unless ``--mq-prefetch`` gives one): this many seconds of its rate, at least 1.
+PACED_PREFETCH_S = 0.01
 
 
 class StompConsumerUser(StompUser):
@@ -53,6 +57,12 @@ class StompConsumerUser(StompUser):
         selectors.check(labels, select)
         #: The labels its selector takes; None: no selector.
         self.selects = selectors.selected(select, labels, self.ordinal)
+        #: A paced drain (``--mq-backlog-drain-rate``): ACKs wait their turn, so the broker must wait for
+        #: them (no auto ack) and push few ahead, or the consumers would take the prefetch at once.
+        self.pace = self.mq.backlog.pace if self.mq.backlog is not None else None
+        if self.pace is not None:
+            self.ack = "client-individual" if self.ack == "auto" else self.ack
+            self.prefetch = self.mq.settings.prefetch or max(1, math.ceil(self.pace.rate * PACED_PREFETCH_S))
         #: Subscription ids by destination, while subscribed.
         self.subscriptions: dict[str, str] = {}
         self._joined = False
@@ -80,7 +90,7 @@ class StompConsumerUser(StompUser):
         """The run's id and other-runs mode; with a pattern, its label and the destination's own figures."""
         options: dict[str, Any] = {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
         if self.mq.backlog is not None:
-            options["backlog"] = self.mq.backlog.figures
+            options.update(backlog=self.mq.backlog.figures, pace=self.pace)
         if destination != self.destination:
             options.update(label=self.destination, spot=self.mq.spread.spot(destination))
         return options
@@ -123,7 +133,7 @@ class StompConsumerUser(StompUser):
         kind = destination_kind(self.destination)
         for destination, receiver in zip(self.lanes, self.receivers, strict=True):
             receiver.reset()
-            receiver.batch_acks(ack_every)
+            receiver.batch_acks(1 if self.pace is not None else ack_every)  # paced: each its own turn
             # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
             audit = receiver.audit = self.mq.received.subscription(
                 key, destination, kind, None, self.durable, self.selects
@@ -154,6 +164,8 @@ class StompConsumerUser(StompUser):
         if self.client.connected and subscriptions:
             for receiver in self.receivers:
                 receiver.flush()
+                if self.pace is not None:  # what it received is acknowledged, not left to be redelivered
+                    self.pace.release_all(receiver)
             if self.durable and self.remove_durable_on_stop:
                 headers = self.client.dialect.durable_unsubscribe_headers(self.durable_name())
                 # A failure is recorded as an event; disconnecting is all that is left to do.

@@ -39,6 +39,7 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-total-messages": ("Total messages", "", GROUPS[1]),
     "mq-backlog-messages": ("Backlog: build until messages sent", "", GROUPS[1]),
     "mq-backlog-seconds": ("Backlog: build for, s", "", GROUPS[1]),
+    "mq-backlog-drain-rate": ("Backlog: drain at most, msg/s", "", GROUPS[1]),
     "mq-per-connection": ("Messages per connection (churn)", "per_connection", GROUPS[1]),
     "mq-churn-pause": ("Pause between connections, s (churn)", "churn_pause", GROUPS[1]),
     "mq-tx-size": ("Messages per transaction", "tx_size", GROUPS[1]),

@@ -28,9 +28,11 @@ def start(ctx: RunContext) -> None:
         ctx.backlog = Phases(
             settings.backlog_messages,
             settings.backlog_seconds,
+            drain_rate=settings.backlog_drain_rate,
             announce=lambda text, ts_ns: ctx.annotate("phase", text, ts_ns),
         )
         gevent.spawn(watch, ctx.backlog, lambda: sent_so_far(ctx))
+    ctx.health.blocked.on_episode = ctx.backlog.figures.blocked_send if ctx.backlog is not None else None
 
 
 def end_build(ctx: RunContext) -> None:
@@ -39,3 +41,9 @@ def end_build(ctx: RunContext) -> None:
         sent, wanted = sent_so_far(ctx), ctx.backlog.figures.messages
         # A run ended by its count (--mq-total-messages) may end before the watch saw the build's count.
         ctx.backlog.switch(sent, BY_COUNT if wanted and sent >= wanted else BY_END)
+
+
+def stop(ctx: RunContext) -> None:
+    """The test is over: a paced drain's greenlet ends."""
+    if ctx.backlog is not None and ctx.backlog.pace is not None:
+        ctx.backlog.pace.stop()

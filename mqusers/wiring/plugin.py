@@ -253,6 +253,7 @@ def _end_test(environment: Environment, ctx: RunContext) -> None:
     if ctx.faults is not None:
         ctx.faults.stop()
     brokerwatch.stop(ctx)
+    phases.stop(ctx)
     # The Users and the broker's reader have closed their connections; a socket closed while its reader
     # greenlet waited on it is released on the loop's next turn (gevent defers it): that turn first.
     gevent.sleep(0)

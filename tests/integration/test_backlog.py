@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration import broker_stats
 from tests.integration.brokers import Broker, broker_params, started
 from tests.integration.locust_runs import assert_refused_before_load, run_locust, start_locust
 
@@ -118,3 +119,42 @@ def test_backlog_and_new_messages_apart(destination, tmp_path: Path) -> None:
 def test_a_negative_build_is_refused_before_load(tmp_path: Path) -> None:
     run = run_locust("backlog.py", "stomp://127.0.0.1:1", "--mq-backlog-seconds", "-1", tmp_path=tmp_path)
     assert_refused_before_load(run, "--mq-backlog-seconds")
+
+
+RATE, BACKLOG = 500, 2000
+
+
+def test_a_paced_drain_takes_the_rate_asked_and_the_broker_empties_at_that_rate(destination, tmp_path: Path) -> None:
+    """A 2,000-message backlog drained by 2 consumers at 500 msg/s in all: empty after ~4 s, never much
+    above 500 in a second, every message once; the broker's own depth, polled apart, falls at 500/s and
+    its dequeue count is what mqusers received."""
+    broker = started("activemq")
+    queue = destination("queue")
+    with DepthPoll(broker, queue) as poll:
+        running = start_locust(
+            "backlog.py", broker.url, "--mq-destination", queue, "--mq-total-messages", str(BACKLOG),
+            "--mq-backlog-messages", str(BACKLOG), "--mq-receipts", "true", "--mq-backlog-drain-rate", str(RATE),
+            "--mq-consumers", "2", users=4, seconds=30, tmp_path=tmp_path,
+        )  # fmt: skip
+        run = running.finish(90)
+    assert run.code == 0, run.output[-3000:]
+    backlog, row = run.report["backlog"], run.row(queue)
+    assert backlog["at_switch"] == backlog["drained"] == BACKLOG and backlog["new"] == 0, backlog
+    # 2,000 / 500 = 4 s: the prefetch (5 each) at once, then one delivery per ACK released every 2 ms.
+    assert 4.0 - 0.3 < backlog["time_to_empty_s"] < 4.0 + 0.5, backlog
+    assert max(backlog["drain_per_second"]) <= RATE * 1.05, backlog["drain_per_second"]
+    assert backlog["drain_rate_msgs"] == pytest.approx(RATE, rel=0.08), backlog
+    assert f"emptied in {backlog['time_to_empty_s']:,.3f} s, paced at 500 msg/s" in " ".join(run.output.split())
+    # Exactly once, and the broker dequeued (acknowledged) every message mqusers received.
+    assert row["sent"] == row["received"] == BACKLOG, row
+    assert all(row[key] == 0 for key in ("lost", "duplicated", "unreceived", "reordered", "redelivered")), row
+    stats = broker_stats.activemq_destination_stats(broker.port, queue)
+    assert (stats["enqueueCount"], stats["dequeueCount"], stats["size"]) == (BACKLOG, BACKLOG, 0), stats
+    # The broker's depth, read apart: 2,000 - 500/s since the drain began, within what a reading spans.
+    switch = backlog["switch_ns"]
+    began = next(asked for asked, _, held in poll.samples if asked > switch and held < BACKLOG)
+    readings = [(asked, answered, held) for asked, answered, held in poll.samples if began + 1e9 < asked < began + 3e9]
+    assert readings, poll.samples[-5:]
+    for asked, answered, held in readings:
+        low, high = (BACKLOG - RATE * (t - began) / 1e9 for t in (answered, asked))
+        assert low - 40 < held < high + 40, (held, low, high)

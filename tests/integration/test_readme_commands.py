@@ -209,12 +209,19 @@ def test_the_put_get_examples_run(tmp_path: Path) -> None:
 
 @pytest.mark.activemq
 def test_the_backlog_example_runs(tmp_path: Path) -> None:
-    """-t 4s ends the run within its 5 s build: the switch is the run's end, its drain the backlog's."""
+    """-t 4s ends the run within its 5 s build: the switch is the run's end, its drain the backlog's; the paced
+    drain's 10,000 messages are sent at once and drained at 2,000 msg/s."""
     started("activemq")
-    for command in commands_starting("locust -f locustfiles/backlog.py --host"):
+    commands = commands_starting("locust -f locustfiles/backlog.py --host")
+    assert len(commands) == 2
+    for command in commands:
         output = ran_well(command, tmp_path)
-        assert "(the run ended), emptied in" in output and "audit: nothing lost" in output
-        assert "Backlog: build, then drain" in (tmp_path / "backlog.html").read_text()
+        assert "audit: nothing lost" in output
+        if "--mq-backlog-drain-rate 2000" in command:
+            assert "(messages sent), emptied in" in output and "paced at 2,000 msg/s" in output
+        else:
+            assert "(the run ended), emptied in" in output
+            assert "Backlog: build, then drain" in (tmp_path / "backlog.html").read_text()
 
 
 @pytest.mark.activemq

@@ -8,6 +8,7 @@ from mqusers import Receiver
 from mqusers.measure.backlog import BacklogFigures
 from mqusers.report.backlogreport import backlog_sentence, phase_table
 from mqusers.run.backlog import BY_COUNT, BY_TIME, Phases, watch
+from mqusers.run.blocked import BlockedSends
 from tests.unit.fake_client import connected, environment, message
 
 S = 1_000_000_000
@@ -100,3 +101,29 @@ def test_the_phase_table_has_a_row_per_phase_and_the_sentence_the_drain_per_seco
     assert backlog_sentence(figures.document()) == (
         "backlog: 2 messages at the switch (time passed), emptied in 1.000 s; drained per second: 1, 1 (peak 1/s)"
     )
+
+
+def test_blocked_sends_are_counted_by_the_phase_they_began_in_and_a_paced_drain_says_its_rate() -> None:
+    blocked = BlockedSends(lambda: [("/queue/a", stuck)])
+    stuck = _Stuck()
+    figures = BacklogFigures(messages=2, started_ns=0, drain_rate=500)
+    blocked.on_episode = figures.blocked_send
+    for second in (1, 2, 3):  # one episode, begun at 1 s: while building
+        blocked.sample(float(second), float(second))
+    figures.switch(2, 4 * S, BY_COUNT)
+    stuck.progress = (True, 5)  # moved on, then stuck again from 5 s: after the switch
+    for second in (5, 6, 7):
+        blocked.sample(float(second), float(second))
+    document = figures.document()
+    assert document["blocked_sends"] == {"build": 1, "drain": 1} and document["drain_rate_asked"] == 500
+    assert backlog_sentence(document) == (
+        "backlog: 2 messages at the switch (messages sent), emptied in - s, paced at 500 msg/s; drained per second: "
+        "- (peak 0/s); sends blocked by the broker: 1 while building, 1 while draining"
+    )
+
+
+class _Stuck:
+    progress = (True, 1)
+
+    def send_progress(self) -> tuple[bool, int]:
+        return self.progress
