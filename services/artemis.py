@@ -106,8 +106,10 @@ def launch(ctx: Ctx) -> int:
 
 
 def ready(ctx: Ctx) -> bool:
-    """The core acceptor listens and STOMP completes a CONNECT handshake."""
-    return port_open(ctx.ports["core"], ctx.host) and stomp_handshake(ctx.ports["stomp"], host=ctx.host)
+    """The core acceptor listens, STOMP completes a CONNECT handshake and the console (Jolokia) listens:
+    the broker's figures are read from the first message on (a test read them before it listened)."""
+    return (port_open(ctx.ports["core"], ctx.host) and stomp_handshake(ctx.ports["stomp"], host=ctx.host)
+            and port_open(ctx.ports["http"], ctx.host))  # fmt: skip
 
 
 def logs(ctx: Ctx) -> list[Path]:

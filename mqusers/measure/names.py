@@ -29,6 +29,8 @@ RECEIVE_NEW = "receive-new"
 BEGIN = "begin"
 COMMIT = "commit"
 ABORT = "abort"
+#: A consumer's COMMIT of the ACKs it sent in a transaction (``--mq-tx-ack``), to its RECEIPT.
+COMMIT_ACKS = "commit-acks"
 REQUEST = "request"
 REPLY = "reply"
 ACK = "ack"

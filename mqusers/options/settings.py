@@ -45,6 +45,7 @@ class Settings:
     churn_pause: float | None = None
     tx_size: int | None = None
     tx_abort_ratio: float | None = None
+    tx_ack: int | None = None
     consumers: int | None = None
     user: str | None = None
     password: str | None = field(default=None, repr=False)
@@ -116,6 +117,11 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
         if values.get("ack") == "auto":
             raise OptionError("--mq-backlog-drain-rate paces the consumers by holding their ACKs: use --mq-ack "
                               "client or client-individual (or leave it out)")  # fmt: skip
+    if values.get("tx_ack") and values.get("ack") == "auto":
+        raise OptionError("--mq-tx-ack sends ACKs in transactions: --mq-ack auto sends none; drop one of them")
+    if values.get("tx_ack") and values.get("backlog_drain_rate"):
+        # A paced drain holds each ACK for its turn: a transaction's COMMIT could pass its own ACKs.
+        raise OptionError("--mq-tx-ack and --mq-backlog-drain-rate both decide when ACKs go: drop one of them")
     if values.get("profile") is not None and values["profile"].sizes:
         if values.get("size_dist") is not None:
             raise OptionError("--mq-profile's CSV sets the sizes over time (its size column): drop --mq-size-dist")

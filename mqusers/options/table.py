@@ -226,6 +226,13 @@ OPTIONS: tuple[Option, ...] = (
         "transactions: the share of each producer's transactions it aborts, 0 to 1, spread evenly (0.25: every 4th); "
         "their messages must never arrive",
     ),
+    Option(
+        "mq-tx-ack",
+        "tx_ack",
+        whole(MAX_COUNT),
+        "transactions: consumers send their ACKs in transactions of this many, each committed with a receipt "
+        "(auto acks become client-individual); 0 acknowledges without transactions",
+    ),
     Option("mq-consumers", "consumers", whole(MAX_CONSUMERS), "consumer (or responder) users; the other users produce"),
     Option("mq-user", "user", text, "broker login (or env LOCUST_MQ_USER)"),
     # Not in the web UI: Locust would embed an env-supplied value in the page as the field's default.

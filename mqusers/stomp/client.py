@@ -20,6 +20,7 @@ import enum
 import time
 from dataclasses import dataclass
 
+import gevent
 from gevent.event import AsyncResult
 
 from mqusers.measure.names import RECEIPT, REQUEST, SEND, SUBSCRIBE, UNSUBSCRIBE, event_name
@@ -231,6 +232,18 @@ class StompClient(Session):
             return Sent.UNCONFIRMED if self.write_cut >= len(data) else Sent.FAILED
         unanswered = self._answers.wait(waiter, receipt, operation, start, 0, "RECEIPT", measured)
         return Sent.CONFIRMED if unanswered is None else Sent.UNCONFIRMED
+
+    def transaction_id(self) -> bytes:
+        """A transaction id unique on this connection."""
+        return b"mq-tx-%d" % next(self._ids)
+
+    def commit_awaited(self, transaction: bytes, operation: Record) -> bytes:
+        """The COMMIT of ``transaction`` for the caller to write where it cannot wait (the reader greenlet):
+        its RECEIPT is waited for, and timed under ``operation``, by a greenlet of its own."""
+        receipt = b"mq-%d" % next(self._ids)
+        waiter = self._answers.expect(receipt)
+        gevent.spawn(self._answers.wait, waiter, receipt, operation, time.perf_counter(), 0, "RECEIPT")
+        return transaction_frame(b"COMMIT", transaction, receipt)
 
     # -- subscriptions -----------------------------------------------------------------------
 

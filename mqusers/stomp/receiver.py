@@ -27,6 +27,7 @@ from mqusers.measure.names import (
 )
 from mqusers.measure.spread import Spot
 from mqusers.stomp.ackpace import AckPace
+from mqusers.stomp.acktransactions import AckTransactions
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.wire import (
     CORRELATION,
@@ -120,6 +121,9 @@ class Receiver:
         self._pace = pace
         #: ACK frames for the end of the current read.
         self._out: list[bytes] = []
+        #: ``--mq-tx-ack``: ACKs in transactions (:meth:`ack_in_transactions`); what frames an ACK is.
+        self._tx: AckTransactions | None = None
+        self._frame_of: Callable[[bytes], bytes] = ack_frame
         self._observer = observer
         self._context: dict[str, object] = {}
         self._run = run_id.encode()
@@ -127,6 +131,11 @@ class Receiver:
         #: ``receive``: other mqusers runs' messages count as received (draining a backlog).
         self._other_runs = other_runs
         self._warned = False
+
+    def ack_in_transactions(self, size: int) -> None:
+        """Send ACKs in transactions of ``size`` ACKs (0: none), each committed after its last and on :meth:`flush`."""
+        self._tx = AckTransactions(self._client, self.label, size) if size else None
+        self._frame_of = ack_frame if self._tx is None else self._tx.ack
 
     def batch_acks(self, every: int) -> None:
         """``client`` mode: one cumulative ACK per ``every`` messages (other modes ACK each)."""
@@ -216,11 +225,11 @@ class Receiver:
             return
         self._unacked = None
         if self._pace is not None:
-            self._pace.hold(self, ack_frame(ack_id))
+            self._pace.hold(self, self._frame_of(ack_id))
             return
         if not self._out:
             self._client.after_read(self._write)
-        self._out.append(ack_frame(ack_id))
+        self._out.append(self._frame_of(ack_id))
 
     @property
     def generation(self) -> int:
@@ -255,7 +264,9 @@ class Receiver:
         """Acknowledge everything received so far now (``client`` mode batches ACKs)."""
         ack_id, self._unacked = self._unacked, None
         if ack_id is not None:
-            self._out.append(ack_frame(ack_id))
+            self._out.append(self._frame_of(ack_id))
+        if self._tx is not None and (commit := self._tx.commit()):
+            self._out.append(commit)  # what the stream stopped short of a full transaction
         self._write()
 
     def _write(self) -> None:

@@ -160,6 +160,11 @@ def transaction_frame(command: bytes, transaction: bytes, receipt: bytes = b"") 
     return b"%s\ntransaction:%s\n%s\n\x00" % (command, transaction, asked)
 
 
+def transaction_ack_frame(ack_id: bytes, transaction: bytes) -> bytes:
+    """ACK for a delivery's raw ``ack`` header, in ``transaction``: it counts once that commits."""
+    return b"ACK\nid:%s\ntransaction:%s\n\n\x00" % (ack_id, transaction)
+
+
 def disconnect_frame(receipt: bytes) -> bytes:
     """DISCONNECT asking for a RECEIPT: the broker sends it once it has processed every earlier frame."""
     return b"DISCONNECT\nreceipt:%s\n\n\x00" % receipt

@@ -49,6 +49,9 @@ class StompConsumerUser(StompUser):
     #: Messages of other runs and foreign ones: ``apart`` (counted apart), ``fail`` (also Locust
     #: failures) or ``receive`` (other runs' messages count as received: draining a backlog).
     other_runs = "apart"
+    #: ACKs per transaction, each committed with a receipt (``commit-acks``); 0: plain ACKs. Auto acks
+    #: become client-individual: there must be ACKs to put in them.
+    tx_ack = 0
 
     def __init__(self, environment: Any):
         super().__init__(environment)  # calls client_id(), which settles self.durable
@@ -63,10 +66,15 @@ class StompConsumerUser(StompUser):
         if self.pace is not None:
             self.ack = "client-individual" if self.ack == "auto" else self.ack
             self.prefetch = self.mq.settings.prefetch or max(1, math.ceil(self.pace.rate * PACED_PREFETCH_S))
+        self.tx_ack = self.setting("tx_ack")
+        if self.tx_ack and self.ack == "auto":
+            self.ack = "client-individual"
         #: Subscription ids by destination, while subscribed.
         self.subscriptions: dict[str, str] = {}
         self._joined = False
         self.receivers = [self.make_receiver(destination) for destination in self.lanes]
+        for receiver in self.receivers:
+            receiver.ack_in_transactions(self.tx_ack)
         #: The first (with a plain destination, the only) receiver.
         self.receiver = self.receivers[0]
 

@@ -44,6 +44,7 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-churn-pause": ("Pause between connections, s (churn)", "churn_pause", GROUPS[1]),
     "mq-tx-size": ("Messages per transaction", "tx_size", GROUPS[1]),
     "mq-tx-abort-ratio": ("Transactions aborted, share", "tx_abort_ratio", GROUPS[1]),
+    "mq-tx-ack": ("Consumer ACKs per transaction", "tx_ack", GROUPS[2]),
     "mq-size": ("Message size", "message_size", GROUPS[2]),
     "mq-size-dist": ("Message sizes drawn from", "", GROUPS[2]),
     "mq-payload": ("Payload", "payload", GROUPS[2]),

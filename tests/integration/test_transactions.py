@@ -16,7 +16,7 @@ import pytest
 
 from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import Broker, on_four
-from tests.integration.locust_runs import start_locust
+from tests.integration.locust_runs import run_locust, start_locust
 from tests.integration.reference_client import connect
 
 HERE = Path(__file__).parent / "locustfiles"
@@ -61,4 +61,24 @@ def test_aborted_transactions_never_arrive_committed_ones_do_and_a_planted_one_f
     # The broker's own count: it accepted the 230 committed messages and the planted one, and holds none.
     accepted = lambda: broker.counters(queue)["accepted"] - before.get("accepted", 0)  # noqa: E731
     assert wait_for(lambda: accepted() == 231, timeout=10), broker.counters(queue)
+    assert broker.counters(queue)["held"] == 0
+
+
+@pytest.mark.parametrize("broker", on_four("transactions"), indirect=True)
+def test_acks_sent_in_transactions_count_once_committed(broker: Broker, destination, tmp_path: Path) -> None:
+    queue = destination("queue")
+    before = broker.counters(queue)
+    run = run_locust(
+        "put_get.py", broker.url, "--mq-destination", queue, "--mq-total-messages", "300", "--mq-total-rate", "300",
+        "--mq-tx-ack", "10", users=3, seconds=3, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    row = run.row(queue)
+    assert (row["sent"], row["distinct"], row["lost"], row["duplicated"], row["redelivered"]) == (300, 300, 0, 0, 0)
+    # Two consumers commit every 10 ACKs and what is left at each flush (every second, and at the end).
+    commits = run.operation(f"commit-acks {queue}")
+    assert commits["errors"] == 0 and 30 <= commits["count"] <= 30 + 2 * 6, commits
+    # The broker's own count: every ACK counted (the transactions committed), nothing held back.
+    counted = lambda: {k: broker.counters(queue)[k] - before.get(k, 0) for k in ("accepted", "delivered")}  # noqa: E731
+    assert wait_for(lambda: counted() == {"accepted": 300, "delivered": 300}, timeout=10), broker.counters(queue)
     assert broker.counters(queue)["held"] == 0

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from argparse import Namespace
 from fractions import Fraction
 
 import gevent
+import pytest
 
 from mqusers.measure.book import Tally
 from mqusers.measure.transactions import transaction_figures
-from mqusers.options.parsing import parse_broker_url
+from mqusers.options.parsing import OptionError, parse_broker_url
+from mqusers.options.settings import read_settings
 from mqusers.report.brokerreport import cross_check
 from mqusers.report.transactionsreport import aborted_delivered, transactions_sentence
+from mqusers.stomp.acktransactions import AckTransactions
 from mqusers.stomp.client import ClientConfig, Sent
 from mqusers.stomp.wire import transaction_frame, transaction_line
 from mqusers.users.transactions import aborts
@@ -100,3 +104,43 @@ def test_the_broker_check_compares_enqueued_with_what_was_committed() -> None:
     assert cross_check(broker, [{**row, "aborted": 90}]) == [
         "/queue/a: the broker enqueued 300, mqusers sent 400 (0 unconfirmed, 90 of them aborted): 10 unexplained"
     ]
+
+
+def test_acks_go_in_transactions_of_n_each_committed_and_a_flush_commits_the_rest() -> None:
+    env = environment()
+    client, connection = connected(env, ClientConfig(parse_broker_url(ADDRESS), timeout=1.0))
+    acks = AckTransactions(client, "/queue/a", 3)
+    frames = b"".join(acks.ack(b"m%d" % i) for i in range(1, 6)) + acks.commit() + acks.commit()
+    client.send_raw(frames)  # as the reader greenlet writes them: one buffer after a read
+    sent = [parse(frame + b"\x00") for frame in connection.sent[0].split(b"\x00") if frame]
+    assert [(c, h.get(b"transaction"), h.get(b"id")) for c, h, _ in sent] == [
+        (b"BEGIN", b"mq-tx-1", None), (b"ACK", b"mq-tx-1", b"m1"), (b"ACK", b"mq-tx-1", b"m2"),
+        (b"ACK", b"mq-tx-1", b"m3"), (b"COMMIT", b"mq-tx-1", None),
+        (b"BEGIN", b"mq-tx-3", None), (b"ACK", b"mq-tx-3", b"m4"), (b"ACK", b"mq-tx-3", b"m5"),
+        (b"COMMIT", b"mq-tx-3", None),
+    ]  # fmt: skip
+    for _, headers, _ in (sent[4], sent[8]):
+        connection.feed(b"RECEIPT\nreceipt-id:%s\n\n\x00" % headers[b"receipt"])
+    gevent.sleep(0.01)
+    client.recorder.flush()
+    commits = env.stats.entries[("commit-acks /queue/a", "STOMP")]
+    assert (commits.num_requests, commits.num_failures) == (2, 0)
+
+
+def test_acks_in_transactions_need_acks() -> None:
+    with pytest.raises(OptionError, match="--mq-tx-ack sends ACKs in transactions: --mq-ack auto sends none"):
+        read_settings(Namespace(mq_tx_ack="10", mq_ack="auto"), "stomp://h:1")
+    assert read_settings(Namespace(mq_tx_ack="10", mq_ack="client"), "stomp://h:1").tx_ack == 10
+    paced = Namespace(mq_tx_ack="10", mq_backlog_drain_rate="100", mq_backlog_messages="1000")
+    with pytest.raises(OptionError, match="--mq-tx-ack and --mq-backlog-drain-rate both decide when ACKs go"):
+        read_settings(paced, "stomp://h:1")
+
+
+def test_a_new_connection_begins_anew_and_has_nothing_of_the_old_to_commit() -> None:
+    env = environment()
+    client, _ = connected(env)
+    acks = AckTransactions(client, "/queue/a", 10)
+    assert acks.ack(b"m1").startswith(b"BEGIN\ntransaction:mq-tx-1\n")
+    client.generation += 1  # what a reconnect does: the broker rolled the open transaction back
+    assert acks.commit() == b""
+    assert acks.ack(b"m2").startswith(b"BEGIN\ntransaction:mq-tx-2\n")
