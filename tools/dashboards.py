@@ -226,7 +226,7 @@ def overview() -> dict[str, Any]:
     audit = [(f("last", name), name) for name in s.AUDIT_FIELDS]
     board.panel(
         "timeseries",
-        "Lost, duplicated, in flight, aborted",
+        "Lost, duplicated, in flight, aborted, expired",
         [select(s.AUDIT, audit, flow, by=(s.DESTINATION,))],
         width=8,
     )

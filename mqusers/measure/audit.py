@@ -65,6 +65,12 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   the duplicates are reported as ``after_reconnect`` (at-least-once redelivery), not ``duplicated``.
 - ``by_subscription``: each subscription's own expected, received (a queue's: its share of the
   deliveries), lost, unreceived... and its sessions, drops, foreign and other-run counts.
+- ``expired``: expected, not received, not unconfirmed, and certainly sent more than the producer's
+  time-to-live (``--mq-ttl``) before ``now_ns`` (on its clock): the broker may drop it, so it is not
+  lost, nor unreceived, nor in flight; the broker's own expired count is the check.
+- ``delivered_expired``: deliveries after their expiry (by the receiver's clock, the producer's
+  send time moved onto it with the clock offsets; :data:`~mqusers.measure.ledgers.EXPIRY_GRACE_NS`
+  allowed): a violation, counted besides ``received``.
 - ``reordered``, ``redelivered``: Σ over subscriptions, for known producers.
 - ``kind``: ``"queue"``, ``"topic"``, ``"mixed"`` or ``None`` (no subscription).
 - ``not_selected``: with selectors (:mod:`mqusers.options.selectors`), what a producer sent whose
@@ -84,11 +90,11 @@ from mqusers.measure.sendrecord import SendRecord
 FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
            "other_run", "drops", "unexpected", "worker_lost", "aborted", "aborted_delivered", "not_selected",
-           "selector_violations")  # fmt: skip
+           "selector_violations", "expired", "delivered_expired")  # fmt: skip
 #: A subscription's own share of its destination's figures (a queue's only receives and order).
 SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
                "redelivered", "unexpected", "worker_lost", "aborted_delivered", "not_selected",
-               "selector_violations")  # fmt: skip
+               "selector_violations", "expired", "delivered_expired")  # fmt: skip
 
 
 class _Stream:
@@ -97,12 +103,12 @@ class _Stream:
     ``flagged`` the seqs of its deliveries flagged redelivered, which ``bag`` leaves out; ``deliveries``
     how many it took (a queue's too)."""
 
-    __slots__ = ("bag", "deliveries", "flagged", "redelivered", "reordered")
+    __slots__ = ("bag", "deliveries", "flagged", "late", "redelivered", "reordered")
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
         self.flagged = IntervalSet()
-        self.reordered = self.redelivered = self.deliveries = 0
+        self.reordered = self.redelivered = self.deliveries = self.late = 0
 
 
 class _Sub:
@@ -143,6 +149,7 @@ class Audit:
             p.unconfirmed.union(IntervalSet.decode(e["unconfirmed"]))
             p.aborted.union(IntervalSet.decode(e["aborted"]))
             p.label = p.label or e.get("label", "")
+            p.ttl_ns = max(p.ttl_ns, e.get("ttl_ns", 0))
         for entry in delta.get("subscriptions", ()):
             destination, kind = entry["destination"], entry["kind"]
             sub = self._subs.setdefault((destination, entry["key"]), _Sub(kind))
@@ -164,6 +171,7 @@ class Audit:
                 stream.redelivered += s["redelivered"]
                 seqs = IntervalBag.decode(s["seqs"])
                 stream.deliveries += s.get("deliveries", len(seqs) + s["redelivered"])
+                stream.late += s.get("late", 0)
                 # A queue group's receipts are one bag per destination and producer.
                 key = (destination, s["producer"])
                 bag = self._queues.setdefault(key, IntervalBag()) if kind == "queue" else stream.bag
@@ -187,7 +195,7 @@ class Audit:
             "producers": [{"destination": d, "producer": n, "process": p.process, "seqs": p.bag.encode(),
                            "checkpoints": [list(c) for c in zip(p.cp_seq, p.cp_ns, strict=True)],
                            "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode(), "aborted": p.aborted.encode(),
-                           "label": p.label}
+                           "label": p.label, "ttl_ns": p.ttl_ns}
                           for (d, n), p in sorted(self._producers.items())],
             "subscriptions": [_sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
             "queues": [QueueEntry(destination=d, producer=n, seqs=bag.encode(),
@@ -250,6 +258,8 @@ class Audit:
                     fig["redelivered"] += stream.redelivered
                     own["reordered"] += stream.reordered
                     own["redelivered"] += stream.redelivered
+                    fig["delivered_expired"] += stream.late
+                    own["delivered_expired"] += stream.late
                 elif not _of(name, gone):
                     fig["foreign"] += len(stream.bag) + stream.redelivered  # a queue's bag: below
             if sub.kind == "queue":
@@ -268,7 +278,8 @@ class Audit:
                     fig["not_selected"] += len(expected)
                     own["not_selected"] += len(expected)
                     continue
-                compare((fig, own), p, expected, stream.bag, zone, settled, lost, stream.flagged)
+                gone_by = p.expired_by(now_ns + offsets.get(p.process, 0))
+                compare((fig, own), p, expected, stream.bag, zone, settled, lost, stream.flagged, gone_by)
         for (destination, name), received in sorted(self._queues.items()):
             if name not in known.get(destination, {}) and not _of(name, gone):
                 out[destination]["foreign"] += len(received)
@@ -281,7 +292,8 @@ class Audit:
                 received = self._queues.get((destination, name), IntervalBag())
                 flagged = self._flagged.get((destination, name), IntervalSet())
                 lost = p.process in gone or destination in touched
-                compare((out[destination],), p, p.bag.distinct, received, zone, settled, lost, flagged)
+                gone_by = p.expired_by(now_ns + offsets.get(p.process, 0))
+                compare((out[destination],), p, p.bag.distinct, received, zone, settled, lost, flagged, gone_by)
         for destination, producers in known.items():
             # A put-only fill, or no SUBSCRIBE confirmed: no delivery expected, sends still unsure.
             if not any(sub["sessions"] for sub in out[destination]["by_subscription"]):
@@ -306,7 +318,7 @@ def _of(producer: str, processes: frozenset[str]) -> bool:
 
 def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
     streams = [StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered, redelivered=x.redelivered,
-                           flagged=x.flagged.encode(), deliveries=x.deliveries)
+                           flagged=x.flagged.encode(), deliveries=x.deliveries, late=x.late)
                for n, x in sorted(s.streams.items())]  # fmt: skip
     sessions = [Session(joined_ns=j, left_ns=left) for j, left in sorted(s.sessions.items())]
     return SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,

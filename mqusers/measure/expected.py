@@ -55,11 +55,14 @@ def compare(
     settled: bool,
     worker_lost: bool = False,
     flagged: IntervalSet | None = None,
+    expired_upto: int = -1,
 ) -> None:
     """Add one producer's expected-versus-received figures to each of ``into`` (computed once);
     ``worker_lost``: a lost process sent them or may have received them, so none is lost or unreceived;
     ``flagged``: seqs delivered flagged redelivered, received but never duplicates (``bag`` leaves them out);
-    seqs of ``p``'s aborted transactions are never expected: one received is ``aborted_delivered``."""
+    seqs of ``p``'s aborted transactions are never expected: one received is ``aborted_delivered``;
+    ``expired_upto``: seqs up to it had expired by the end (:meth:`SendRecord.expired_by`): missing, they are
+    expired, not lost."""
     received = bag.distinct
     if flagged:
         received = received.copy()
@@ -71,6 +74,10 @@ def compare(
     missing = expected.difference(received)
     unconfirmed = missing.intersection(p.unconfirmed)
     rest = missing.difference(p.unconfirmed)
+    expired = IntervalSet()
+    if expired_upto > 0 and not worker_lost:  # a lost producer's sends may never have left it
+        expired = rest.intersection(IntervalSet([(0, expired_upto)]))
+        rest = rest.difference(expired)
     waiting = rest.difference(zone)
     top = in_time.last
     # Evidence of loss: a later message of the same producer arrived, and the consumers went idle.
@@ -87,6 +94,7 @@ def compare(
         "unreceived": 0 if worker_lost else len(waiting) - lost,
         "worker_lost": len(waiting) if worker_lost else 0,
         "unconfirmed": len(unconfirmed),
+        "expired": len(expired),
         "in_flight": len(rest) - len(waiting),
         "unexpected": len(unexpected),
         "aborted_delivered": len(received) - len(in_time),

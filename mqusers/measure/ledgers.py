@@ -22,7 +22,9 @@ What is recorded
   the subscription already had from that producer, so a late redelivery counts too) and
   ``redelivered`` (deliveries the broker flagged ``redelivered``). A flagged delivery is kept apart
   from the multiset, in ``flagged`` (its seqs): it says the broker gave the message out before, so
-  it is no duplicate however often it comes.
+  it is no duplicate however often it comes; and ``late``: deliveries after the message's expiry
+  (``--mq-ttl``) by more than :data:`EXPIRY_GRACE_NS`.
+- A producer's time-to-live (``ttl_ns``; none when 0): the audit's expiry of each seq it sent.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from typing import NotRequired, TypedDict
 from mqusers.measure.intervals import Encoded, IntervalBag, IntervalSet
 
 CHECKPOINT_NS = 100_000_000
+#: A delivery counts as after its expiry only this much after it: the broker checks expiry when it dispatches,
+#: and the message then crosses the network and waits in the consumer's socket (a loaded generator's read).
+EXPIRY_GRACE_NS = 50_000_000
 KINDS = ("queue", "topic")
 #: A multiset of seqs as :meth:`IntervalBag.encode` writes it.
 EncodedBag = list[Encoded]
@@ -52,6 +57,8 @@ class ProducerEntry(TypedDict):
     aborted: Encoded
     #: The ``mqlabel`` it stamps (:mod:`mqusers.options.selectors`); absent or empty: none.
     label: NotRequired[str]
+    #: Each message's time-to-live (``--mq-ttl``), when it has one.
+    ttl_ns: NotRequired[int]
 
 
 class StreamEntry(TypedDict):
@@ -65,6 +72,8 @@ class StreamEntry(TypedDict):
     flagged: Encoded
     #: Deliveries (an Audit snapshot's queue subscriptions keep their seqs in the group's QueueEntry).
     deliveries: NotRequired[int]
+    #: Deliveries after the message's expiry (:data:`EXPIRY_GRACE_NS`), when there were some.
+    late: NotRequired[int]
 
 
 class Session(TypedDict):
@@ -114,11 +123,10 @@ class SentStream:
     """What one producer sent to one destination since the last drain; :meth:`record` is the hot path."""
 
     __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "aborted", "bag", "destination", "label",
-                 "last_ns",
-                 "producer", "seqs", "unconfirmed")  # fmt: skip
+                 "last_ns", "producer", "seqs", "ttl_ns", "unconfirmed")  # fmt: skip
 
-    def __init__(self, destination: str, producer: str, label: str = ""):
-        self.destination, self.producer, self.label = destination, producer, label
+    def __init__(self, destination: str, producer: str, label: str = "", ttl_ns: int = 0):
+        self.destination, self.producer, self.label, self.ttl_ns = destination, producer, label, ttl_ns
         self.bag = IntervalBag()
         self.seqs = self.bag.distinct
         self.last_ns = self._shipped_ns = self._due_ns = self._hwm = -1
@@ -161,6 +169,8 @@ class SentStream:
                               unconfirmed=self.unconfirmed.encode(), aborted=self.aborted.encode())  # fmt: skip
         if self.label:
             entry["label"] = self.label
+        if self.ttl_ns:
+            entry["ttl_ns"] = self.ttl_ns
         self._hwm = max(self._hwm, self.seqs.last or -1)
         self.bag, self._checkpoints, self._shipped_ns = IntervalBag(), [], self.last_ns
         self.seqs = self.bag.distinct
@@ -175,11 +185,12 @@ class SentLedger:
         self.process = process
         self._streams: dict[tuple[str, str], SentStream] = {}
 
-    def producer(self, destination: str, producer: str, label: str = "") -> SentStream:
-        """The stream of one producer (stamping ``label``), to call ``record(seq, sent_ns)`` on without a lookup."""
+    def producer(self, destination: str, producer: str, label: str = "", ttl_ns: int = 0) -> SentStream:
+        """The stream of one producer (stamping ``label``; its messages' time-to-live ``ttl_ns``), to call
+        ``record(seq, sent_ns)`` on without a lookup."""
         stream = self._streams.get((destination, producer))
         if stream is None:
-            stream = self._streams[(destination, producer)] = SentStream(destination, producer, label)
+            stream = self._streams[(destination, producer)] = SentStream(destination, producer, label, ttl_ns)
         return stream
 
     def drain(self) -> Delta:
@@ -188,14 +199,14 @@ class SentLedger:
 
 
 class _Received:
-    __slots__ = ("bag", "flagged", "redelivered", "reordered", "seqs", "top")
+    __slots__ = ("bag", "flagged", "late", "redelivered", "reordered", "seqs", "top")
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
         self.seqs = self.bag.distinct
         self.flagged = IntervalSet()
         self.top = -1
-        self.reordered = self.redelivered = 0
+        self.reordered = self.redelivered = self.late = 0
 
 
 class Subscription:
@@ -233,6 +244,13 @@ class Subscription:
         elif not stream.seqs.add(seq):
             stream.bag.again(seq)
 
+    def record_late(self, producer: str | bytes) -> None:
+        """One of ``producer``'s messages, recorded too, arrived after its expiry."""
+        stream = self._streams.get(producer)
+        if stream is None:
+            stream = self._streams[producer] = _Received()
+        stream.late += 1
+
     def join(self, joined_ns: int) -> None:
         self.sessions.append(Session(joined_ns=joined_ns, left_ns=None))
         self._dirty = True
@@ -246,13 +264,14 @@ class Subscription:
     def _drain(self, process: str) -> SubscriptionEntry | None:
         streams: dict[str, _Received] = {}
         for producer, s in self._streams.items():
-            if s.seqs or s.flagged:
+            if s.seqs or s.flagged or s.late:
                 old = streams.setdefault(_text(producer), _Received())  # str and bytes ids: one
                 old.bag.merge(s.bag)
                 old.flagged.union(s.flagged)
                 old.reordered += s.reordered
                 old.redelivered += s.redelivered
-                s.bag, s.flagged, s.reordered, s.redelivered = IntervalBag(), IntervalSet(), 0, 0
+                old.late += s.late
+                s.bag, s.flagged, s.reordered, s.redelivered, s.late = IntervalBag(), IntervalSet(), 0, 0, 0
                 s.seqs = s.bag.distinct
         strays = (self.foreign, self.other_run, self.drops)
         if not (streams or self._dirty or any(strays)):
@@ -262,13 +281,20 @@ class Subscription:
         entry = SubscriptionEntry(
             destination=self.destination, key=self.key, kind=self.kind, durable=self.durable, process=process,
             sessions=[s.copy() for s in self.sessions],
-            streams=[StreamEntry(producer=name, seqs=e.bag.encode(), reordered=e.reordered, redelivered=e.redelivered,
-                                 flagged=e.flagged.encode()) for name, e in streams.items()],
+            streams=[_stream_entry(name, e) for name, e in streams.items()],
             deliveries=sum(len(e.bag) + e.redelivered for e in streams.values()),
             foreign=strays[0], other_run=strays[1], drops=strays[2])  # fmt: skip
         if self.selects is not None:
             entry["selects"] = list(self.selects)
         return entry
+
+
+def _stream_entry(producer: str, e: _Received) -> StreamEntry:
+    entry = StreamEntry(producer=producer, seqs=e.bag.encode(), reordered=e.reordered, redelivered=e.redelivered,
+                        flagged=e.flagged.encode())  # fmt: skip
+    if e.late:
+        entry["late"] = e.late
+    return entry
 
 
 class ReceiveLedger:

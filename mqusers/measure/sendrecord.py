@@ -21,12 +21,14 @@ class SendRecord:
     and, from the time checkpoints, which seqs were certainly sent before or after a moment."""
 
     __slots__ = ("_bounds", "aborted", "bag", "cp_ns", "cp_seq", "label", "last_ns", "monotone", "process",
-                 "unconfirmed")  # fmt: skip
+                 "ttl_ns", "unconfirmed")  # fmt: skip
 
     def __init__(self) -> None:
         self.process, self.bag, self.last_ns, self.monotone = "", IntervalBag(), -1, True
         #: The ``mqlabel`` its messages carry ("" for none), which selectors take or leave.
         self.label = ""
+        #: Each message's time-to-live (0: none): it expires that long after its send.
+        self.ttl_ns = 0
         self.unconfirmed = IntervalSet()
         #: Seqs of aborted (or rolled back) transactions: never expected to arrive.
         self.aborted = IntervalSet()
@@ -74,3 +76,7 @@ class SendRecord:
         """The lowest seq from which every seq was certainly sent after ``t``."""
         j = bisect_right(self._prefix_suffix()[1], t)
         return self.cp_seq[j] if j < len(self.cp_seq) else (self.bag.distinct.last or 0) + 1
+
+    def expired_by(self, t: int) -> int:
+        """The highest seq up to which every seq had certainly expired by ``t`` (-1: none, or no time-to-live)."""
+        return self.before(t - self.ttl_ns) if self.ttl_ns else -1

@@ -188,6 +188,22 @@ def _check_destination(value: str, option: str, shown: str | None = None) -> str
     return value
 
 
+_TTL_RE = re.compile(r"(\d+(?:\.\d*)?)\s*(ms|s|m)?", re.IGNORECASE)
+#: The longest ``--mq-ttl``: a day, in ms (STOMP's unit for a message's expiry).
+MAX_TTL_MS = 86_400_000
+
+
+def parse_ttl(value: str, option: str = "--mq-ttl") -> int:
+    """A message's time-to-live in whole ms: ``500ms``, ``2s``, ``1.5m``; a bare number is ms; 0 is none."""
+    match = _TTL_RE.fullmatch(value.strip())
+    if match is None:
+        raise OptionError(f"{option}: {value!r} is not a time-to-live; use e.g. 500ms, 2s or 1m (0 = none)")
+    ms = round(float(match.group(1)) * {"ms": 1, "s": 1000, "m": 60_000}[(match.group(2) or "ms").lower()])
+    if not (ms == 0 or 1 <= ms <= MAX_TTL_MS) or (ms == 0 and float(match.group(1)) != 0):
+        raise OptionError(f"{option}: {value!r} must be 0, or at least 1 ms and at most 1 day")
+    return ms
+
+
 def parse_run_id(value: str, option: str) -> str:
     if not _RUN_ID_RE.fullmatch(value):
         shown = repr(value) if len(value) <= 64 else f"{len(value):,} characters"

@@ -72,6 +72,7 @@ class Settings:
     backlog_messages: int = 0
     backlog_seconds: float = 0.0
     backlog_drain_rate: float = 0.0
+    ttl_ms: int | None = None
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None

@@ -36,6 +36,7 @@ from mqusers.options.parsing import (
     parse_heartbeats,
     parse_run_id,
     parse_size,
+    parse_ttl,
     text,
     whole,
 )
@@ -168,6 +169,13 @@ OPTIONS: tuple[Option, ...] = (
         _RATE,
         "a backlog run: the consumers take at most this many messages/s in all (each ACK held until its turn, a "
         "small prefetch; docs/backlog.md); 0 = as fast as they can",
+    ),
+    Option(
+        "mq-ttl",
+        "ttl_ms",
+        parse_ttl,
+        "messages expire this long after their send: 500ms, 2s, 1m (0 = never); those the broker drops unread "
+        "are expired, not lost, and one delivered after its expiry fails the run (docs/semantics.md#expiry)",
     ),
     Option(
         "mq-drain",

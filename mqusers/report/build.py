@@ -28,7 +28,7 @@ from mqusers.run.verdicts import Generator, blocked_by_destination, overall
 
 AUDIT_KEYS = ("lost", "worker_lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered",
               "redelivered", "in_flight", "resent", "foreign", "other_run", "distinct", "aborted",
-              "aborted_delivered", "not_selected", "selector_violations")  # fmt: skip
+              "aborted_delivered", "not_selected", "selector_violations", "expired", "delivered_expired")  # fmt: skip
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
@@ -185,12 +185,22 @@ def notes(
                 f"{row.destination}: {audit['worker_lost']} worker-lost (sent or possibly received by a lost worker "
                 "after its last report: the client cannot tell)"
             )
+        if audit["expired"] or audit["delivered_expired"]:
+            lines.append(expiry_line(row.destination, audit["expired"], audit["delivered_expired"]))
         if audit["foreign"] or audit["other_run"]:
             lines.append(
                 f"{row.destination}: {audit['foreign']:,} foreign and {audit['other_run']:,} other runs' messages, "
                 "counted apart from this run's figures"
             )
     return lines
+
+
+def expiry_line(destination: str, expired: int, late: int) -> str:
+    """What expiry did to a destination's messages (``--mq-ttl``)."""
+    line = f"{destination}: {expired:,} expired (not delivered and past their time-to-live: not lost)"
+    if late:
+        line += f"; {late:,} delivered after their expiry (a violation: the broker handed out expired messages)"
+    return line
 
 
 def lost_worker_line(worker: dict[str, Any]) -> str:
@@ -304,6 +314,8 @@ def gate_failures(report: RunReport) -> list[str]:
             failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
         if row.audit["selector_violations"]:
             failures.append(f"{where}: {row.audit['selector_violations']:,} deliveries a selector does not take")
+        if late := row.audit["delivered_expired"]:
+            failures.append(f"{where}: {late:,} delivered after their expiry (--mq-ttl)")
     # Always a gate: a broker that delivers what was aborted is wrong, whatever the run asked.
     failures += aborted_delivered({row.destination: row.audit for row in report.rows})
     for worker in report.facts.lost_workers:

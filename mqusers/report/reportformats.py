@@ -28,9 +28,11 @@ _LATENCY_COLUMNS = ("p50", "p90", "p99", "p99.9", "max")
 _AUDIT_COLUMNS = {"lost": "lost", "worker_lost": "worker-lost", "unreceived": "unreceived",
                   "unconfirmed": "unconfirmed", "duplicated": "dup", "after_reconnect": "dup-reconnect",
                   "reordered": "reord", "redelivered": "redeliv", "aborted_delivered": "aborted-deliv",
-                  "not_selected": "not-selected", "selector_violations": "selector-violations"}  # fmt: skip
+                  "not_selected": "not-selected", "selector_violations": "selector-violations", "expired": "expired",
+                  "delivered_expired": "dlv-expired"}  # fmt: skip
 #: Columns shown only in a run that has one of them: every other run's table stays as narrow as it was.
-_RARE_COLUMNS = ("worker_lost", "aborted_delivered", "not_selected", "selector_violations")
+_RARE_COLUMNS = ("worker_lost", "aborted_delivered", "not_selected", "selector_violations", "expired",
+                 "delivered_expired")  # fmt: skip
 
 
 # One number format per kind, with thousands separators.

@@ -42,6 +42,11 @@ class Dialect:
     #: A SUBSCRIBE's ``selector`` header (JMS SQL-92 on headers) filters what the consumer gets.
     selectors: bool = True
 
+    #: The SEND header of a message's expiry; ``expiry_absolute``: it holds the epoch ms it expires at (the
+    #: JMS expiration ActiveMQ and Artemis keep), else the ms it may live from its arrival (RabbitMQ's per-message TTL).
+    expiry_header: str = "expires"
+    expiry_absolute: bool = True
+
     def prefetch_headers(self, prefetch: int, message_size: int, ack: str = "client") -> dict[str, str]:
         if prefetch <= 0 or (ack == "auto" and self.window_needs_acks):
             return {}
@@ -58,6 +63,11 @@ class Dialect:
 
     def _message_bytes(self, message_size: int) -> int:
         return max(message_size, 1) + self.message_overhead
+
+    def expiry_headers(self, ttl_ms: int) -> dict[str, str]:
+        """The constant SEND header of a relative time-to-live; {} when the expiry is absolute, so per message
+        (:class:`mqusers.stomp.wire.SendFrames`' ``ttl_ms``), or there is none."""
+        return {self.expiry_header: str(ttl_ms)} if ttl_ms and not self.expiry_absolute else {}
 
     def send_headers(self, destination: str) -> dict[str, str]:
         return self._routing(self.send_routing_header, destination)
@@ -100,6 +110,10 @@ RABBITMQ = Dialect(
     reply_queue_address="/amq/queue/{name}",
     # Its STOMP plugin ignores a selector header: every consumer would get every message.
     selectors=False,
+    # Its STOMP plugin maps `expiration` (ms from arrival, as text) to the AMQP property; it ignores `expires`.
+    # It drops an expired message only at the queue's head, and its management API counts none of them.
+    expiry_header="expiration",
+    expiry_absolute=False,
 )
 ARTEMIS = Dialect(
     name="artemis",

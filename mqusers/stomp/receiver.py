@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from mqusers.coordination.messages import Follower
 from mqusers.measure.backlog import BacklogFigures
-from mqusers.measure.ledgers import Subscription
+from mqusers.measure.ledgers import EXPIRY_GRACE_NS, Subscription
 from mqusers.measure.names import (
     ACK,
     RECEIVE,
@@ -81,6 +81,7 @@ class Receiver:
         spot: Spot | None = None,
         backlog: BacklogFigures | None = None,
         pace: AckPace | None = None,
+        ttl_ns: int = 0,
     ):
         self.destination = destination
         #: What its events are named after: the destination, or the pattern it is one of.
@@ -131,6 +132,8 @@ class Receiver:
         #: ``receive``: other mqusers runs' messages count as received (draining a backlog).
         self._other_runs = other_runs
         self._warned = False
+        #: Messages expire ``ttl_ns`` after their send: a delivery later than that (and the grace) is counted.
+        self._late_ns = ttl_ns + EXPIRY_GRACE_NS if ttl_ns else 0
 
     def ack_in_transactions(self, size: int) -> None:
         """Send ACKs in transactions of ``size`` ACKs (0: none), each committed after its last and on :meth:`flush`."""
@@ -167,6 +170,9 @@ class Receiver:
             else:
                 if self.audit is not None and own:  # the audit is of this run's messages only
                     self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(_REDELIVERED) == b"true")
+                    # Both times on the producer's clock (received_ns corrected above).
+                    if self._late_ns and received_ns - sent_ns > self._late_ns:
+                        self.audit.record_late(headers[PRODUCER])
                 latency_us = (received_ns - sent_ns) // 1000
                 backlog = self._backlog if own else None
                 old = backlog is not None and backlog.delivered(sent_ns, received_ns)

@@ -87,10 +87,13 @@ class SendFrames:
     """Pre-encoded SEND frames from one producer to one destination.
 
     ``headers`` are extra constant headers (persistent, reply-to...). The per-message part is the
-    sequence number, the send time and optionally a receipt and correlation id.
+    sequence number, the send time and optionally a receipt and correlation id; with ``expiry``
+    (header, ttl ms) also the epoch ms the message expires at, ``ttl`` after its send time (a relative
+    time-to-live is constant: one of ``headers``).
     """
 
-    def __init__(self, destination: str, body: bytes, run_id: str, producer_id: str, headers: Mapping[str, str]):
+    def __init__(self, destination: str, body: bytes, run_id: str, producer_id: str, headers: Mapping[str, str],
+                 expiry: tuple[str, int] | None = None):  # fmt: skip
         constant = {
             "destination": destination,
             "content-length": str(len(body)),
@@ -105,8 +108,17 @@ class SendFrames:
         self._body = body
         self.body_size = len(body)
         self.producer_id = producer_id.encode()
+        self._expiry_line, self._ttl_ms = (b"%s:%%d\n" % expiry[0].encode(), expiry[1]) if expiry else (b"", 0)
+
+    def _stamp(self, sent_ns: int) -> bytes:
+        """The send time's line, and the expiry's when it is per message."""
+        if self._ttl_ms:
+            return b"mq-sent-ns:%d\n%s" % (sent_ns, self._expiry_line % (sent_ns // 1_000_000 + self._ttl_ms))
+        return b"mq-sent-ns:%d\n" % sent_ns
 
     def frame(self, seq: int, sent_ns: int) -> bytes:
+        if self._ttl_ms:
+            return self.frame_with(seq, sent_ns, b"")
         return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n\n" % (seq, sent_ns), self._body, b"\x00"))
 
     def frames(self, first: int, count: int, sent_ns: int) -> bytes:
@@ -115,14 +127,14 @@ class SendFrames:
         What lies between two sequence numbers is the same for every message, so the lot is one
         C-level join of the numbers (latin-1 maps every byte to one character and back).
         """
-        tail = b"\n%s\x00" % self._body
-        between = b"\nmq-sent-ns:%d\n%s%smq-seq:" % (sent_ns, tail, self._head)
+        tail, stamp = b"\n%s\x00" % self._body, self._stamp(sent_ns)
+        between = b"\n%s%s%smq-seq:" % (stamp, tail, self._head)
         seqs = between.decode("latin-1").join(map(str, range(first, first + count))).encode("latin-1")
-        return b"%smq-seq:%s\nmq-sent-ns:%d\n%s" % (self._head, seqs, sent_ns, tail)
+        return b"%smq-seq:%s\n%s%s" % (self._head, seqs, stamp, tail)
 
     def whole(self, first: int, sent_ns: int, nbytes: int) -> int:
         """How many frames of ``frames(first, ..., sent_ns)`` lie wholly in its first ``nbytes`` bytes."""
-        fixed = len(self._head) + len(b"mq-seq:\nmq-sent-ns:%d\n" % sent_ns) + len(self._body) + 2
+        fixed = len(self._head) + len(b"mq-seq:\n") + len(self._stamp(sent_ns)) + len(self._body) + 2
         seq = first
         while nbytes >= fixed + len(str(seq)):
             nbytes -= fixed + len(str(seq))
@@ -131,6 +143,8 @@ class SendFrames:
 
     def frame_with(self, seq: int, sent_ns: int, extra: bytes) -> bytes:
         """``extra`` is pre-encoded header lines, e.g. ``b"receipt:r7\\n"``."""
+        if self._ttl_ms:
+            extra = self._expiry_line % (sent_ns // 1_000_000 + self._ttl_ms) + extra
         return b"".join((self._head, b"mq-seq:%d\nmq-sent-ns:%d\n" % (seq, sent_ns), extra, b"\n", self._body, b"\x00"))
 
 

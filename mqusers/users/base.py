@@ -40,6 +40,9 @@ class StompUser(User):
     message_size = 1024
     #: Labels producers stamp (``mqlabel: L<ordinal mod labels>``) for selectors; 0: none.
     labels = 0
+    #: Messages expire this long after their send (ms; 0: never): producers stamp it, consumers count a
+    #: delivery after it (``--mq-ttl``).
+    ttl_ms = 0
 
     def __init__(self, environment: Any):
         super().__init__(environment)

@@ -95,8 +95,10 @@ class StompConsumerUser(StompUser):
         return Receiver(self.client, destination, self.ack, clock=clock, **self.receiver_options(destination))
 
     def receiver_options(self, destination: str) -> dict[str, Any]:
-        """The run's id and other-runs mode; with a pattern, its label and the destination's own figures."""
-        options: dict[str, Any] = {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs")}
+        """The run's id, other-runs mode and time-to-live; with a pattern, its label and the destination's own
+        figures."""
+        options: dict[str, Any] = {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs"),
+                                   "ttl_ns": self.setting("ttl_ms") * 1_000_000}  # fmt: skip
         if self.mq.backlog is not None:
             options.update(backlog=self.mq.backlog.figures, pace=self.pace)
         if destination != self.destination:

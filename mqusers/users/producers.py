@@ -86,12 +86,12 @@ class StompProducerUser(StompUser):
         self.sizes = settings.profile if settings.profile is not None and settings.profile.sizes else None
         self.size = (self.sizes.size_at(0.0) if self.sizes else None) or self.message_size
         self.bodies = payloads.bodies(self.payload, self.size, settings.size_dist)
-        sent, labels = self.mq.sent, self.setting("labels")
+        sent, labels, ttl_ns = self.mq.sent, self.setting("labels"), self.setting("ttl_ms") * 1_000_000
         #: The ``mqlabel`` header its messages carry, which consumers' selectors take or leave.
         self.label = label_of(self.ordinal, labels) if labels else ""
         self._stamp = {HEADER: self.label} if self.label else {}
         self.lane_list = [Lane(d, self.make_publishers(d, self._stamp, self._bodies_of(i)),
-                               sent.producer(d, self.producer_id, self.label), size=self.size)
+                               sent.producer(d, self.producer_id, self.label, ttl_ns), size=self.size)
                           for i, d in enumerate(self.lanes)]  # fmt: skip
         self._lane_index = len(self.lane_list) - 1  # the first write goes to the first lane
         self.lane = self.lane_list[0]
@@ -117,11 +117,13 @@ class StompProducerUser(StompUser):
         self, destination: str, headers: dict[str, str], bodies: tuple[bytes, ...] | None = None
     ) -> list[Publisher]:
         """One publisher per body (``bodies``, default all); its events named after ``destination``'s label."""
-        frame_headers = {**self.client.dialect.send_headers(destination), **self.headers, **headers}
+        dialect, ttl = self.client.dialect, self.setting("ttl_ms")
+        frame_headers = {**dialect.send_headers(destination), **dialect.expiry_headers(ttl), **self.headers, **headers}
         if self.persistent:
             frame_headers["persistent"] = "true"
+        expiry = (dialect.expiry_header, ttl) if ttl and dialect.expiry_absolute else None
         return [self.client.publisher(destination, SendFrames(destination, body, self.mq.run_id, self.producer_id,
-                                                              frame_headers), label=self.destination)
+                                                              frame_headers, expiry), label=self.destination)
                 for body in (self.bodies if bodies is None else bodies)]  # fmt: skip
 
     def publisher(self) -> Publisher:

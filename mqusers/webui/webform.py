@@ -56,6 +56,7 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-prefetch": ("Prefetch per consumer", "prefetch", GROUPS[2]),
     "mq-receipts": ("Receipts: sync send", "receipts", GROUPS[2]),
     "mq-in-flight": ("Sends awaiting a receipt, at most", "in_flight", GROUPS[2]),
+    "mq-ttl": ("Time-to-live (expiry)", "ttl_ms", GROUPS[2]),
     "mq-warmup": ("Warm-up, s", "", GROUPS[3]),
     "mq-drain": ("Drain idle timeout, s", "", GROUPS[3]),
     "mq-drain-max": ("Drain at most, s", "", GROUPS[3]),
