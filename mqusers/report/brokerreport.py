@@ -92,10 +92,13 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
 
     Sent against enqueued: they may differ by the sends whose outcome mqusers does not know
     (``unconfirmed``); a transaction's messages count once it commits (``aborted`` ones never).
-    Received against dequeued (each message acknowledged once, whatever its redeliveries): by what
-    the broker still had dispatched and unacknowledged at the end. With ``lost_workers``, more
-    enqueued or dequeued than mqusers counted is what a lost worker did after its last report: the
-    line says so, with the ``worker_lost`` it bounds.
+    Received against dequeued (each message acknowledged once, whatever its redeliveries, and what
+    it expired: ActiveMQ's dequeueCount and Artemis's MessagesAcknowledged count those too): by what
+    the broker still had dispatched and unacknowledged at the end. Its expired count against the
+    audit's ``expired``: by what it still held (ActiveMQ drops an expired message only when it would
+    dispatch it, or at its periodic sweep). With ``lost_workers``, more enqueued or dequeued than
+    mqusers counted is what a lost worker did after its last report: the line says so, with the
+    ``worker_lost`` it bounds.
     """
     lines = []
     figures_of = broker.get("destinations", {})
@@ -123,16 +126,32 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
         # ``distinct``: the audit's messages received at least once (a report saved before it: received
         # less its duplicates); a redelivery flagged by the broker is no duplicate but no new message either.
         once = row.get("distinct", row["received"] - row.get("duplicated", 0) - row.get("after_reconnect", 0))
-        distinct = once + row.get("foreign", 0) + row.get("other_run", 0)
+        expired = figures.get("expired")
+        distinct = once + row.get("foreign", 0) + row.get("other_run", 0) + (expired or 0)
         slack = figures.get("unacked", 0)
         if dequeued is not None and abs(dequeued - distinct) > slack:
             gap = abs(dequeued - distinct) - slack
             lost = row.get("worker_lost", 0)
             why = (f" (a lost worker's receipts after its last report; {lost:,} worker-lost)"
                    if lost_workers and dequeued > distinct else "")  # fmt: skip
-            lines.append(f"{name}: the broker dequeued {dequeued:,}, mqusers received {distinct:,} distinct "
-                         f"({slack:,} unacknowledged at the end): {gap:,} unexplained{why}")  # fmt: skip
+            also = f" and {expired:,} expired" if expired else ""
+            lines.append(f"{name}: the broker dequeued {dequeued:,}, mqusers received {distinct - (expired or 0):,} "
+                         f"distinct{also} ({slack:,} unacknowledged at the end): {gap:,} unexplained{why}")  # fmt: skip
+        lines += _expiry_check(name, expired, row.get("expired", 0), figures.get("depth", 0))
     return lines
+
+
+def _expiry_check(name: str, broker: int | None, audit: int, held: int) -> list[str]:
+    """The broker's expired count against the audit's, by what the broker still held; a line when they disagree,
+    or when the audit counted expired messages and the broker has no such count (RabbitMQ's management API)."""
+    if broker is None:
+        return [f"{name}: the broker reports no expired count; the {audit:,} expired are mqusers' own"] if audit else []
+    # Fewer by the broker: the rest may still wait in the queue, expired but not yet dropped.
+    gap = audit - broker - held if broker < audit else broker - audit
+    if gap <= 0:
+        return []
+    return [f"{name}: the broker expired {broker:,}, mqusers counted {audit:,} expired ({held:,} still held at the "
+            f"end): {gap:,} unexplained"]  # fmt: skip
 
 
 def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers: bool = False) -> list[str]:
