@@ -45,7 +45,7 @@ def backlog(n: int, dropped: set[int], ttl: int = TTL, kind: str = "queue") -> t
     sent, received = SentLedger("w1"), ReceiveLedger("w2")
     destination = Q if kind == "queue" else T
     sub = received.subscription("w2/1", destination, kind, joined_ns=0)
-    producer = sent.producer(destination, "w1.p.1", ttl)
+    producer = sent.producer(destination, "w1.p.1", ttl_ns=ttl)
     for seq in range(1, n + 1):
         producer.record(seq, S + (seq - 1) * 10 * MS)
         if seq not in dropped:
@@ -112,7 +112,7 @@ def test_late_deliveries_are_counted_per_destination_and_subscription_and_still_
     sent, a, b = SentLedger("w1"), ReceiveLedger("w2"), ReceiveLedger("w3")
     subs = [a.subscription("w2/1", T, "topic", 0), b.subscription("w3/1", T, "topic", 0)]
     for seq in range(1, 11):
-        sent.producer(T, "w1.p", TTL).record(seq, S + seq * MS)
+        sent.producer(T, "w1.p", ttl_ns=TTL).record(seq, S + seq * MS)
         for sub in subs:
             sub.record(b"w1.p", seq)
     subs[0].record_late(b"w1.p")
