@@ -264,3 +264,25 @@ def test_connects_disconnects_and_the_churns_connections_have_their_tables() -> 
     assert header[:5] == ["opened", "opened/s", "failed", "closed with receipt", "closed without"]
     assert row[0] == "4" and row[2:5] == ["1", "4", "0"]
     assert "connections" not in Page(render([run_document()], ["run r1"])).tables  # no churn, no table
+
+
+def test_a_run_with_transactions_has_their_table_and_its_aborted_columns() -> None:
+    book = Book()
+    for _ in range(3):
+        book.on_request("STOMP", f"commit {DESTINATION}", 0.5, 0, None)
+    book.on_request("STOMP", f"abort {DESTINATION}", 0.4, 0, None)
+    book.on_request("STOMP", f"commit {DESTINATION}", 10.0, 0, ValueError("no RECEIPT within 10s"))
+    for _ in range(50):
+        book.on_request("STOMP", f"send {DESTINATION}", 0.01, 100, None)
+    verdict = {DESTINATION: {"aborted": 10, "aborted_delivered": 1, "by_subscription": []}}
+    facts = RunFacts("t1", 1_700_000_000.0, 1_700_000_010.0, "time", DrainOutcome(True, 1.0, "all arrived"))
+    document = report_document(build_report(book, verdict, facts, Settings()))
+    page = Page(render([document], ["run t1"]))
+    header, row = page.tables["transactions"]
+    assert header == ["committed", "aborted", "ended/s", "commit unanswered", "abort unanswered", "messages aborted",
+                      "aborted delivered"]  # fmt: skip
+    assert [row[i] for i in (0, 1, 3, 4, 5, 6)] == ["3", "1", "1", "0", "10", "1"]
+    header, audit = page.tables["audit"]
+    assert header[-2:] == ["aborted", "aborted delivered"] and audit[-2:] == ["10", "1"]
+    plain = Page(render([run_document()], ["run r1"]))
+    assert "transactions" not in plain.tables and plain.tables["audit"][0] == ["destination", *AUDIT_COLUMNS]

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import csv
 from argparse import Namespace
 from fractions import Fraction
 
 import gevent
 import pytest
 
-from mqusers.measure.book import Tally
+from mqusers.measure.book import Book, Tally
 from mqusers.measure.transactions import transaction_figures
 from mqusers.options.parsing import OptionError, parse_broker_url
-from mqusers.options.settings import read_settings
+from mqusers.options.settings import Settings, read_settings
 from mqusers.report.brokerreport import cross_check
+from mqusers.report.build import RunFacts, build_report, gate_failures
+from mqusers.report.reportformats import format_summary, report_document, write_csv
 from mqusers.report.transactionsreport import aborted_delivered, transactions_sentence
+from mqusers.run.ending import DrainOutcome
 from mqusers.stomp.acktransactions import AckTransactions
 from mqusers.stomp.client import ClientConfig, Sent
 from mqusers.stomp.wire import transaction_frame, transaction_line
@@ -144,3 +148,25 @@ def test_a_new_connection_begins_anew_and_has_nothing_of_the_old_to_commit() -> 
     client.generation += 1  # what a reconnect does: the broker rolled the open transaction back
     assert acks.commit() == b""
     assert acks.ack(b"m2").startswith(b"BEGIN\ntransaction:mq-tx-2\n")
+
+
+def test_an_aborted_message_delivered_fails_the_gates_and_shows_in_the_summary_json_and_csv(tmp_path) -> None:
+    book = Book()
+    for _ in range(20):
+        book.on_request("STOMP", "send /queue/a", 0.01, 100, None)
+    book.on_request("STOMP", "commit /queue/a", 0.5, 0, None)
+    book.on_request("STOMP", "abort /queue/a", 0.5, 0, None)
+    verdict = {"/queue/a": {"aborted": 10, "aborted_delivered": 1, "received": 11, "by_subscription": []}}
+    facts = RunFacts("t1", 1_700_000_000.0, 1_700_000_010.0, "time", DrainOutcome(True, 1.0, "all arrived"))
+    report = build_report(book, verdict, facts, Settings())  # no gate asked for
+    line = "/queue/a: 1 messages of aborted transactions delivered (of 10 aborted): the broker did not hold the ABORT"
+    assert gate_failures(report) == [line]
+    summary = format_summary(report)
+    assert "aborted-deliv" in summary and line in " ".join(summary.split())
+    assert "transactions: 2 ended" in summary
+    document = report_document(report)
+    assert (document["destinations"][0]["aborted"], document["transactions"]["aborted_delivered"]) == (10, 1)
+    write_csv(str(tmp_path / "r.csv"), report.rows)
+    with (tmp_path / "r.csv").open() as handle:
+        [row] = csv.DictReader(handle)
+    assert (row["aborted"], row["aborted_delivered"]) == ("10", "1")
