@@ -19,7 +19,14 @@ BROKERS = ("auto", "activemq", "rabbitmq", "artemis")
 REPLY_MODES = ("temp", "queue")
 OTHER_RUNS = ("apart", "fail", "receive")
 REQUEST_EVENTS = ("bulk", "per-message")
-SCHEMES = {"stomp": False, "stomp+ssl": True, "stomp+tls": True}
+#: Each broker URL scheme: (TLS, STOMP over WebSocket).
+SCHEMES = {
+    "stomp": (False, False),
+    "stomp+ssl": (True, False),
+    "stomp+tls": (True, False),
+    "ws": (False, True),
+    "wss": (True, True),
+}
 
 # Bounds: a value beyond them is a typo, and the arithmetic on it (1/rate, seconds as ns) overflows mid-run.
 MIN_RATE, MAX_RATE = 0.001, 10_000_000  # msg/s; 0 (unpaced, off) is accepted too
@@ -55,8 +62,17 @@ class BrokerAddress:
 
     hosts: tuple[tuple[str, int], ...]
     ssl: bool = False
+    #: STOMP over WebSocket (ws://, wss://): each host's HTTP path to upgrade; empty for plain STOMP.
+    paths: tuple[str, ...] = ()
+
+    @property
+    def websocket(self) -> bool:
+        return bool(self.paths)
 
     def __str__(self) -> str:
+        if self.websocket:
+            scheme = "wss" if self.ssl else "ws"
+            return ",".join(f"{scheme}://{h}:{p}{path}" for (h, p), path in zip(self.hosts, self.paths, strict=True))
         scheme = "stomp+ssl" if self.ssl else "stomp"
         return ",".join(f"{scheme}://{host}:{port}" for host, port in self.hosts)
 
@@ -233,7 +249,8 @@ def mask_userinfo(url: str) -> str:
 
 
 def parse_broker_url(value: str, option: str = "--host") -> BrokerAddress:
-    """``stomp://h:61613``, ``stomp+ssl://h:61614``, or a comma-separated failover list of them."""
+    """``stomp://h:61613``, ``stomp+ssl://h:61614``, ``ws://h:15674/ws``, ``wss://...``, or a comma-separated
+    failover list of one kind of them (a part without a scheme takes the one before it)."""
     utf8(value, option)
     if "@" in value:
         # Checked on the whole text, before the split at ',' that a password may contain; past this
@@ -243,16 +260,24 @@ def parse_broker_url(value: str, option: str = "--host") -> BrokerAddress:
             "set LOCUST_MQ_USER and LOCUST_MQ_PASSWORD"
         )
     hosts: list[tuple[str, int]] = []
-    schemes: set[bool] = set()
-    form = "use stomp://HOST:PORT or stomp+ssl://HOST:PORT, comma-separated for failover"
+    paths: list[str] = []
+    kinds: set[tuple[bool, bool]] = set()
+    scheme = "stomp"
+    form = (
+        "use stomp://HOST:PORT, stomp+ssl://HOST:PORT, ws://HOST:PORT/PATH or wss://HOST:PORT/PATH, "
+        "comma-separated for failover"
+    )
     for part in (p.strip() for p in value.split(",")):
         try:
-            url = urlsplit(part if "://" in part else f"{'stomp+ssl' if True in schemes else 'stomp'}://{part}")
+            url = urlsplit(part if "://" in part else f"{scheme}://{part}")
         except ValueError:  # e.g. an unclosed '[' of an IPv6 address
             raise OptionError(f"{option}: {part!r} is not a broker address; {form}") from None
         if url.scheme not in SCHEMES:
             raise OptionError(f"{option}: {part!r} has scheme {url.scheme!r}; {form}")
-        if url.path not in ("", "/") or url.query or not url.hostname:
+        scheme = url.scheme
+        websocket = SCHEMES[scheme][1]
+        # A WebSocket endpoint is an HTTP path (RabbitMQ's /ws, ActiveMQ's any); a STOMP one has none.
+        if (url.path not in ("", "/") and not websocket) or url.query or url.fragment or not url.hostname:
             raise OptionError(f"{option}: {part!r} is not a broker address; {form}")
         try:
             port = url.port
@@ -260,11 +285,13 @@ def parse_broker_url(value: str, option: str = "--host") -> BrokerAddress:
             raise OptionError(f"{option}: {part!r} has a bad port; use 1-65535") from None
         if port is None:
             raise OptionError(f"{option}: {part!r} has no port; {form}")
-        schemes.add(SCHEMES[url.scheme])
+        kinds.add(SCHEMES[scheme])
         hosts.append((url.hostname, port))
-    if len(schemes) != 1:
-        raise OptionError(f"{option}: mixes stomp and stomp+ssl; {form}")
-    return BrokerAddress(tuple(hosts), ssl=schemes.pop())
+        paths.append(url.path or "/")
+    if len(kinds) != 1:
+        raise OptionError(f"{option}: mixes schemes (stomp, stomp+ssl, ws, wss); {form}")
+    ssl, websocket = kinds.pop()
+    return BrokerAddress(tuple(hosts), ssl=ssl, paths=tuple(paths) if websocket else ())
 
 
 def is_broker_url(value: str) -> bool:

@@ -13,6 +13,7 @@ import contextlib
 import socket
 import threading
 import time
+from typing import Protocol
 
 import gevent
 
@@ -27,11 +28,21 @@ _RECV_BYTES = 256 * 1024
 _PAUSE_BELOW_BYTES = 16 * 1024
 
 
-class Link:
-    """``sock`` is connected (and TLS-wrapped) and has sent CONNECT asking ``heartbeats``; :meth:`start`
-    spawns the reader. ``on_disconnected`` follows once, whoever ends the connection."""
+class Stream(Protocol):
+    """What a link uses of its socket: a connected (TLS-wrapped) socket, or a
+    :class:`mqusers.stomp.websocket.WebSocketStream` on one."""
 
-    def __init__(self, sock: socket.socket, listener: Listener, heartbeats: tuple[int, int], max_frame: int):
+    def send(self, data: bytes | memoryview, /) -> int: ...
+    def recv(self, size: int, /) -> bytes: ...
+    def shutdown(self, how: int, /) -> None: ...
+    def close(self) -> None: ...
+
+
+class Link:
+    """``sock`` is connected (TLS-wrapped, upgraded to a WebSocket) and has sent CONNECT asking
+    ``heartbeats``; :meth:`start` spawns the reader. ``on_disconnected`` follows once, whoever ends the connection."""
+
+    def __init__(self, sock: Stream, listener: Listener, heartbeats: tuple[int, int], max_frame: int):
         self._sock = sock
         self._listener = listener
         self._asked = heartbeats
@@ -109,6 +120,9 @@ class Link:
             while True:
                 try:
                     data = sock.recv(_RECV_BYTES)
+                except ProtocolError as error:  # a WebSocket's frames broken (stomp/websocket.py)
+                    listener.on_protocol_error(str(error))
+                    return
                 except (OSError, ValueError):  # ValueError: a TLS socket shut down by close()
                     return
                 if not data:

@@ -15,9 +15,9 @@ import socket
 import ssl
 from collections.abc import Mapping
 
-from mqusers.stomp import tls
+from mqusers.stomp import tls, websocket
 from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
-from mqusers.stomp.link import Link
+from mqusers.stomp.link import Link, Stream
 from mqusers.stomp.wire import connect_frame
 
 #: How a connect that found no free file descriptor is worded (the report counts these).
@@ -30,13 +30,14 @@ def os_reason(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
 
 
-def dial(config: ClientConfig) -> socket.socket:
-    """A connected socket (TLS-wrapped for stomp+ssl) to the first host that answers, in order."""
+def dial(config: ClientConfig) -> Stream:
+    """A connected socket (TLS-wrapped for stomp+ssl and wss, upgraded for ws and wss) to the first host
+    that answers, in order."""
     failures: list[str] = []
     hosts = config.address.hosts
-    for host, port in hosts:
+    for index, (host, port) in enumerate(hosts):
         try:
-            return _dial_one(config, host, port)
+            return _dial_one(config, host, port, index)
         except ssl.SSLError as error:
             why = tls.reason(error, host, port, config.ca_file, config.timeout)
         except OSError as error:
@@ -45,20 +46,23 @@ def dial(config: ClientConfig) -> socket.socket:
     raise Unreachable("; ".join(failures))
 
 
-def _dial_one(config: ClientConfig, host: str, port: int) -> socket.socket:
+def _dial_one(config: ClientConfig, host: str, port: int, index: int) -> Stream:
     sock = socket.create_connection((host, port), timeout=config.timeout)
+    stream: Stream = sock
     try:
         # Nagle's algorithm holds small frames for up to 40 ms: latency figures would measure it.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if config.address.ssl:
             context = tls.context(config.ca_file, config.cert_file, config.key_file)
-            sock = context.wrap_socket(sock, server_hostname=host)  # the handshake, within the timeout
+            sock = stream = context.wrap_socket(sock, server_hostname=host)  # the handshake, within the timeout
+        if config.address.websocket:  # the HTTP upgrade, within the timeout too
+            stream = websocket.upgrade(sock, host, port, config.address.paths[index])
         # The timeout bounds connecting only: the reader waits for as long as the broker is quiet.
         sock.settimeout(None)
     except BaseException:
         sock.close()
         raise
-    return sock
+    return stream
 
 
 class StompTransport:

@@ -1,0 +1,162 @@
+"""STOMP over WebSocket (ws://, wss://): the HTTP upgrade on a dialled socket, then STOMP's bytes in WebSocket messages.
+
+wsproto (sans-IO) frames and unframes on mqusers' own socket, so gevent's cooperative reads and writes,
+TLS (:mod:`mqusers.stomp.tls`) and the connect timeout are the plain transport's. :class:`WebSocketStream`
+offers :class:`mqusers.stomp.link.Link` what it uses of a socket, so the frame path above is the one of
+plain STOMP: each write of encoded frames (:mod:`mqusers.stomp.wire`) goes out as one binary message,
+and what messages carry is handed to :mod:`mqusers.stomp.framing` as one byte stream (a STOMP frame may
+span messages, or share one with others). See ARCHITECTURE.md ("STOMP over WebSocket").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Event,
+    Message,
+    Ping,
+    RejectConnection,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import ProtocolError as WsProtocolError
+
+from mqusers.stomp.framing import ProtocolError
+
+#: Close codes that say the frames were broken (protocol error, unacceptable or invalid data, too big).
+_BROKEN = {1002, 1003, 1007, 1009}
+#: STOMP 1.2 over WebSocket (the name RabbitMQ, ActiveMQ and Artemis all accept); mqusers speaks 1.2.
+SUBPROTOCOLS = ["v12.stomp"]
+_HANDSHAKE_READ = 16 * 1024
+
+
+class Refused(OSError):
+    """The WebSocket upgrade failed; the message says why in a few words (the transport keeps it per host)."""
+
+
+def upgrade(sock: socket.socket, host: str, port: int, path: str) -> WebSocketStream:
+    """Ask ``sock`` (connected, TLS-wrapped for wss) to become a WebSocket at ``path``; each read is bounded
+    by the socket's timeout (the client's connect timeout)."""
+    ws = WSConnection(ConnectionType.CLIENT)
+    sock.sendall(ws.send(Request(host=f"{host}:{port}", target=path, subprotocols=SUBPROTOCOLS)))
+    while True:
+        data = sock.recv(_HANDSHAKE_READ)
+        if not data:
+            raise Refused(f"WebSocket: the broker closed the connection instead of upgrading {path}")
+        try:
+            ws.receive_data(data)
+            events = list(ws.events())
+        except WsProtocolError as error:
+            raise Refused(f"WebSocket: no HTTP upgrade at {path} ({error}); is it a WebSocket port?") from None
+        for index, event in enumerate(events):
+            if isinstance(event, RejectConnection):
+                raise Refused(f"WebSocket: the broker answered HTTP {event.status_code} to {path}")
+            if isinstance(event, AcceptConnection):
+                stream = WebSocketStream(sock, ws)
+                stream.take(events[index + 1 :])  # what came with the answer
+                return stream
+
+
+class WebSocketStream:
+    """One upgraded connection as a byte stream: ``send`` writes one binary message, ``recv`` returns what
+    the messages of one socket read carried (waiting out reads that completed no frame)."""
+
+    def __init__(self, sock: socket.socket, ws: WSConnection):
+        self._sock = sock
+        self._ws = ws
+        self._pending = b""
+        #: The broker's close frame arrived (or ours went): reads end once what came before is handed on.
+        self._closed = False
+        #: Why the frames were broken (wsproto's or the broker's words): :meth:`recv` raises it.
+        self._broken: str | None = None
+        # The link serializes its own writes; the reader's pongs and close replies come between them.
+        self._lock = threading.Lock()
+        self._torn = False
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def send(self, data: bytes | memoryview, /) -> int:
+        """All of ``data`` in one message, or an error: a WebSocket frame cut short never reaches STOMP."""
+        try:
+            frame = self._ws.send(Message(data=bytes(data)))
+        except WsProtocolError:  # a close frame went or came: the connection is going
+            raise OSError("the WebSocket is closing") from None
+        with self._lock:
+            self._write(frame)
+        return len(data)
+
+    def _write(self, frame: bytes) -> None:
+        if self._torn:
+            raise OSError("an interrupted write left a WebSocket frame half-written")
+        view, sent = memoryview(frame), 0
+        try:
+            while sent < len(view):
+                sent += self._sock.send(view[sent:])
+        except BaseException:
+            self._torn = self._torn or sent > 0
+            raise
+
+    def _reply(self, event: Event) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            self._write(self._ws.send(event))
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def recv(self, size: int, /) -> bytes:
+        while not self._pending:
+            if self._broken is not None:
+                raise ProtocolError(f"WebSocket: {self._broken}")
+            if self._closed:
+                return b""
+            data = self._sock.recv(size)
+            if not data:
+                return b""
+            try:
+                self._ws.receive_data(data)
+            except WsProtocolError:  # both close frames went: what follows is not the connection's
+                return b""
+            self.take(list(self._ws.events()))
+        data, self._pending = self._pending, b""
+        return data
+
+    def take(self, events: list[Event]) -> None:
+        """Keep what ``events`` carried for :meth:`recv`; answer pings and the broker's close."""
+        chunks = [self._pending]
+        for event in events:
+            if isinstance(event, BytesMessage):
+                chunks.append(bytes(event.data))
+            elif isinstance(event, TextMessage):  # RabbitMQ's default: UTF-8 text, as STOMP's own bytes
+                chunks.append(event.data.encode("utf-8"))
+            elif isinstance(event, Ping):
+                self._reply(event.response())
+            elif isinstance(event, CloseConnection):  # the broker's, or wsproto's on frames it cannot parse
+                if not self._closed:
+                    self._reply(event.response())
+                self._closed = True
+                if event.code in _BROKEN:
+                    self._broken = f"closed with code {int(event.code)}: {event.reason or 'no reason given'}"
+        self._pending = b"".join(chunks)
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def shutdown(self, how: int, /) -> None:
+        """A close frame first when no write is under way (a blocked one is why the link closes), then the socket's."""
+        if not self._closed and self._lock.acquire(blocking=False):
+            try:
+                self._closed = True
+                self._sock.settimeout(0)  # never wait on a broker that stopped reading
+                with contextlib.suppress(OSError, WsProtocolError):
+                    self._write(self._ws.send(CloseConnection(code=1000)))
+            finally:
+                self._lock.release()
+        self._sock.shutdown(how)
+
+    def close(self) -> None:
+        self._sock.close()
