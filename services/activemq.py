@@ -109,6 +109,13 @@ TLS_CONNECTOR = """\
       <transportConnector name="stomp+ssl"
           uri="stomp+ssl://{host}:{port}?transport.tcpNoDelay=true"/>
 """
+# STOMP over WebSocket (Classic 6 only: Debian's 5.17 has no activemq-http and no Jetty WebSocket jars).
+WS_CONNECTOR = """\
+      <transportConnector name="ws" uri="ws://{host}:{port}?transport.tcpNoDelay=true"/>
+"""
+WSS_CONNECTOR = """\
+      <transportConnector name="wss" uri="wss://{host}:{port}?transport.tcpNoDelay=true"/>
+"""
 TLS_CONTEXT = """\
     <sslContext>
       <sslContext keyStore={keystore} keyStorePassword="{password}" keyStoreType="PKCS12"/>
@@ -179,8 +186,13 @@ def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: 
         persistence = KAHADB_XML.format(kahadb=quoteattr(str(data / "kahadb")))
     tls_connector = tls_context = ""
     if "stomp_ssl" in ctx.ports:
-        keystore = quoteattr(str(_tls_keystore(ctx)))
         tls_connector = TLS_CONNECTOR.format(host=ctx.host, port=ctx.ports["stomp_ssl"])
+    if "ws" in ctx.ports:
+        tls_connector += WS_CONNECTOR.format(host=ctx.host, port=ctx.ports["ws"])
+    if "wss" in ctx.ports:
+        tls_connector += WSS_CONNECTOR.format(host=ctx.host, port=ctx.ports["wss"])
+    if "stomp_ssl" in ctx.ports or "wss" in ctx.ports:
+        keystore = quoteattr(str(_tls_keystore(ctx)))
         tls_context = TLS_CONTEXT.format(keystore=keystore, password=KEYSTORE_PASSWORD)
     xml = BROKER_XML.format(
         beans=store.beans if store is not None else "",
@@ -250,7 +262,7 @@ def launcher(
 def ready(ctx: Ctx) -> bool:
     """Every connector up and STOMP completes a CONNECT handshake (at ctx.host, from this namespace)."""
     host = ctx.host
-    tls_up = "stomp_ssl" not in ctx.ports or port_open(ctx.ports["stomp_ssl"], host)
+    tls_up = all(port_open(ctx.ports[name], host) for name in ("stomp_ssl", "ws", "wss") if name in ctx.ports)
     return tls_up and port_open(ctx.ports["openwire"], host) and stomp_handshake(ctx.ports["stomp"], host=host)
 
 

@@ -1,6 +1,7 @@
 """ActiveMQ Classic 6 assembled from its Maven Central jars (no binary distribution is served there).
 
-``activemq6-pom.xml`` pins the broker, STOMP, KahaDB, JAAS and Spring (xbean config) jars;
+``activemq6-pom.xml`` pins the broker, STOMP, KahaDB, JAAS, Spring (xbean config) jars and the ws
+transport's (activemq-http, Jetty's WebSocket server);
 ``mvn dependency:copy-dependencies`` fetches them once (SHA-1 checked by Maven, strictly) into
 ``<project>/.services/cache/``. The broker reads the same activemq.xml the Debian 5.17 brokers get
 (services/activemq.py; KahaDB for ``activemq6-persistent``) and runs from ``ActiveMQ6.java``, a
@@ -95,7 +96,8 @@ def _spawn(ctx: Ctx, xml: Path) -> int:
 SERVICE = Service(
     name="activemq6",
     package="openjdk-17-jdk-headless",  # javac, for the single-file ActiveMQ6.java
-    base_ports={"stomp": 61620, "openwire": 61621},
+    # ws and wss: STOMP over WebSocket (activemq-http and Jetty's WebSocket server in the pom).
+    base_ports={"stomp": 61620, "openwire": 61621, "ws": 61624, "wss": 61625},
     launch=launcher(persistent=False),
     ready=activemq.ready,
     logs=activemq.logs,

@@ -38,6 +38,10 @@ listeners.tcp.default = 127.0.0.1:{amqp}
 stomp.listeners.tcp.1 = 127.0.0.1:{stomp}
 # Nagle would add up to 40 ms to small STOMP frames and skew latencies.
 stomp.tcp_listen_options.nodelay = true
+# STOMP over WebSocket (rabbitmq_web_stomp): ws://127.0.0.1:{web_stomp}/ws, text frames (its default;
+# ranch sets TCP_NODELAY itself).
+web_stomp.tcp.ip = 127.0.0.1
+web_stomp.tcp.port = {web_stomp}
 tcp_listen_options.nodelay = true
 management.tcp.ip = 127.0.0.1
 management.tcp.port = {management}
@@ -94,7 +98,7 @@ def _write_config(ctx: Ctx) -> None:
         (ctx.dir / sub).mkdir(parents=True, exist_ok=True)
     (ctx.dir / "rabbitmq.conf").write_text(CONFIG.format(**ctx.ports))
     # Same as `rabbitmq-plugins enable --offline`; dependencies load at boot.
-    (ctx.dir / "enabled_plugins").write_text("[rabbitmq_management,rabbitmq_stomp].\n")
+    (ctx.dir / "enabled_plugins").write_text("[rabbitmq_management,rabbitmq_stomp,rabbitmq_web_stomp].\n")
     (ctx.dir / "beam.pid").unlink(missing_ok=True)  # rabbitmqctl wait reads it
     shutil.chown(ctx.dir, USER, USER)
     for path in ctx.dir.rglob("*"):
@@ -198,7 +202,7 @@ SERVICE = Service(
     name="rabbitmq",
     package="rabbitmq-server",
     # dist: Erlang distribution (rabbitmqctl talks to the node through it).
-    base_ports={"amqp": 5672, "stomp": 61614, "management": 15672, "dist": 25672},
+    base_ports={"amqp": 5672, "stomp": 61614, "management": 15672, "dist": 25672, "web_stomp": 15674},
     launch=launch,
     ready=ready,
     wait=wait,

@@ -3,7 +3,8 @@
 wsproto (sans-IO) frames and unframes on mqusers' own socket, so gevent's cooperative reads and writes,
 TLS (:mod:`mqusers.stomp.tls`) and the connect timeout are the plain transport's. :class:`WebSocketStream`
 offers :class:`mqusers.stomp.link.Link` what it uses of a socket, so the frame path above is the one of
-plain STOMP: each write of encoded frames (:mod:`mqusers.stomp.wire`) goes out as one binary message,
+plain STOMP: each write of encoded frames (:mod:`mqusers.stomp.wire`) goes out as one message (text,
+binary when a body is not UTF-8),
 and what messages carry is handed to :mod:`mqusers.stomp.framing` as one byte stream (a STOMP frame may
 span messages, or share one with others). See ARCHITECTURE.md ("STOMP over WebSocket").
 """
@@ -20,7 +21,6 @@ from wsproto.events import (
     BytesMessage,
     CloseConnection,
     Event,
-    Message,
     Ping,
     RejectConnection,
     Request,
@@ -65,7 +65,7 @@ def upgrade(sock: socket.socket, host: str, port: int, path: str) -> WebSocketSt
 
 
 class WebSocketStream:
-    """One upgraded connection as a byte stream: ``send`` writes one binary message, ``recv`` returns what
+    """One upgraded connection as a byte stream: ``send`` writes one message, ``recv`` returns what
     the messages of one socket read carried (waiting out reads that completed no frame)."""
 
     def __init__(self, sock: socket.socket, ws: WSConnection):
@@ -84,8 +84,14 @@ class WebSocketStream:
 
     def send(self, data: bytes | memoryview, /) -> int:
         """All of ``data`` in one message, or an error: a WebSocket frame cut short never reaches STOMP."""
+        raw = bytes(data)
         try:
-            frame = self._ws.send(Message(data=bytes(data)))
+            # Text: ActiveMQ Classic reads no binary message (it drops them), every broker reads text.
+            message: TextMessage | BytesMessage = TextMessage(data=raw.decode("utf-8"))
+        except UnicodeDecodeError:  # bodies that are not UTF-8 (--mq-payload random) can only go binary
+            message = BytesMessage(data=raw)
+        try:
+            frame = self._ws.send(message)
         except WsProtocolError:  # a close frame went or came: the connection is going
             raise OSError("the WebSocket is closing") from None
         with self._lock:
