@@ -35,7 +35,8 @@ with `user:password@` is refused and never echoed (`***@`). Gates (`--mq-max-*`,
 
 **The broker and `--host`.** The broker is `--mq-host`, else the `host` the STOMP User classes set
 to a `stomp://` URL, else Locust's `--host` when it is a broker URL (`stomp://H:P`,
-`stomp+ssl://H:P`, comma-separated for failover; no credentials in the URL). An `HttpUser` (an API
+`stomp+ssl://H:P`, or over WebSocket `ws://H:P/PATH`, `wss://H:P/PATH`: [brokers.md](brokers.md#stomp-over-websocket);
+comma-separated for failover; no credentials in the URL). An `HttpUser` (an API
 gateway, say) can run beside STOMP Users: Locust gives `--host` to every class, so in a mixed
 locustfile leave `--host` to the `HttpUser` and name the broker with `--mq-host`
 (`locust -f api_and_broker.py --host http://gateway:8080 --mq-host stomp://broker:61613 …`). Every

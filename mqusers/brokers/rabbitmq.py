@@ -30,6 +30,8 @@ from mqusers.options.parsing import BrokerAddress
 MANAGEMENT_PORT = 15672
 #: RabbitMQ's STOMP port by default, and where this project's services put it (beside ActiveMQ's 61613).
 STOMP_PORTS = (61613, 61614)
+#: The web_stomp plugin's port by default (STOMP over WebSocket, ws://HOST:15674/ws).
+WEB_STOMP_PORT = 15674
 #: What a queue listing needs, so a broker with many queues sends little.
 _QUEUE_COLUMNS = "name,messages,messages_unacknowledged,consumers,message_stats"
 
@@ -42,18 +44,19 @@ def management_url(address: BrokerAddress, port: int = MANAGEMENT_PORT) -> str:
 
 def management_urls(address: BrokerAddress) -> list[str]:
     """Where the management API of the broker at ``address`` may be, in the order tried: 15672, then
-    15672 shifted as far as the STOMP port is from 61613 or 61614 (a second broker on shifted ports,
-    e.g. ``MQUSERS_PORT_OFFSET``). :class:`RabbitManagement` keeps the one whose broker listens on
-    that STOMP port."""
-    shift = [address.hosts[0][1] - port for port in STOMP_PORTS]
+    15672 shifted as far as the STOMP port is from 61613 or 61614, a WebSocket's from 15674 (a second
+    broker on shifted ports, e.g. ``MQUSERS_PORT_OFFSET``). :class:`RabbitManagement` keeps the one
+    whose broker listens on that STOMP (or web_stomp) port."""
+    shift = [address.hosts[0][1] - port for port in ((WEB_STOMP_PORT,) if address.websocket else STOMP_PORTS)]
     ports = dict.fromkeys([MANAGEMENT_PORT, *(MANAGEMENT_PORT + s for s in shift)])
     return [management_url(address, port) for port in ports if 0 < port < 65_536]
 
 
 def stomp_ports(overview: dict[str, Any]) -> list[int]:
-    """The STOMP ports a broker listens on, from ``/api/overview``'s ``listeners``."""
+    """The STOMP ports a broker listens on (web_stomp's too), from ``/api/overview``'s ``listeners``."""
     listeners = overview.get("listeners") or []
-    return sorted({int(x["port"]) for x in listeners if str(x.get("protocol", "")).startswith("stomp")})
+    stomp = ("stomp", "http/web-stomp", "https/web-stomp")
+    return sorted({int(x["port"]) for x in listeners if str(x.get("protocol", "")).startswith(stomp)})
 
 
 class _Refused(MetricsError):

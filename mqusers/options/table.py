@@ -56,8 +56,8 @@ OPTIONS: tuple[Option, ...] = (
         "mq-host",
         "broker",
         parse_broker_url,
-        "the broker, as for --host (stomp://H:P, stomp+ssl://H:P, comma-separated for failover); leaves --host "
-        "to the HttpUsers of a mixed locustfile",
+        "the broker, as for --host (stomp://H:P, stomp+ssl://H:P, ws://H:P/PATH, wss://H:P/PATH, comma-separated "
+        "for failover); leaves --host to the HttpUsers of a mixed locustfile",
     ),
     Option(
         "mq-destination",
@@ -303,14 +303,14 @@ OPTIONS: tuple[Option, ...] = (
         "mq-ca-file",
         "ca_file",
         parse_ca_file,
-        "PEM file of the CA (or self-signed certificate) to verify a stomp+ssl broker",
+        "PEM file of the CA (or self-signed certificate) to verify a stomp+ssl or wss broker",
         ui=False,
     ),
     Option(
         "mq-cert-file",
         "cert_file",
         parse_cert_file,
-        "PEM client certificate for a stomp+ssl broker that asks for one (its key in it or in --mq-key-file)",
+        "PEM client certificate for a stomp+ssl or wss broker that asks for one (its key in it or in --mq-key-file)",
         ui=False,
     ),
     Option(

@@ -3,8 +3,8 @@
 wsproto (sans-IO) frames and unframes on mqusers' own socket, so gevent's cooperative reads and writes,
 TLS (:mod:`mqusers.stomp.tls`) and the connect timeout are the plain transport's. :class:`WebSocketStream`
 offers :class:`mqusers.stomp.link.Link` what it uses of a socket, so the frame path above is the one of
-plain STOMP: each write of encoded frames (:mod:`mqusers.stomp.wire`) goes out as one message (text,
-binary when a body is not UTF-8),
+plain STOMP: each write of encoded frames (:mod:`mqusers.stomp.wire`) goes out as one message per frame
+(text, binary when a body is not UTF-8) in one socket write,
 and what messages carry is handed to :mod:`mqusers.stomp.framing` as one byte stream (a STOMP frame may
 span messages, or share one with others). See ARCHITECTURE.md ("STOMP over WebSocket").
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from dataclasses import dataclass
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (
@@ -64,8 +65,50 @@ def upgrade(sock: socket.socket, host: str, port: int, path: str) -> WebSocketSt
                 return stream
 
 
+@dataclass(frozen=True)
+class _Cut:
+    written: int
+    error: OSError
+
+
+def split_frames(data: bytes) -> list[bytes]:
+    """``data``, frames mqusers encoded (:mod:`mqusers.stomp.wire`), cut into its frames: one message each,
+    as ActiveMQ Classic reads only the first frame of a message (a read's ACKs in one message left all
+    but the first unacknowledged). A body is content-length long where the header says so, else up to
+    its NUL; a heart-beat's EOL is a message of its own."""
+    if data.count(b"\x00") == 1 and data.endswith(b"\x00"):
+        return [data]  # the per-message path: one frame, its body without a NUL
+    frames, start, size = [], 0, len(data)
+    while start < size:
+        if data[start] in b"\r\n":
+            end = start + (2 if data.startswith(b"\r\n", start) else 1)
+        else:
+            head = data.find(b"\n\n", start)
+            if head < 0:
+                frames.append(data[start:])
+                break
+            length = data.find(b"\ncontent-length:", start, head)
+            if length >= 0:
+                value = length + len(b"\ncontent-length:")
+                end = head + 3 + int(data[value : data.index(b"\n", value)])
+            else:
+                nul = data.find(b"\x00", head + 2)
+                end = size if nul < 0 else nul + 1
+        frames.append(data[start:end])
+        start = end
+    return frames
+
+
+def _message(frame: bytes) -> TextMessage | BytesMessage:
+    try:
+        # Text: ActiveMQ Classic reads no binary message (it drops them), every broker reads text.
+        return TextMessage(data=frame.decode("utf-8"))
+    except UnicodeDecodeError:  # bodies that are not UTF-8 (--mq-payload random) can only go binary
+        return BytesMessage(data=frame)
+
+
 class WebSocketStream:
-    """One upgraded connection as a byte stream: ``send`` writes one message, ``recv`` returns what
+    """One upgraded connection as a byte stream: ``send`` writes a message per frame, ``recv`` returns what
     the messages of one socket read carried (waiting out reads that completed no frame)."""
 
     def __init__(self, sock: socket.socket, ws: WSConnection):
@@ -83,35 +126,47 @@ class WebSocketStream:
     # -- writing -------------------------------------------------------------------------------
 
     def send(self, data: bytes | memoryview, /) -> int:
-        """All of ``data`` in one message, or an error: a WebSocket frame cut short never reaches STOMP."""
-        raw = bytes(data)
+        """``data``'s frames, one message each, in one write; returns the bytes of the frames whose
+        messages went whole (a message cut short never reaches STOMP), or raises when none did."""
+        frames = split_frames(bytes(data))
         try:
-            # Text: ActiveMQ Classic reads no binary message (it drops them), every broker reads text.
-            message: TextMessage | BytesMessage = TextMessage(data=raw.decode("utf-8"))
-        except UnicodeDecodeError:  # bodies that are not UTF-8 (--mq-payload random) can only go binary
-            message = BytesMessage(data=raw)
-        try:
-            frame = self._ws.send(message)
+            messages = [self._ws.send(_message(frame)) for frame in frames]
         except WsProtocolError:  # a close frame went or came: the connection is going
             raise OSError("the WebSocket is closing") from None
         with self._lock:
-            self._write(frame)
-        return len(data)
+            sent = self._write(messages[0] if len(messages) == 1 else b"".join(messages))
+        if sent is None:
+            return len(data)
+        whole, taken = 0, 0
+        for frame, message in zip(frames, messages, strict=True):
+            if taken + len(message) > sent.written:
+                break
+            taken += len(message)
+            whole += len(frame)
+        self._torn = taken < sent.written
+        if whole == 0:
+            raise sent.error
+        return whole  # the link's next write of the rest meets the same error
 
-    def _write(self, frame: bytes) -> None:
+    def _write(self, buffer: bytes) -> _Cut | None:
+        """None when all of ``buffer`` went; else how much did, and why not the rest."""
         if self._torn:
             raise OSError("an interrupted write left a WebSocket frame half-written")
-        view, sent = memoryview(frame), 0
+        view, written = memoryview(buffer), 0
         try:
-            while sent < len(view):
-                sent += self._sock.send(view[sent:])
+            while written < len(view):
+                written += self._sock.send(view[written:])
+        except OSError as error:
+            return _Cut(written, error)
         except BaseException:
-            self._torn = self._torn or sent > 0
+            self._torn = self._torn or written > 0
             raise
+        return None
 
     def _reply(self, event: Event) -> None:
         with self._lock, contextlib.suppress(OSError):
-            self._write(self._ws.send(event))
+            if self._write(self._ws.send(event)) is not None:
+                self._torn = True
 
     # -- reading -------------------------------------------------------------------------------
 

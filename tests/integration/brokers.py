@@ -24,6 +24,8 @@ class Broker:
     service: str
     port: int
     management_port: int = 0
+    #: STOMP over WebSocket: the URL of its ws endpoint ("" where the broker has none).
+    ws_url: str = ""
 
     @property
     def url(self) -> str:
@@ -80,14 +82,31 @@ BROKERS = {
         "activemq-persistent", "activemq-persistent", services.PORTS["activemq-persistent"]["stomp"]
     ),
     "activemq-stress": Broker("activemq-stress", "activemq-stress", services.PORTS["activemq-stress"]["stomp"]),
+    # Each broker's WebSocket endpoint: RabbitMQ's web_stomp plugin at /ws, Classic 6's ws connector
+    # (any path), Artemis's STOMP acceptor itself (it takes the HTTP upgrade on its STOMP port).
     "rabbitmq": Broker(
-        "rabbitmq", "rabbitmq", services.PORTS["rabbitmq"]["stomp"], services.PORTS["rabbitmq"]["management"]
+        "rabbitmq",
+        "rabbitmq",
+        services.PORTS["rabbitmq"]["stomp"],
+        services.PORTS["rabbitmq"]["management"],
+        f"ws://127.0.0.1:{services.PORTS['rabbitmq']['web_stomp']}/ws",
     ),
-    "activemq6": Broker("activemq6", "activemq6", services.PORTS["activemq6"]["stomp"]),
+    "activemq6": Broker(
+        "activemq6",
+        "activemq6",
+        services.PORTS["activemq6"]["stomp"],
+        ws_url=f"ws://127.0.0.1:{services.PORTS['activemq6']['ws']}/",
+    ),
     "activemq6-persistent": Broker(
         "activemq6-persistent", "activemq6-persistent", services.PORTS["activemq6-persistent"]["stomp"]
     ),
-    "artemis": Broker("artemis", "artemis", services.PORTS["artemis"]["stomp"], services.PORTS["artemis"]["http"]),
+    "artemis": Broker(
+        "artemis",
+        "artemis",
+        services.PORTS["artemis"]["stomp"],
+        services.PORTS["artemis"]["http"],
+        f"ws://127.0.0.1:{services.PORTS['artemis']['stomp']}/",
+    ),
 }
 
 #: The four brokers (docs/brokers.md's columns): ActiveMQ Classic 5.17 (Debian), Classic 6, Artemis, RabbitMQ.
@@ -111,6 +130,7 @@ BEHAVIOURS = (
     "outside consumer",
     "transactions",
     "selectors",
+    "STOMP over WebSocket",
 )
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {
@@ -118,6 +138,10 @@ CANNOT: dict[str, dict[str, str]] = {
     "redelivery": {
         "artemis": "flags only the first of the messages a consumer left unacknowledged `redelivered:true` "
         "(2.40.0: 1 of 10), so the others count as duplicates",
+    },
+    "STOMP over WebSocket": {
+        "activemq": "Debian's package has no `ws` transport (activemq-http and Jetty's WebSocket server are not "
+        "packaged): Classic 6 has it",
     },
 }
 

@@ -303,6 +303,14 @@ def test_the_management_api_is_looked_for_beside_the_stomp_port_and_kept_only_if
     urls = rabbitmq.management_urls(parse_broker_url("stomp://mq:61624"))
     assert urls == ["http://mq:15672", "http://mq:15683", "http://mq:15682"]
     assert rabbitmq.management_urls(parse_broker_url("stomp://mq:61613")) == ["http://mq:15672", "http://mq:15671"]
+    # Over WebSocket, as far from it as the web_stomp port is from its 15674.
+    assert rabbitmq.management_urls(parse_broker_url("ws://mq:15684/ws")) == ["http://mq:15672", "http://mq:15682"]
+
+
+def test_web_stomps_listener_counts_as_the_brokers_stomp_port() -> None:
+    listeners = [{"protocol": "http", "port": 15672}, {"protocol": "http/web-stomp", "port": 15674},
+                 {"protocol": "stomp", "port": 61613}, {"protocol": "amqp", "port": 5672}]  # fmt: skip
+    assert rabbitmq.stomp_ports({"listeners": listeners}) == [15674, 61613]
 
 
 def brokers(listening: dict[int, int]) -> Callable[..., requests.Response]:

@@ -12,6 +12,8 @@ from pathlib import Path
 import gevent
 import pytest
 from gevent.event import AsyncResult
+from wsproto import ConnectionType
+from wsproto.connection import Connection
 
 from mqusers.options.parsing import BrokerAddress, OptionError, parse_broker_url
 from mqusers.stomp.client import StompClient
@@ -19,7 +21,8 @@ from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.heartbeats import GRACE
 from mqusers.stomp.link import Link
 from mqusers.stomp.transport import StompTransport
-from mqusers.stomp.wire import Headers
+from mqusers.stomp.websocket import WebSocketStream, split_frames
+from mqusers.stomp.wire import Headers, SendFrames, ack_frame
 from tests.unit.socket_peer import Peer, certificate, closed_port
 from tests.unit.ws_peer import WsPeer
 
@@ -92,16 +95,17 @@ def test_stomp_frames_may_span_or_share_websocket_messages_and_text_messages_are
         (b"RECEIPT", b"7", b""),
         (b"MESSAGE", None, body),
     ]
-    # Each write of the client is one message: two frames written together arrive together, as text
-    # (ActiveMQ Classic drops binary messages), but bytes that are not UTF-8 can only go binary.
+    # Each frame of a write is one message (ActiveMQ Classic reads only a message's first frame), in
+    # text (it drops binary messages), but bytes that are not UTF-8 can only go binary.
     link.send(b"SEND\ndestination:/queue/a\n\nx\x00SEND\ndestination:/queue/a\n\ny\x00")
     link.send(b"SEND\ndestination:/queue/a\ncontent-length:2\n\n\xff\xfe\x00")
     peer.read_until(b"\x00", count=4)
     assert peer.messages[1:] == [
-        b"SEND\ndestination:/queue/a\n\nx\x00SEND\ndestination:/queue/a\n\ny\x00",
+        b"SEND\ndestination:/queue/a\n\nx\x00",
+        b"SEND\ndestination:/queue/a\n\ny\x00",
         b"SEND\ndestination:/queue/a\ncontent-length:2\n\n\xff\xfe\x00",
     ]
-    assert peer.texts[1:] == [peer.messages[1].decode()]
+    assert peer.texts[1:] == [peer.messages[1].decode(), peer.messages[2].decode()]
     link.close()
     peer.close()
 
@@ -269,3 +273,46 @@ def test_a_websocket_byte_stream_is_what_a_link_reads_and_writes() -> None:
     assert isinstance(link._sock, socket.socket)
     link.close()
     peer.close()
+
+
+def test_a_write_is_cut_into_the_frames_mqusers_encoded() -> None:
+    frames = SendFrames("/queue/a", b"\x00body\x00", "run", "p1", {})  # NULs in a body: content-length says
+    many = frames.frames(1, 3, 123)
+    acks = ack_frame(b"m1") + ack_frame(b"m2")
+    cut = split_frames(many + b"\n" + acks + b"\r\n")
+    assert cut == [frames.frame(1, 123), frames.frame(2, 123), frames.frame(3, 123), b"\n",
+                   ack_frame(b"m1"), ack_frame(b"m2"), b"\r\n"]  # fmt: skip
+    assert split_frames(b"\n") == [b"\n"]
+    assert split_frames(ack_frame(b"m1")) == [ack_frame(b"m1")]
+
+
+class CuttingSocket:
+    """A socket whose writes fail after ``room`` bytes, as a connection reset mid-write would."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.written = b""
+
+    def send(self, data: memoryview) -> int:
+        if not self.room:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        taken = bytes(data[: self.room])
+        self.written += taken
+        self.room -= len(taken)
+        return len(taken)
+
+
+def test_a_write_cut_short_counts_only_the_frames_whose_messages_went_whole() -> None:
+    acks = [ack_frame(b"m1"), ack_frame(b"m2"), ack_frame(b"m3")]
+    message = len(acks[0]) + 6  # a masked text message: 2 bytes of header, 4 of mask
+    for room, accepted, then in [(2 * message + 5, 24, "half-written"), (2 * message, 24, "reset"),
+                                 (10, None, "half-written")]:  # fmt: skip
+        sock = CuttingSocket(room)
+        stream = WebSocketStream(sock, Connection(ConnectionType.CLIENT))  # type: ignore[arg-type]
+        if accepted is None:  # not one message whole: the write's own error
+            with pytest.raises(ConnectionResetError):
+                stream.send(b"".join(acks))
+        else:  # what went whole, as a socket's short write: the link writes the rest, or knows it is cut
+            assert stream.send(b"".join(acks)) == accepted == 2 * len(acks[0])
+        with pytest.raises(OSError, match=then):
+            stream.send(acks[2])
