@@ -139,9 +139,10 @@ def rabbitmqctl(ctx: Ctx, *args: str, timeout: float = 120.0) -> tuple[int, str]
 
 
 def ready(ctx: Ctx) -> bool:
-    """AMQP, STOMP (guest login, vhost /) and the management API all answer."""
+    """AMQP, STOMP (guest login, vhost /), web_stomp and the management API all answer."""
     return (
         port_open(ctx.ports["amqp"])
+        and port_open(ctx.ports["web_stomp"])
         and stomp_handshake(ctx.ports["stomp"], *GUEST, vhost="/")
         and http_status(f"http://127.0.0.1:{ctx.ports['management']}/api/overview", GUEST)[0] == 200
     )
