@@ -78,11 +78,14 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   queue group's when no subscription of the group takes it (those stay on the queue). Never
   expected, never lost. ``selector_violations``: deliveries to a subscription whose selector does
   not take the producing producer's label; left out of ``received``.
+- ``groups``, ``group_violations``: with message groups, the groups delivered, and those two
+  subscriptions had at once (:mod:`mqusers.measure.groups`; per-group order is ``reordered``).
 """
 
 from __future__ import annotations
 
 from mqusers.measure.expected import END, Figures, compare, topic_window
+from mqusers.measure.groups import Span, judge
 from mqusers.measure.intervals import IntervalBag, IntervalSet
 from mqusers.measure.ledgers import Delta, QueueEntry, Session, StreamEntry, SubscriptionEntry
 from mqusers.measure.sendrecord import SendRecord
@@ -90,7 +93,7 @@ from mqusers.measure.sendrecord import SendRecord
 FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
            "other_run", "drops", "unexpected", "worker_lost", "aborted", "aborted_delivered", "not_selected",
-           "selector_violations", "expired", "delivered_expired")  # fmt: skip
+           "selector_violations", "expired", "delivered_expired", "groups", "group_violations")  # fmt: skip
 #: A subscription's own share of its destination's figures (a queue's only receives and order).
 SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
                "redelivered", "unexpected", "worker_lost", "aborted_delivered", "not_selected",
@@ -103,12 +106,13 @@ class _Stream:
     ``flagged`` the seqs of its deliveries flagged redelivered, which ``bag`` leaves out; ``deliveries``
     how many it took (a queue's too)."""
 
-    __slots__ = ("bag", "deliveries", "flagged", "late", "redelivered", "reordered")
+    __slots__ = ("bag", "deliveries", "first_ns", "flagged", "last_ns", "late", "redelivered", "reordered")
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
         self.flagged = IntervalSet()
         self.reordered = self.redelivered = self.deliveries = self.late = 0
+        self.first_ns = self.last_ns = 0  # with message groups: its first and last delivery
 
 
 class _Sub:
@@ -150,6 +154,7 @@ class Audit:
             p.aborted.union(IntervalSet.decode(e["aborted"]))
             p.label = p.label or e.get("label", "")
             p.ttl_ns = max(p.ttl_ns, e.get("ttl_ns", 0))
+            p.group = p.group or e.get("group", "")
         for entry in delta.get("subscriptions", ()):
             destination, kind = entry["destination"], entry["kind"]
             sub = self._subs.setdefault((destination, entry["key"]), _Sub(kind))
@@ -172,6 +177,10 @@ class Audit:
                 seqs = IntervalBag.decode(s["seqs"])
                 stream.deliveries += s.get("deliveries", len(seqs) + s["redelivered"])
                 stream.late += s.get("late", 0)
+                if "span" in s:
+                    first, last = s["span"]
+                    stream.first_ns = min(stream.first_ns or first, first)
+                    stream.last_ns = max(stream.last_ns, last)
                 # A queue group's receipts are one bag per destination and producer.
                 key = (destination, s["producer"])
                 bag = self._queues.setdefault(key, IntervalBag()) if kind == "queue" else stream.bag
@@ -195,7 +204,7 @@ class Audit:
             "producers": [{"destination": d, "producer": n, "process": p.process, "seqs": p.bag.encode(),
                            "checkpoints": [list(c) for c in zip(p.cp_seq, p.cp_ns, strict=True)],
                            "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode(), "aborted": p.aborted.encode(),
-                           "label": p.label, "ttl_ns": p.ttl_ns}
+                           "label": p.label, "ttl_ns": p.ttl_ns, "group": p.group}
                           for (d, n), p in sorted(self._producers.items())],
             "subscriptions": [_sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
             "queues": [QueueEntry(destination=d, producer=n, seqs=bag.encode(),
@@ -299,6 +308,17 @@ class Audit:
             if not any(sub["sessions"] for sub in out[destination]["by_subscription"]):
                 out[destination]["unconfirmed"] = sum(len(p.bag.distinct.intersection(p.unconfirmed))
                                                       for p in producers.values())  # fmt: skip
+        spans: dict[str, list[Span]] = {}
+        for (destination, key), sub in self._subs.items():
+            producers = known.get(destination, {})
+            shift = offsets.get(sub.process, 0)  # onto the master's clock
+            spans.setdefault(destination, []).extend(
+                (producers[name].group, key, stream.first_ns - shift, stream.last_ns - shift)
+                for name, stream in sub.streams.items()
+                if stream.first_ns and name in producers and producers[name].group
+            )
+        for destination, found in spans.items():
+            out[destination]["groups"], out[destination]["group_violations"] = judge(found)
         for fig in out.values():
             if fig["drops"]:
                 # At-least-once: what a dropped connection had not acknowledged comes again.
@@ -320,6 +340,9 @@ def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
     streams = [StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered, redelivered=x.redelivered,
                            flagged=x.flagged.encode(), deliveries=x.deliveries, late=x.late)
                for n, x in sorted(s.streams.items())]  # fmt: skip
+    for entry, (_, x) in zip(streams, sorted(s.streams.items()), strict=True):
+        if x.first_ns:
+            entry["span"] = [x.first_ns, x.last_ns]
     sessions = [Session(joined_ns=j, left_ns=left) for j, left in sorted(s.sessions.items())]
     return SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,
                              sessions=sessions, streams=streams, deliveries=s.deliveries, foreign=s.foreign,

@@ -59,6 +59,8 @@ class ProducerEntry(TypedDict):
     label: NotRequired[str]
     #: Each message's time-to-live (``--mq-ttl``), when it has one.
     ttl_ns: NotRequired[int]
+    #: The message group (``JMSXGroupID``) of all its messages (:mod:`mqusers.options.groups`); absent: none.
+    group: NotRequired[str]
 
 
 class StreamEntry(TypedDict):
@@ -74,6 +76,8 @@ class StreamEntry(TypedDict):
     deliveries: NotRequired[int]
     #: Deliveries after the message's expiry (:data:`EXPIRY_GRACE_NS`), when there were some.
     late: NotRequired[int]
+    #: With message groups: the first and last receive time of these deliveries (the receiver's clock).
+    span: NotRequired[list[int]]
 
 
 class Session(TypedDict):
@@ -122,11 +126,12 @@ def _text(key: str | bytes) -> str:
 class SentStream:
     """What one producer sent to one destination since the last drain; :meth:`record` is the hot path."""
 
-    __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "aborted", "bag", "destination", "label",
+    __slots__ = ("_checkpoints", "_due_ns", "_hwm", "_shipped_ns", "aborted", "bag", "destination", "group", "label",
                  "last_ns", "producer", "seqs", "ttl_ns", "unconfirmed")  # fmt: skip
 
-    def __init__(self, destination: str, producer: str, label: str = "", ttl_ns: int = 0):
+    def __init__(self, destination: str, producer: str, label: str = "", ttl_ns: int = 0, group: str = ""):
         self.destination, self.producer, self.label, self.ttl_ns = destination, producer, label, ttl_ns
+        self.group = group
         self.bag = IntervalBag()
         self.seqs = self.bag.distinct
         self.last_ns = self._shipped_ns = self._due_ns = self._hwm = -1
@@ -171,6 +176,8 @@ class SentStream:
             entry["label"] = self.label
         if self.ttl_ns:
             entry["ttl_ns"] = self.ttl_ns
+        if self.group:
+            entry["group"] = self.group
         self._hwm = max(self._hwm, self.seqs.last or -1)
         self.bag, self._checkpoints, self._shipped_ns = IntervalBag(), [], self.last_ns
         self.seqs = self.bag.distinct
@@ -185,12 +192,14 @@ class SentLedger:
         self.process = process
         self._streams: dict[tuple[str, str], SentStream] = {}
 
-    def producer(self, destination: str, producer: str, label: str = "", ttl_ns: int = 0) -> SentStream:
-        """The stream of one producer (stamping ``label``; its messages' time-to-live ``ttl_ns``), to call
-        ``record(seq, sent_ns)`` on without a lookup."""
+    def producer(
+        self, destination: str, producer: str, label: str = "", ttl_ns: int = 0, group: str = ""
+    ) -> SentStream:
+        """The stream of one producer (stamping ``label`` and ``group``; its messages' time-to-live ``ttl_ns``),
+        to call ``record(seq, sent_ns)`` on without a lookup."""
         stream = self._streams.get((destination, producer))
         if stream is None:
-            stream = self._streams[(destination, producer)] = SentStream(destination, producer, label, ttl_ns)
+            stream = self._streams[(destination, producer)] = SentStream(destination, producer, label, ttl_ns, group)
         return stream
 
     def drain(self) -> Delta:
@@ -199,7 +208,7 @@ class SentLedger:
 
 
 class _Received:
-    __slots__ = ("bag", "flagged", "late", "redelivered", "reordered", "seqs", "top")
+    __slots__ = ("bag", "first_ns", "flagged", "last_ns", "late", "redelivered", "reordered", "seqs", "top")
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
@@ -207,6 +216,7 @@ class _Received:
         self.flagged = IntervalSet()
         self.top = -1
         self.reordered = self.redelivered = self.late = 0
+        self.first_ns = self.last_ns = 0  # receive times (message groups only); 0: none since the last drain
 
 
 class Subscription:
@@ -251,6 +261,13 @@ class Subscription:
             stream = self._streams[producer] = _Received()
         stream.late += 1
 
+    def seen(self, producer: str | bytes, received_ns: int) -> None:
+        """With message groups: a delivery of ``producer`` (after :meth:`record`) at ``received_ns``."""
+        stream = self._streams[producer]
+        if not stream.first_ns:
+            stream.first_ns = received_ns
+        stream.last_ns = received_ns
+
     def join(self, joined_ns: int) -> None:
         self.sessions.append(Session(joined_ns=joined_ns, left_ns=None))
         self._dirty = True
@@ -271,8 +288,11 @@ class Subscription:
                 old.reordered += s.reordered
                 old.redelivered += s.redelivered
                 old.late += s.late
+                if s.first_ns:
+                    old.first_ns = min(old.first_ns or s.first_ns, s.first_ns)
+                    old.last_ns = max(old.last_ns, s.last_ns)
                 s.bag, s.flagged, s.reordered, s.redelivered, s.late = IntervalBag(), IntervalSet(), 0, 0, 0
-                s.seqs = s.bag.distinct
+                s.seqs, s.first_ns, s.last_ns = s.bag.distinct, 0, 0
         strays = (self.foreign, self.other_run, self.drops)
         if not (streams or self._dirty or any(strays)):
             return None
@@ -294,6 +314,8 @@ def _stream_entry(producer: str, e: _Received) -> StreamEntry:
                         flagged=e.flagged.encode())  # fmt: skip
     if e.late:
         entry["late"] = e.late
+    if e.first_ns:
+        entry["span"] = [e.first_ns, e.last_ns]
     return entry
 
 

@@ -20,7 +20,7 @@ class SendRecord:
     """One producer's sends on one destination as the master merged them: the seqs (with resends)
     and, from the time checkpoints, which seqs were certainly sent before or after a moment."""
 
-    __slots__ = ("_bounds", "aborted", "bag", "cp_ns", "cp_seq", "label", "last_ns", "monotone", "process",
+    __slots__ = ("_bounds", "aborted", "bag", "cp_ns", "cp_seq", "group", "label", "last_ns", "monotone", "process",
                  "ttl_ns", "unconfirmed")  # fmt: skip
 
     def __init__(self) -> None:
@@ -29,6 +29,8 @@ class SendRecord:
         self.label = ""
         #: Each message's time-to-live (0: none): it expires that long after its send.
         self.ttl_ns = 0
+        #: The message group (``JMSXGroupID``) its messages carry ("" for none).
+        self.group = ""
         self.unconfirmed = IntervalSet()
         #: Seqs of aborted (or rolled back) transactions: never expected to arrive.
         self.aborted = IntervalSet()

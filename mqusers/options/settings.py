@@ -33,6 +33,7 @@ class Settings:
     persistent: bool | None = None
     durable: bool | None = None
     labels: int | None = None
+    groups: int | None = None
     select: str | None = None
     ack: str | None = None
     prefetch: int | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from mqusers.options.faultspec import parse_fault
+from mqusers.options.groups import MAX_GROUPS
 from mqusers.options.optionspec import Option, register
 from mqusers.options.parsing import (
     ACK_MODES,
@@ -90,6 +91,13 @@ OPTIONS: tuple[Option, ...] = (
         whole(MAX_LABELS),
         f"producer user i stamps its messages mqlabel: L<i mod N>, a property selectors can take (at most "
         f"{MAX_LABELS:,}; 0 = no label)",
+    ),
+    Option(
+        "mq-groups",
+        "groups",
+        whole(MAX_GROUPS),
+        f"message groups: producer user i sends all its messages in group mqusers.g<i mod N> (JMSXGroupID), "
+        f"which the broker gives one consumer at a time (at most {MAX_GROUPS:,}; 0 = none); ActiveMQ and Artemis",
     ),
     Option(
         "mq-select",

@@ -28,7 +28,8 @@ from mqusers.run.verdicts import Generator, blocked_by_destination, overall
 
 AUDIT_KEYS = ("lost", "worker_lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered",
               "redelivered", "in_flight", "resent", "foreign", "other_run", "distinct", "aborted",
-              "aborted_delivered", "not_selected", "selector_violations", "expired", "delivered_expired")  # fmt: skip
+              "aborted_delivered", "not_selected", "selector_violations", "expired", "delivered_expired", "groups",
+              "group_violations")  # fmt: skip
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
@@ -187,6 +188,11 @@ def notes(
             )
         if audit["expired"] or audit["delivered_expired"]:
             lines.append(expiry_line(row.destination, audit["expired"], audit["delivered_expired"]))
+        if audit["groups"]:
+            lines.append(
+                f"{row.destination}: {audit['groups']:,} message groups delivered, {audit['group_violations']:,} of "
+                "them to two consumers at once"
+            )
         if audit["foreign"] or audit["other_run"]:
             lines.append(
                 f"{row.destination}: {audit['foreign']:,} foreign and {audit['other_run']:,} other runs' messages, "
@@ -316,6 +322,8 @@ def gate_failures(report: RunReport) -> list[str]:
             failures.append(f"{where}: {row.audit['selector_violations']:,} deliveries a selector does not take")
         if late := row.audit["delivered_expired"]:
             failures.append(f"{where}: {late:,} delivered after their expiry (--mq-ttl)")
+        if row.audit["group_violations"]:
+            failures.append(f"{where}: {row.audit['group_violations']:,} message groups two consumers had at once")
     # Always a gate: a broker that delivers what was aborted is wrong, whatever the run asked.
     failures += aborted_delivered({row.destination: row.audit for row in report.rows})
     for worker in report.facts.lost_workers:

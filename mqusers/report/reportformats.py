@@ -29,10 +29,10 @@ _AUDIT_COLUMNS = {"lost": "lost", "worker_lost": "worker-lost", "unreceived": "u
                   "unconfirmed": "unconfirmed", "duplicated": "dup", "after_reconnect": "dup-reconnect",
                   "reordered": "reord", "redelivered": "redeliv", "aborted_delivered": "aborted-deliv",
                   "not_selected": "not-selected", "selector_violations": "selector-violations", "expired": "expired",
-                  "delivered_expired": "dlv-expired"}  # fmt: skip
+                  "delivered_expired": "dlv-expired", "group_violations": "group-violations"}  # fmt: skip
 #: Columns shown only in a run that has one of them: every other run's table stays as narrow as it was.
 _RARE_COLUMNS = ("worker_lost", "aborted_delivered", "not_selected", "selector_violations", "expired",
-                 "delivered_expired")  # fmt: skip
+                 "delivered_expired", "group_violations")  # fmt: skip
 
 
 # One number format per kind, with thousands separators.

@@ -41,6 +41,8 @@ class Dialect:
     window_needs_acks: bool = False
     #: A SUBSCRIBE's ``selector`` header (JMS SQL-92 on headers) filters what the consumer gets.
     selectors: bool = True
+    #: ``JMSXGroupID`` message groups: one consumer at a time per group.
+    groups: bool = True
 
     #: The SEND header of a message's expiry; ``expiry_absolute``: it holds the epoch ms it expires at (the
     #: JMS expiration ActiveMQ and Artemis keep), else the ms it may live from its arrival (RabbitMQ's per-message TTL).
@@ -114,6 +116,8 @@ RABBITMQ = Dialect(
     # It drops an expired message only at the queue's head, and its management API counts none of them.
     expiry_header="expiration",
     expiry_absolute=False,
+    # Nor has it message groups (its single active consumer is per queue): groups would be shared.
+    groups=False,
 )
 ARTEMIS = Dialect(
     name="artemis",

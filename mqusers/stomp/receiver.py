@@ -105,6 +105,8 @@ class Receiver:
         self._corrections: dict[bytes, int] = {}
         #: The message audit's record of this subscription (set once it is subscribed).
         self.audit: Subscription | None = None
+        #: Message groups: each producer's first and last delivery time go to the audit too.
+        self.spans = False
         self.received = 0
         #: The last delivery's and, since the last :meth:`reset`, the first's receive time (ns; 0: none).
         self.last_ns = self.first_ns = 0
@@ -147,7 +149,7 @@ class Receiver:
     def __call__(self, headers: Headers, body: bytes, received_ns: int) -> None:
         if self._acks and self._client.closing:
             return  # never acknowledged, so the broker redelivers it to another consumer
-        self.last_ns = received_ns
+        self.last_ns = arrived_ns = received_ns
         if not self.first_ns:
             self.first_ns = received_ns
         own = headers.get(RUN) == self._run
@@ -173,6 +175,8 @@ class Receiver:
                     # Both times on the producer's clock (received_ns corrected above).
                     if self._late_ns and received_ns - sent_ns > self._late_ns:
                         self.audit.record_late(headers[PRODUCER])
+                    if self.spans:
+                        self.audit.seen(headers[PRODUCER], arrived_ns)
                 latency_us = (received_ns - sent_ns) // 1000
                 backlog = self._backlog if own else None
                 old = backlog is not None and backlog.delivered(sent_ns, received_ns)

@@ -43,6 +43,8 @@ class StompUser(User):
     #: Messages expire this long after their send (ms; 0: never): producers stamp it, consumers count a
     #: delivery after it (``--mq-ttl``).
     ttl_ms = 0
+    #: Message groups producers send in (``JMSXGroupID: mqusers.g<ordinal mod groups>``); 0: none.
+    groups = 0
 
     def __init__(self, environment: Any):
         super().__init__(environment)

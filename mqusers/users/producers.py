@@ -19,6 +19,8 @@ from gevent import GreenletExit
 
 from mqusers.measure.ledgers import SentStream
 from mqusers.measure.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
+from mqusers.options.groups import HEADER as GROUP
+from mqusers.options.groups import group_of
 from mqusers.options.payloadspec import PayloadSpec
 from mqusers.options.selectors import HEADER, label_of
 from mqusers.run.context import coordinator_for
@@ -89,9 +91,16 @@ class StompProducerUser(StompUser):
         sent, labels, ttl_ns = self.mq.sent, self.setting("labels"), self.setting("ttl_ms") * 1_000_000
         #: The ``mqlabel`` header its messages carry, which consumers' selectors take or leave.
         self.label = label_of(self.ordinal, labels) if labels else ""
-        self._stamp = {HEADER: self.label} if self.label else {}
+        groups = self.setting("groups")
+        #: The message group all its messages are in ("" for none).
+        self.message_group = group_of(self.ordinal, groups) if groups else ""
+        self._stamp = {
+            **({HEADER: self.label} if self.label else {}),
+            **({GROUP: self.message_group} if groups else {}),
+        }
         self.lane_list = [Lane(d, self.make_publishers(d, self._stamp, self._bodies_of(i)),
-                               sent.producer(d, self.producer_id, self.label, ttl_ns), size=self.size)
+                               sent.producer(d, self.producer_id, self.label, ttl_ns, self.message_group),
+                               size=self.size)
                           for i, d in enumerate(self.lanes)]  # fmt: skip
         self._lane_index = len(self.lane_list) - 1  # the first write goes to the first lane
         self.lane = self.lane_list[0]

@@ -52,6 +52,7 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-durable": ("Durable subscriptions", "durable", GROUPS[2]),
     "mq-labels": ("Labels producers stamp (mqlabel)", "labels", GROUPS[2]),
     "mq-select": ("Labels consumers' selectors take", "select", GROUPS[2]),
+    "mq-groups": ("Message groups, one per producer up to N", "groups", GROUPS[2]),
     "mq-ack": ("Ack mode", "ack", GROUPS[2]),
     "mq-prefetch": ("Prefetch per consumer", "prefetch", GROUPS[2]),
     "mq-receipts": ("Receipts: sync send", "receipts", GROUPS[2]),

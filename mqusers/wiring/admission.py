@@ -22,7 +22,8 @@ from mqusers.wiring import fdlimit, roles
 
 def preflight(settings: Settings, user_classes: Iterable[type] = ()) -> None:
     """Connect once with the run's address and credentials; raise :class:`MqError` if that fails, or if
-    the User classes (``user_classes``) or ``--mq-select`` ask for selectors the broker does not have."""
+    the User classes (``user_classes``) or the options ask for selectors or message groups the broker
+    does not have."""
     client = StompClient(client_config(settings), fire=lambda **_: None)
     client.connect()
     client.disconnect()
@@ -30,6 +31,9 @@ def preflight(settings: Settings, user_classes: Iterable[type] = ()) -> None:
     selecting = any(select not in (None, "none") for select in asked)
     if selecting and not client.dialect.selectors:
         raise MqError(f"--mq-select: {client.dialect.name}'s STOMP has no selectors (ActiveMQ and Artemis have)")
+    grouping = settings.groups if settings.groups is not None else any(getattr(c, "groups", 0) for c in user_classes)
+    if grouping and not client.dialect.groups:
+        raise MqError(f"--mq-groups: {client.dialect.name} has no message groups (ActiveMQ and Artemis have)")
 
 
 def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:

@@ -131,10 +131,12 @@ BEHAVIOURS = (
     "transactions",
     "selectors",
     "STOMP over WebSocket",
+    "message groups",
 )
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {
     "selectors": {"rabbitmq": "its STOMP has no selectors: `--mq-select` is refused before load (exit 2)"},
+    "message groups": {"rabbitmq": "no message groups: `--mq-groups` is refused before load (exit 2)"},
     "redelivery": {
         "artemis": "flags only the first of the messages a consumer left unacknowledged `redelivered:true` "
         "(2.40.0: 1 of 10), so the others count as duplicates",

@@ -232,3 +232,13 @@ def test_the_selectors_example_runs(tmp_path: Path) -> None:
         output = ran_well(command, tmp_path)
         assert "not-selected" in output and "selector-violations" not in output, output[-3000:]
         assert re.search(r"/queue/mqusers\.selectors +0 ", output), output[-3000:]  # the audit's lost column
+
+
+@pytest.mark.activemq
+def test_the_groups_example_runs(tmp_path: Path) -> None:
+    """Four groups, three consumers: no group with two consumers at once, nothing lost."""
+    started("activemq")
+    for command in commands_starting("locust -f locustfiles/groups.py --host"):
+        output = ran_well(command, tmp_path)
+        assert "message groups delivered, 0 of them to two consumers at once" in output, output[-3000:]
+        assert "audit: nothing lost" in output, output[-3000:]
