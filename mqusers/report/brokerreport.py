@@ -180,6 +180,7 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]], lost_worker
     compared = [row["destination"] for row in rows if (figures := figures_of.get(row["destination"]))
                 and figures.get("comparable") and figures.get("enqueued") is not None]  # fmt: skip
     if compared and not disagreements:
+        expired = ", expired against expired" if any(figures_of[name].get("expired") for name in compared) else ""
         lines.append(f"broker figures: the broker's counts agree with mqusers' ({', '.join(compared)}: enqueued "
-                     "against sent, dequeued against received)")  # fmt: skip
+                     f"against sent, dequeued against received{expired})")  # fmt: skip
     return lines + disagreements

@@ -242,3 +242,14 @@ def test_the_groups_example_runs(tmp_path: Path) -> None:
         output = ran_well(command, tmp_path)
         assert "message groups delivered, 0 of them to two consumers at once" in output, output[-3000:]
         assert "audit: nothing lost" in output, output[-3000:]
+
+
+@pytest.mark.activemq
+def test_the_expiry_example_runs(tmp_path: Path) -> None:
+    """A backlog with a 1 s TTL: what waited longer expired, by the audit's count and the broker's; none lost."""
+    started("activemq")
+    for command in commands_starting("locust -f locustfiles/expiry.py --host"):
+        output = ran_well(command, tmp_path)
+        found = re.search(r"/queue/mqusers\.expiry +0 +0 +0 +0 +0 +0 +0 +([\d,]+) ", output)  # lost... expired
+        assert found and int(found.group(1).replace(",", "")) > 0, output[-3000:]
+        assert "expired against expired" in output and "dlv-expired" not in output, output[-3000:]
