@@ -42,6 +42,15 @@ def test_a_locustfile_over_websocket_is_audited_exactly_and_the_broker_counts_th
     # and they agree with its audit.
     assert run.operation(f"connect {broker.ws_url}")["count"] == 5
     assert "broker figures: the broker's counts agree with mqusers'" in run.output, run.output[-2000:]
+    # Quiet for 3 s: only heart-beats cross, as WebSocket messages both ways (200 ms each); a side that
+    # missed the other's would drop the connection and mqusers would reconnect.
+    quiet = run_locust(
+        "get_only.py", broker.ws_url, "--mq-destination", destination("queue"), "--mq-heartbeats", "200,200",
+        users=2, seconds=3, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert quiet.code == 0, quiet.output[-2000:]
+    connects = quiet.operation(f"connect {broker.ws_url}")
+    assert (connects["count"], connects["errors"]) == (2, 0), quiet.output[-2000:]
 
 
 @pytest.mark.activemq6
