@@ -132,6 +132,7 @@ BEHAVIOURS = (
     "selectors",
     "STOMP over WebSocket",
     "message groups",
+    "connection churn",
 )
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {

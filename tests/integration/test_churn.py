@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.integration import broker_stats
+import pytest
+
+from services import artemis
+from tests.integration import artemis_jolokia, broker_stats
 from tests.integration.broker_stats import wait_for
-from tests.integration.brokers import Broker
+from tests.integration.brokers import Broker, on_four
 from tests.integration.locust_runs import LocustRun, run_locust
 
 CHURN_PRODUCERS = Path(__file__).parent / "locustfiles" / "churn_producers.py"
@@ -18,7 +21,7 @@ SCRIPTS, MESSAGES = 4, 30
 
 def assert_nothing_left_open(run: LocustRun, broker: Broker) -> None:
     """The generator's open files back to their start; the broker holds no connection (kernel's view),
-    and RabbitMQ's own count and the one the report read at the end are 0."""
+    and RabbitMQ's or Artemis's own count and the one the report read at the end are 0."""
     connections = run.report["connections"]
     assert connections["open_files_start"] == connections["open_files_end"], connections
     assert connections["open_files_start"] > 0
@@ -26,6 +29,10 @@ def assert_nothing_left_open(run: LocustRun, broker: Broker) -> None:
     if broker.name == "rabbitmq":
         assert connections["broker_connections_end"] == 0, connections
         assert wait_for(lambda: broker_stats.rabbitmq_connections(broker.management_port)["open"] == 0)
+    elif broker.name == "artemis":
+        assert connections["broker_connections_end"] == 0, connections
+        count = lambda: artemis_jolokia.read(artemis_jolokia.broker_mbean())["ConnectionCount"]  # noqa: E731
+        assert wait_for(lambda: count() == 0), count()
     else:  # ActiveMQ's statistics plugin counts no connections: the report says so rather than guess
         assert connections["broker_connections_end"] is None
         assert "the broker reports no connection count" in " ".join(run.output.split())
@@ -44,15 +51,25 @@ def settled_connections(broker: Broker) -> dict[str, int]:
     return readings[-1]
 
 
+def figures_of(broker: Broker) -> tuple[list[str], dict[str, str]]:
+    """What a run needs to read the broker's own figures: Artemis's console user (the local broker's)."""
+    if broker.name != "artemis":
+        return [], {}
+    return ["--mq-broker-metrics-user", artemis.USER], {"LOCUST_MQ_BROKER_METRICS_PASSWORD": artemis.PASSWORD}
+
+
 def churn_producers(broker: Broker, queue: str, per_connection: int, tmp_path: Path) -> LocustRun:
+    args, env = figures_of(broker)
     run = run_locust(
         str(CHURN_PRODUCERS), broker.url, "--mq-destination", queue, "--mq-per-connection", str(per_connection),
-        "--mq-messages", str(MESSAGES), "--mq-churn-pause", "0.02", users=SCRIPTS + 1, seconds=5, tmp_path=tmp_path,
+        "--mq-messages", str(MESSAGES), "--mq-churn-pause", "0.02", *args, users=SCRIPTS + 1, seconds=5,
+        tmp_path=tmp_path, env=env,
     )  # fmt: skip
     assert run.code == 0, run.output[-3000:]
     return run
 
 
+@pytest.mark.parametrize("broker", on_four("connection churn"), indirect=True)
 def test_churning_producers_open_and_close_the_connections_the_broker_counts(
     broker: Broker, destination: Callable[[str], str], tmp_path: Path
 ) -> None:
@@ -85,13 +102,15 @@ def test_churning_producers_open_and_close_the_connections_the_broker_counts(
         assert settled_connections(broker)["created"] - before["created"] == churned + 1 + 2
 
 
+@pytest.mark.parametrize("broker", on_four("connection churn"), indirect=True)
 def test_the_churn_scenario_keeps_the_audit_exact_on_both_sides(
     broker: Broker, destination: Callable[[str], str], tmp_path: Path
 ) -> None:
     queue = destination("queue")
+    args, env = figures_of(broker)
     run = run_locust(
-        "churn.py", broker.url, "--mq-destination", queue, "--mq-churn-pause", "0.05", users=8, seconds=5,
-        tmp_path=tmp_path,
+        "churn.py", broker.url, "--mq-destination", queue, "--mq-churn-pause", "0.05", *args, users=8, seconds=5,
+        tmp_path=tmp_path, env=env,
     )  # fmt: skip
     assert run.code == 0, run.output[-3000:]
     row = run.row(queue)
