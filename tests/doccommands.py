@@ -38,6 +38,7 @@ RUN_HERE = {
     "locust -f locustfiles/selectors.py --host": "test_the_selectors_example_runs",
     "locust -f locustfiles/groups.py --host": "test_the_groups_example_runs",
     "locust -f locustfiles/expiry.py --host": "test_the_expiry_example_runs",
+    "locust -f locustfiles/nack.py --host": "test_the_nack_example_runs",
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {

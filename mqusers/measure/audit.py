@@ -80,9 +80,15 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   not take the producing producer's label; left out of ``received``.
 - ``groups``, ``group_violations``: with message groups, the groups delivered, and those two
   subscriptions had at once (:mod:`mqusers.measure.groups`; per-group order is ``reordered``).
+- ``nacks``: deliveries a consumer NACKed (``--mq-nack-ratio``), never received; ``dead_lettered``:
+  expected, not received, and NACKed when last delivered, once ``settled``: the broker dead-lettered it
+  (:mod:`mqusers.measure.nacks`; what each broker does with a NACK: :mod:`mqusers.stomp.dialects`).
+  Never lost. A delivery of a seq its process NACKed before is ``redelivered``, flagged or not.
 """
 
 from __future__ import annotations
+
+from typing import TypeVar
 
 from mqusers.measure.expected import END, Figures, compare, topic_window
 from mqusers.measure.groups import Span, judge
@@ -90,28 +96,33 @@ from mqusers.measure.intervals import IntervalBag, IntervalSet
 from mqusers.measure.ledgers import Delta, QueueEntry, Session, StreamEntry, SubscriptionEntry
 from mqusers.measure.sendrecord import SendRecord
 
+E = TypeVar("E", QueueEntry, StreamEntry)
+
 FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
            "other_run", "drops", "unexpected", "worker_lost", "aborted", "aborted_delivered", "not_selected",
-           "selector_violations", "expired", "delivered_expired", "groups", "group_violations")  # fmt: skip
+           "selector_violations", "expired", "delivered_expired", "groups", "group_violations",
+           "nacks", "dead_lettered")  # fmt: skip
 #: A subscription's own share of its destination's figures (a queue's only receives and order).
 SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
                "redelivered", "unexpected", "worker_lost", "aborted_delivered", "not_selected",
-               "selector_violations", "expired", "delivered_expired")  # fmt: skip
+               "selector_violations", "expired", "delivered_expired", "nacks",
+               "dead_lettered")  # fmt: skip
 
 
 class _Stream:
     """What one subscription received from one producer. A queue's receipts go to one bag per destination
     and producer (``Audit._queues``): competing consumers share them; ``bag`` is a topic subscription's,
     ``flagged`` the seqs of its deliveries flagged redelivered, which ``bag`` leaves out; ``deliveries``
-    how many it took (a queue's too)."""
+    how many it took (a queue's too); ``nacked`` a topic subscription's NACKed seqs."""
 
-    __slots__ = ("bag", "deliveries", "first_ns", "flagged", "last_ns", "late", "redelivered", "reordered")
+    __slots__ = ("bag", "deliveries", "first_ns", "flagged", "last_ns", "late", "nacked", "nacks", "redelivered",
+                 "reordered")  # fmt: skip
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
-        self.flagged = IntervalSet()
-        self.reordered = self.redelivered = self.deliveries = self.late = 0
+        self.flagged, self.nacked = IntervalSet(), IntervalSet()
+        self.reordered = self.redelivered = self.deliveries = self.late = self.nacks = 0
         self.first_ns = self.last_ns = 0  # with message groups: its first and last delivery
 
 
@@ -141,6 +152,7 @@ class Audit:
         self._subs: dict[tuple[str, str], _Sub] = {}
         self._queues: dict[tuple[str, str], IntervalBag] = {}  # what a destination's queue group received
         self._flagged: dict[tuple[str, str], IntervalSet] = {}  # of it, flagged redelivered (not in the bag)
+        self._nacked: dict[tuple[str, str], IntervalSet] = {}  # seqs the group NACKed
 
     def merge(self, delta: Delta) -> None:
         """Add a :meth:`SentLedger.drain`, :meth:`ReceiveLedger.drain` or :meth:`snapshot` (or all)."""
@@ -174,8 +186,9 @@ class Audit:
                 stream = sub.streams.setdefault(s["producer"], _Stream())
                 stream.reordered += s["reordered"]
                 stream.redelivered += s["redelivered"]
+                stream.nacks += s.get("nacks", 0)
                 seqs = IntervalBag.decode(s["seqs"])
-                stream.deliveries += s.get("deliveries", len(seqs) + s["redelivered"])
+                stream.deliveries += s.get("deliveries", len(seqs) + s["redelivered"] + s.get("nacks", 0))
                 stream.late += s.get("late", 0)
                 if "span" in s:
                     first, last = s["span"]
@@ -187,10 +200,14 @@ class Audit:
                 bag.merge(seqs)
                 flagged = self._flagged.setdefault(key, IntervalSet()) if kind == "queue" else stream.flagged
                 flagged.union(IntervalSet.decode(s["flagged"]))
+                if "nacked" in s:
+                    nacked = self._nacked.setdefault(key, IntervalSet()) if kind == "queue" else stream.nacked
+                    nacked.union(IntervalSet.decode(s["nacked"]))
         for q in delta.get("queues", ()):
             key = (q["destination"], q["producer"])
             self._queues.setdefault(key, IntervalBag()).merge(IntervalBag.decode(q["seqs"]))
             self._flagged.setdefault(key, IntervalSet()).union(IntervalSet.decode(q["flagged"]))
+            self._nacked.setdefault(key, IntervalSet()).union(IntervalSet.decode(q.get("nacked", [])))
 
     def shipped_by(self, process: str) -> dict[str, int]:
         """What one process's ledgers shipped: distinct seqs sent and deliveries taken, over all destinations."""
@@ -207,8 +224,9 @@ class Audit:
                            "label": p.label, "ttl_ns": p.ttl_ns, "group": p.group}
                           for (d, n), p in sorted(self._producers.items())],
             "subscriptions": [_sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
-            "queues": [QueueEntry(destination=d, producer=n, seqs=bag.encode(),
-                                  flagged=self._flagged.get((d, n), IntervalSet()).encode())
+            "queues": [_nacked(QueueEntry(destination=d, producer=n, seqs=bag.encode(),
+                                          flagged=self._flagged.get((d, n), IntervalSet()).encode()),
+                               self._nacked.get((d, n)))
                        for (d, n), bag in sorted(self._queues.items())],
         }  # fmt: skip
 
@@ -263,16 +281,15 @@ class Audit:
                     fig["selector_violations"] += stream.deliveries
                     own["selector_violations"] += stream.deliveries
                 elif name in producers:
-                    fig["reordered"] += stream.reordered
-                    fig["redelivered"] += stream.redelivered
-                    own["reordered"] += stream.reordered
-                    own["redelivered"] += stream.redelivered
-                    fig["delivered_expired"] += stream.late
-                    own["delivered_expired"] += stream.late
+                    for into in (fig, own):
+                        into["reordered"] += stream.reordered
+                        into["redelivered"] += stream.redelivered
+                        into["delivered_expired"] += stream.late
+                        into["nacks"] += stream.nacks
                 elif not _of(name, gone):
                     fig["foreign"] += len(stream.bag) + stream.redelivered  # a queue's bag: below
             if sub.kind == "queue":
-                own["received"] = sub.deliveries - own["selector_violations"]
+                own["received"] = sub.deliveries - own["selector_violations"] - own["nacks"]
                 if sub.sessions:  # a queue nobody was confirmed to read expects no delivery
                     queues.add(destination)
                     group = selecting.setdefault(destination, [])
@@ -288,7 +305,8 @@ class Audit:
                     own["not_selected"] += len(expected)
                     continue
                 gone_by = p.expired_by(now_ns + offsets.get(p.process, 0))
-                compare((fig, own), p, expected, stream.bag, zone, settled, lost, stream.flagged, gone_by)
+                both = (fig, own)
+                compare(both, p, expected, stream.bag, zone, settled, lost, stream.flagged, gone_by, stream.nacked)
         for (destination, name), received in sorted(self._queues.items()):
             if name not in known.get(destination, {}) and not _of(name, gone):
                 out[destination]["foreign"] += len(received)
@@ -302,7 +320,8 @@ class Audit:
                 flagged = self._flagged.get((destination, name), IntervalSet())
                 lost = p.process in gone or destination in touched
                 gone_by = p.expired_by(now_ns + offsets.get(p.process, 0))
-                compare((out[destination],), p, p.bag.distinct, received, zone, settled, lost, flagged, gone_by)
+                nacked = self._nacked.get((destination, name))
+                compare((out[destination],), p, p.bag.distinct, received, zone, settled, lost, flagged, gone_by, nacked)
         for destination, producers in known.items():
             # A put-only fill, or no SUBSCRIBE confirmed: no delivery expected, sends still unsure.
             if not any(sub["sessions"] for sub in out[destination]["by_subscription"]):
@@ -337,8 +356,10 @@ def _of(producer: str, processes: frozenset[str]) -> bool:
 
 
 def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
-    streams = [StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered, redelivered=x.redelivered,
-                           flagged=x.flagged.encode(), deliveries=x.deliveries, late=x.late)
+    streams = [_nacked(StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered,
+                                   redelivered=x.redelivered, flagged=x.flagged.encode(), deliveries=x.deliveries,
+                                   late=x.late),
+                       x.nacked, x.nacks)
                for n, x in sorted(s.streams.items())]  # fmt: skip
     for entry, (_, x) in zip(streams, sorted(s.streams.items()), strict=True):
         if x.first_ns:
@@ -348,6 +369,15 @@ def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
                              sessions=sessions, streams=streams, deliveries=s.deliveries, foreign=s.foreign,
                              other_run=s.other_run, drops=s.drops,
                              selects=None if s.selects is None else sorted(s.selects))  # fmt: skip
+
+
+def _nacked(entry: E, seqs: IntervalSet | None, nacks: int = 0) -> E:
+    """The entry with its NACKed seqs (and count), when there are any: other runs' snapshots stay as they were."""
+    if seqs:
+        entry["nacked"] = seqs.encode()
+    if nacks:
+        entry["nacks"] = nacks  # type: ignore[typeddict-unknown-key]
+    return entry
 
 
 def _figures(out: dict[str, Figures], destination: str) -> Figures:

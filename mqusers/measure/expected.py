@@ -56,13 +56,15 @@ def compare(
     worker_lost: bool = False,
     flagged: IntervalSet | None = None,
     expired_upto: int = -1,
+    nacked: IntervalSet | None = None,
 ) -> None:
     """Add one producer's expected-versus-received figures to each of ``into`` (computed once);
     ``worker_lost``: a lost process sent them or may have received them, so none is lost or unreceived;
     ``flagged``: seqs delivered flagged redelivered, received but never duplicates (``bag`` leaves them out);
     seqs of ``p``'s aborted transactions are never expected: one received is ``aborted_delivered``;
     ``expired_upto``: seqs up to it had expired by the end (:meth:`SendRecord.expired_by`): missing, they are
-    expired, not lost."""
+    expired, not lost;
+    ``nacked``: seqs NACKed: missing ones were dead-lettered once ``settled``."""
     received = bag.distinct
     if flagged:
         received = received.copy()
@@ -72,6 +74,10 @@ def compare(
     if aborted:
         expected, in_time = expected.difference(aborted), received.difference(aborted)
     missing = expected.difference(received)
+    dead = 0
+    if nacked and settled and not worker_lost:
+        dead = len(missing.intersection(nacked))
+        missing = missing.difference(nacked)
     unconfirmed = missing.intersection(p.unconfirmed)
     rest = missing.difference(p.unconfirmed)
     expired = IntervalSet()
@@ -98,6 +104,7 @@ def compare(
         "in_flight": len(rest) - len(waiting),
         "unexpected": len(unexpected),
         "aborted_delivered": len(received) - len(in_time),
+        "dead_lettered": dead,
         # deliveries beyond sends: received more than k times, sent at most k times
         "duplicated": sum(len(bag.layers[k].difference(p.bag.above(k))) for k in range(1, len(bag.layers))),
     }

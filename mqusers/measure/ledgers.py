@@ -23,7 +23,8 @@ What is recorded
   ``redelivered`` (deliveries the broker flagged ``redelivered``). A flagged delivery is kept apart
   from the multiset, in ``flagged`` (its seqs): it says the broker gave the message out before, so
   it is no duplicate however often it comes; and ``late``: deliveries after the message's expiry
-  (``--mq-ttl``) by more than :data:`EXPIRY_GRACE_NS`.
+  (``--mq-ttl``) by more than :data:`EXPIRY_GRACE_NS`. A NACKed delivery (``--mq-nack-ratio``) is in
+  neither bag nor ``flagged``: its seq goes to ``nacked`` and ``nacks`` counts it.
 - A producer's time-to-live (``ttl_ns``; none when 0): the audit's expiry of each seq it sent.
 """
 
@@ -78,6 +79,9 @@ class StreamEntry(TypedDict):
     late: NotRequired[int]
     #: With message groups: the first and last receive time of these deliveries (the receiver's clock).
     span: NotRequired[list[int]]
+    #: NACKed deliveries and their seqs (absent: none).
+    nacks: NotRequired[int]
+    nacked: NotRequired[Encoded]
 
 
 class Session(TypedDict):
@@ -109,6 +113,7 @@ class QueueEntry(TypedDict):
     producer: str
     seqs: EncodedBag
     flagged: Encoded
+    nacked: NotRequired[Encoded]
 
 
 class Delta(TypedDict, total=False):
@@ -208,15 +213,19 @@ class SentLedger:
 
 
 class _Received:
-    __slots__ = ("bag", "first_ns", "flagged", "last_ns", "late", "redelivered", "reordered", "seqs", "top")
+    __slots__ = ("bag", "first_ns", "flagged", "last_ns", "late", "nacked", "nacks", "redelivered", "reordered",
+                 "seqs", "top")  # fmt: skip
 
     def __init__(self) -> None:
         self.bag = IntervalBag()
         self.seqs = self.bag.distinct
         self.flagged = IntervalSet()
+        self.nacked = IntervalSet()
         self.top = -1
         self.reordered = self.redelivered = self.late = 0
         self.first_ns = self.last_ns = 0  # receive times (message groups only); 0: none since the last drain
+        self.nacked = IntervalSet()
+        self.nacks = 0
 
 
 class Subscription:
@@ -268,6 +277,14 @@ class Subscription:
             stream.first_ns = received_ns
         stream.last_ns = received_ns
 
+    def nack(self, producer: str | bytes, seq: int) -> None:
+        """A delivery this subscription NACKed: not received (the broker redelivers or dead-letters it)."""
+        stream = self._streams.get(producer)
+        if stream is None:
+            stream = self._streams[producer] = _Received()
+        stream.nacked.add(seq)
+        stream.nacks += 1
+
     def join(self, joined_ns: int) -> None:
         self.sessions.append(Session(joined_ns=joined_ns, left_ns=None))
         self._dirty = True
@@ -281,17 +298,20 @@ class Subscription:
     def _drain(self, process: str) -> SubscriptionEntry | None:
         streams: dict[str, _Received] = {}
         for producer, s in self._streams.items():
-            if s.seqs or s.flagged or s.late:
+            if s.seqs or s.flagged or s.late or s.nacks:
                 old = streams.setdefault(_text(producer), _Received())  # str and bytes ids: one
                 old.bag.merge(s.bag)
                 old.flagged.union(s.flagged)
+                old.nacked.union(s.nacked)
                 old.reordered += s.reordered
                 old.redelivered += s.redelivered
                 old.late += s.late
+                old.nacks += s.nacks
                 if s.first_ns:
                     old.first_ns = min(old.first_ns or s.first_ns, s.first_ns)
                     old.last_ns = max(old.last_ns, s.last_ns)
-                s.bag, s.flagged, s.reordered, s.redelivered, s.late = IntervalBag(), IntervalSet(), 0, 0, 0
+                s.bag, s.flagged, s.nacked, s.reordered, s.redelivered, s.late, s.nacks = (
+                    IntervalBag(), IntervalSet(), IntervalSet(), 0, 0, 0, 0)  # fmt: skip
                 s.seqs, s.first_ns, s.last_ns = s.bag.distinct, 0, 0
         strays = (self.foreign, self.other_run, self.drops)
         if not (streams or self._dirty or any(strays)):
@@ -302,7 +322,7 @@ class Subscription:
             destination=self.destination, key=self.key, kind=self.kind, durable=self.durable, process=process,
             sessions=[s.copy() for s in self.sessions],
             streams=[_stream_entry(name, e) for name, e in streams.items()],
-            deliveries=sum(len(e.bag) + e.redelivered for e in streams.values()),
+            deliveries=sum(len(e.bag) + e.redelivered + e.nacks for e in streams.values()),
             foreign=strays[0], other_run=strays[1], drops=strays[2])  # fmt: skip
         if self.selects is not None:
             entry["selects"] = list(self.selects)
@@ -316,6 +336,8 @@ def _stream_entry(producer: str, e: _Received) -> StreamEntry:
         entry["late"] = e.late
     if e.first_ns:
         entry["span"] = [e.first_ns, e.last_ns]
+    if e.nacks:
+        entry["nacks"], entry["nacked"] = e.nacks, e.nacked.encode()
     return entry
 
 

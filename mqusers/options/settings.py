@@ -36,6 +36,8 @@ class Settings:
     groups: int | None = None
     select: str | None = None
     ack: str | None = None
+    nack_ratio: float | None = None
+    nack_times: int | None = None
     prefetch: int | None = None
     receipts: bool | None = None
     in_flight: int | None = None
@@ -133,4 +135,6 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
                               "have their own sizes")  # fmt: skip
     if values.get("select") is not None and values.get("labels") is not None:
         check_selection(values["labels"], values["select"])
+    if values.get("nack_ratio") and values.get("ack") not in (None, "client-individual"):
+        raise OptionError(f"--mq-nack-ratio: NACK needs --mq-ack client-individual, not {values['ack']}")
     return Settings(**values)

@@ -47,6 +47,9 @@ from mqusers.options.profile import parse_profile
 from mqusers.options.selectors import MAX_LABELS, parse_select
 from mqusers.options.sizedist import parse_size_dist
 
+#: More NACKs of one message than any broker's maximum redeliveries.
+MAX_NACK_TIMES = 1_000
+
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
 _SECONDS = decimal(MAX_SECONDS, unit="seconds")
 
@@ -108,6 +111,19 @@ OPTIONS: tuple[Option, ...] = (
         "ActiveMQ and Artemis",
     ),
     Option("mq-ack", "ack", choice(ACK_MODES), f"consumer ack mode: {', '.join(ACK_MODES)}"),
+    Option(
+        "mq-nack-ratio",
+        "nack_ratio",
+        decimal(1),
+        "consumers NACK this share of the messages, chosen by seq (0.1: seqs 10, 20, ...); needs --mq-ack "
+        "client-individual; ActiveMQ dead-letters a NACKed message, RabbitMQ redelivers it (0 = none)",
+    ),
+    Option(
+        "mq-nack-times",
+        "nack_times",
+        whole(MAX_NACK_TIMES, minimum=1),
+        f"with --mq-nack-ratio: NACK each chosen message this many times, then accept it (at most {MAX_NACK_TIMES:,})",
+    ),
     Option(
         "mq-prefetch",
         "prefetch",

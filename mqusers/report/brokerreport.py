@@ -92,13 +92,13 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
 
     Sent against enqueued: they may differ by the sends whose outcome mqusers does not know
     (``unconfirmed``); a transaction's messages count once it commits (``aborted`` ones never).
-    Received against dequeued (each message acknowledged once, whatever its redeliveries, and what
-    it expired: ActiveMQ's dequeueCount and Artemis's MessagesAcknowledged count those too): by what
-    the broker still had dispatched and unacknowledged at the end. Its expired count against the
-    audit's ``expired``: by what it still held (ActiveMQ drops an expired message only when it would
-    dispatch it, or at its periodic sweep). With ``lost_workers``, more enqueued or dequeued than
-    mqusers counted is what a lost worker did after its last report: the line says so, with the
-    ``worker_lost`` it bounds.
+    Received against dequeued (each message acknowledged once, whatever its redeliveries, a NACKed
+    one it dead-lettered and what it expired: ActiveMQ's dequeueCount and Artemis's
+    MessagesAcknowledged count those too): by what the broker still had dispatched and
+    unacknowledged at the end. Its expired count against the audit's ``expired``: by what it still
+    held (ActiveMQ drops an expired message only when it would dispatch it, or at its periodic
+    sweep). With ``lost_workers``, more enqueued or dequeued than mqusers counted is what a lost
+    worker did after its last report: the line says so, with the ``worker_lost`` it bounds.
     """
     lines = []
     figures_of = broker.get("destinations", {})
@@ -128,6 +128,7 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
         once = row.get("distinct", row["received"] - row.get("duplicated", 0) - row.get("after_reconnect", 0))
         expired = figures.get("expired")
         distinct = once + row.get("foreign", 0) + row.get("other_run", 0) + (expired or 0)
+        distinct += row.get("dead_lettered", 0)
         slack = figures.get("unacked", 0)
         if dequeued is not None and abs(dequeued - distinct) > slack:
             gap = abs(dequeued - distinct) - slack

@@ -29,7 +29,7 @@ from mqusers.run.verdicts import Generator, blocked_by_destination, overall
 AUDIT_KEYS = ("lost", "worker_lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered",
               "redelivered", "in_flight", "resent", "foreign", "other_run", "distinct", "aborted",
               "aborted_delivered", "not_selected", "selector_violations", "expired", "delivered_expired", "groups",
-              "group_violations")  # fmt: skip
+              "group_violations", "nacks", "dead_lettered")  # fmt: skip
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",

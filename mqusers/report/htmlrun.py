@@ -24,9 +24,9 @@ from mqusers.run.verdicts import sentence
 
 #: The audit's columns in the HTML table, as the JSON names them.
 AUDIT_COLUMNS = ("sent", "received", "lost", "duplicated", "reordered", "redelivered", "unconfirmed", "foreign")
-#: Shown only when a destination has them: transactions', selectors', expiry's (``--mq-ttl``) and groups'.
+#: Shown only when a destination has them: transactions', selectors', expiry's (``--mq-ttl``) groups' and NACKs'.
 SOMETIMES_COLUMNS = ("aborted", "aborted_delivered", "not_selected", "selector_violations", "expired",
-                     "delivered_expired", "groups", "group_violations")  # fmt: skip
+                     "delivered_expired", "groups", "group_violations", "nacks", "dead_lettered")  # fmt: skip
 #: The report's latency figures (:meth:`mqusers.measure.book.Tally.latency_ms` keys) and their headings.
 LATENCY = {"mean": "mean", "p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "max": "max"}
 _FLAGS = {option.field: option.flag for option in OPTIONS}

@@ -29,10 +29,11 @@ _AUDIT_COLUMNS = {"lost": "lost", "worker_lost": "worker-lost", "unreceived": "u
                   "unconfirmed": "unconfirmed", "duplicated": "dup", "after_reconnect": "dup-reconnect",
                   "reordered": "reord", "redelivered": "redeliv", "aborted_delivered": "aborted-deliv",
                   "not_selected": "not-selected", "selector_violations": "selector-violations", "expired": "expired",
-                  "delivered_expired": "dlv-expired", "group_violations": "group-violations"}  # fmt: skip
+                  "delivered_expired": "dlv-expired", "group_violations": "group-violations",
+                  "nacks": "nacks", "dead_lettered": "dead-lettered"}  # fmt: skip
 #: Columns shown only in a run that has one of them: every other run's table stays as narrow as it was.
 _RARE_COLUMNS = ("worker_lost", "aborted_delivered", "not_selected", "selector_violations", "expired",
-                 "delivered_expired", "group_violations")  # fmt: skip
+                 "delivered_expired", "group_violations", "nacks", "dead_lettered")  # fmt: skip
 
 
 # One number format per kind, with thousands separators.

@@ -27,6 +27,7 @@ from mqusers.coordination.messages import Coordinator
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
 from mqusers.measure.ledgers import Delta, ReceiveLedger, SentLedger
+from mqusers.measure.nacks import NackCounts
 from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
@@ -130,6 +131,8 @@ class RunContext:
     sent: SentLedger = field(default_factory=SentLedger)
     received: ReceiveLedger = field(default_factory=ReceiveLedger)
     audit: Audit = field(default_factory=Audit)
+    #: ``--mq-nack-ratio``: this process's NACK counts, per queue (its consumers share one) or topic subscription.
+    nacks: dict[str, NackCounts] = field(default_factory=dict)
     #: Connection drops of this process's Users (master: everyone's), for the failover report.
     outages: Outages = field(default_factory=Outages)
     #: False once the run is ending: producers send nothing more.

@@ -54,11 +54,13 @@ PERCENTILE_FIELDS: dict[str, float] = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p
 #: ``aborted``: messages of aborted transactions (never to arrive); ``aborted_delivered``: those that did;
 #: ``not_selected``: what no selector takes; ``selector_violations``: deliveries a selector does not take;
 #: ``expired``: not delivered and past their time-to-live; ``delivered_expired``: delivered after it;
-#: ``group_violations``: message groups two consumers had at once.
+#: ``group_violations``: message groups two consumers had at once; ``nacks``, ``redelivered``,
+#: ``dead_lettered``: NACKed deliveries, redeliveries received, NACKed never to come back.
 AUDIT_FIELDS: dict[str, FieldType] = {"lost": "int", "duplicated": "int", "in_flight": "int", "aborted": "int",
                                       "aborted_delivered": "int", "not_selected": "int",
                                       "selector_violations": "int", "expired": "int",
-                                      "delivered_expired": "int", "group_violations": "int"}  # fmt: skip
+                                      "delivered_expired": "int", "group_violations": "int", "nacks": "int",
+                                      "redelivered": "int", "dead_lettered": "int"}  # fmt: skip
 
 #: The broker as a whole (:class:`mqusers.brokers.model.BrokerFigures`), under the model's names; its
 #: ``alarms`` list becomes a count and the names, sorted and comma-separated ("" when there are none);

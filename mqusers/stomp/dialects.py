@@ -43,6 +43,9 @@ class Dialect:
     selectors: bool = True
     #: ``JMSXGroupID`` message groups: one consumer at a time per group.
     groups: bool = True
+    #: What the broker does with a message a client-individual consumer NACKs: ``dead-letter`` (to its
+    #: dead-letter queue), ``requeue`` (redelivered, flagged ``redelivered``) or ``discard`` (gone for good).
+    nack: str = "dead-letter"
 
     #: The SEND header of a message's expiry; ``expiry_absolute``: it holds the epoch ms it expires at (the
     #: JMS expiration ActiveMQ and Artemis keep), else the ms it may live from its arrival (RabbitMQ's per-message TTL).
@@ -98,6 +101,10 @@ ACTIVEMQ = Dialect(
     durable_subscribe=(("activemq.subscriptionName", "{name}"),),
     durable_unsubscribe=(("activemq.subscriptionName", "{name}"),),
     temp_queue_needs_subscribe=True,
+    # 5.17.2 and 6.1.8: a STOMP NACK is a poison ack: the message goes to ActiveMQ.DLQ at once, never
+    # redelivered (maximumRedeliveries does not apply); a non-persistent one is dropped instead (the
+    # dead-letter strategy's processNonPersistent is false by default).
+    nack="dead-letter",
 )
 RABBITMQ = Dialect(
     name="rabbitmq",
@@ -118,6 +125,10 @@ RABBITMQ = Dialect(
     expiry_absolute=False,
     # Nor has it message groups (its single active consumer is per queue): groups would be shared.
     groups=False,
+    # A NACK (requeue:true by default) puts the message back, redelivered flagged; a classic queue has no
+    # maximum, so one NACKed every time never leaves: dead letters need a dead-letter exchange or a quorum
+    # queue's x-delivery-limit declared with the queue, which mqusers does not (3.10.8: requeued, 3 of 3 flagged).
+    nack="requeue",
 )
 ARTEMIS = Dialect(
     name="artemis",
@@ -143,6 +154,9 @@ ARTEMIS = Dialect(
     # (2.40.0 let a stomp.py consumer hold 8 of 200 1 KiB messages). One ACK per 50 stalled mqusers'
     # client-ack consumers: 316 of 796 received at 100 msg/s, p50 16.6 s.
     default_ack_window=10240,
+    # Its STOMP NACK acknowledges (2.40.0: the NACKed message was neither redelivered nor in DLQ, the queue
+    # empty): max-delivery-attempts and the DLQ address never see it, so --mq-nack-ratio is refused.
+    nack="discard",
 )
 DIALECTS = {dialect.name: dialect for dialect in (ACTIVEMQ, RABBITMQ, ARTEMIS)}
 

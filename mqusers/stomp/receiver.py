@@ -15,6 +15,7 @@ from collections.abc import Callable
 from mqusers.coordination.messages import Follower
 from mqusers.measure.backlog import BacklogFigures
 from mqusers.measure.ledgers import EXPIRY_GRACE_NS, Subscription
+from mqusers.measure.nacks import NackCounts
 from mqusers.measure.names import (
     ACK,
     RECEIVE,
@@ -40,6 +41,7 @@ from mqusers.stomp.wire import (
     SIZE,
     Headers,
     ack_frame,
+    nack_frame,
     reply_frame,
 )
 
@@ -82,6 +84,7 @@ class Receiver:
         backlog: BacklogFigures | None = None,
         pace: AckPace | None = None,
         ttl_ns: int = 0,
+        nacks: NackCounts | None = None,
     ):
         self.destination = destination
         #: What its events are named after: the destination, or the pattern it is one of.
@@ -136,6 +139,9 @@ class Receiver:
         self._warned = False
         #: Messages expire ``ttl_ns`` after their send: a delivery later than that (and the grace) is counted.
         self._late_ns = ttl_ns + EXPIRY_GRACE_NS if ttl_ns else 0
+        #: ``--mq-nack-ratio`` (client-individual acks): which deliveries to NACK, shared by the process's
+        #: consumers of a queue, so a redelivery to any of them is known as one.
+        self.nacks = nacks
 
     def ack_in_transactions(self, size: int) -> None:
         """Send ACKs in transactions of ``size`` ACKs (0: none), each committed after its last and on :meth:`flush`."""
@@ -156,6 +162,7 @@ class Receiver:
         if not own and self._stray(headers, len(body)):
             return
         size = len(body)
+        refuse = False
         measured_from_ns = self._recorder.measured_from_ns
         if self._clock is not None and self._clock.offsets:
             correction = self._correction(headers.get(PRODUCER, b""))
@@ -171,12 +178,17 @@ class Receiver:
                 self._failed(size, _CORRUPT)
             else:
                 if self.audit is not None and own:  # the audit is of this run's messages only
-                    self.audit.record(headers[PRODUCER], int(headers[SEQ]), headers.get(_REDELIVERED) == b"true")
+                    producer, seq = headers[PRODUCER], int(headers[SEQ])
+                    again = headers.get(_REDELIVERED) == b"true"
+                    if self.nacks is None:
+                        self.audit.record(producer, seq, again)
+                    else:
+                        refuse = self.nacks.deliver(self.audit, producer, seq, again)
                     # Both times on the producer's clock (received_ns corrected above).
                     if self._late_ns and received_ns - sent_ns > self._late_ns:
-                        self.audit.record_late(headers[PRODUCER])
+                        self.audit.record_late(producer)
                     if self.spans:
-                        self.audit.seen(headers[PRODUCER], arrived_ns)
+                        self.audit.seen(producer, arrived_ns)
                 latency_us = (received_ns - sent_ns) // 1000
                 backlog = self._backlog if own else None
                 old = backlog is not None and backlog.delivered(sent_ns, received_ns)
@@ -196,7 +208,9 @@ class Receiver:
                     if self._spot is not None:
                         self._spot.record(latency_us, received_ns)
         self.received += 1
-        if self._acks:
+        if refuse:
+            self._acknowledge(headers.get(b"ack"), True, nack_frame)
+        elif self._acks:
             self._acknowledge(headers.get(b"ack"), self.received % self._ack_every == 0)
         if self._observer is not None:
             self._observer(headers, body)
@@ -226,8 +240,8 @@ class Receiver:
             self._acknowledge(headers.get(b"ack"), True)
         return True
 
-    def _acknowledge(self, ack_id: bytes | None, now: bool) -> None:
-        """ACK this delivery (``client`` mode: with the next ``now``) at the end of this read."""
+    def _acknowledge(self, ack_id: bytes | None, now: bool, frame: Callable[[bytes], bytes] | None = None) -> None:
+        """ACK (or ``frame``: NACK) this delivery (``client`` mode: with the next ``now``) at the end of this read."""
         if ack_id is None:
             return
         if not (now or self._individual):
@@ -235,11 +249,11 @@ class Receiver:
             return
         self._unacked = None
         if self._pace is not None:
-            self._pace.hold(self, self._frame_of(ack_id))
+            self._pace.hold(self, (frame or self._frame_of)(ack_id))
             return
         if not self._out:
             self._client.after_read(self._write)
-        self._out.append(self._frame_of(ack_id))
+        self._out.append((frame or self._frame_of)(ack_id))
 
     @property
     def generation(self) -> int:

@@ -68,6 +68,11 @@ def ack_frame(ack_id: bytes) -> bytes:
     return b"ACK\nid:%s\n\n\x00" % ack_id
 
 
+def nack_frame(ack_id: bytes) -> bytes:
+    """NACK for a delivery's raw ``ack`` header (``client-individual``: this message only)."""
+    return b"NACK\nid:%s\n\n\x00" % ack_id
+
+
 def reply_frame(reply_to: bytes, correlation: bytes, body: bytes) -> bytes:
     """A responder's answer: the request's body, to its raw ``reply-to``, with its raw correlation id."""
     return b"SEND\ndestination:%s\ncorrelation-id:%s\ncontent-length:%d\n\n%s\x00" % (

@@ -13,6 +13,7 @@ import math
 import time
 from typing import Any, ClassVar
 
+from mqusers.measure.nacks import NackCounts, as_ratio
 from mqusers.measure.names import destination_kind
 from mqusers.options import selectors
 from mqusers.run.context import coordinator_for
@@ -46,6 +47,10 @@ class StompConsumerUser(StompUser):
     #: Which producers' labels this user's selector takes (:mod:`mqusers.options.selectors`): ``all``,
     #: ``own``, ``L0,L2``; None subscribes without one. Needs ``labels``.
     select: str | None = None
+    #: The share of messages to NACK (chosen by seq; needs ``client-individual``), and how many times
+    #: each chosen one is NACKed before it is accepted (:mod:`mqusers.measure.nacks`).
+    nack_ratio = 0.0
+    nack_times = 1
     #: Messages of other runs and foreign ones: ``apart`` (counted apart), ``fail`` (also Locust
     #: failures) or ``receive`` (other runs' messages count as received: draining a backlog).
     other_runs = "apart"
@@ -56,6 +61,7 @@ class StompConsumerUser(StompUser):
     def __init__(self, environment: Any):
         super().__init__(environment)  # calls client_id(), which settles self.durable
         self.ack, self.prefetch = self.setting("ack"), self.setting("prefetch")
+        self.nack_ratio, self.nack_times = self.setting("nack_ratio"), self.setting("nack_times")
         labels, select = self.setting("labels"), self.setting("select")
         selectors.check(labels, select)
         #: The labels its selector takes; None: no selector.
@@ -104,6 +110,11 @@ class StompConsumerUser(StompUser):
         figures."""
         options: dict[str, Any] = {"run_id": self.mq.run_id, "other_runs": self.setting("other_runs"),
                                    "ttl_ns": self.setting("ttl_ms") * 1_000_000}  # fmt: skip
+        if self.nack_ratio:
+            # A queue's consumers in this process share its counts; a topic subscription has its own.
+            key = f"{destination} {type(self).__name__}/{self.ordinal}"
+            key = destination if destination_kind(destination) == "queue" else key
+            options["nacks"] = self.mq.nacks.setdefault(key, NackCounts(as_ratio(self.nack_ratio), self.nack_times))
         if self.mq.backlog is not None:
             options.update(backlog=self.mq.backlog.figures, pace=self.pace)
         if destination != self.destination:

@@ -54,6 +54,8 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-select": ("Labels consumers' selectors take", "select", GROUPS[2]),
     "mq-groups": ("Message groups, one per producer up to N", "groups", GROUPS[2]),
     "mq-ack": ("Ack mode", "ack", GROUPS[2]),
+    "mq-nack-ratio": ("Share of messages consumers NACK", "nack_ratio", GROUPS[2]),
+    "mq-nack-times": ("NACKs of each chosen message", "nack_times", GROUPS[2]),
     "mq-prefetch": ("Prefetch per consumer", "prefetch", GROUPS[2]),
     "mq-receipts": ("Receipts: sync send", "receipts", GROUPS[2]),
     "mq-in-flight": ("Sends awaiting a receipt, at most", "in_flight", GROUPS[2]),

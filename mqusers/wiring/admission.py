@@ -34,6 +34,25 @@ def preflight(settings: Settings, user_classes: Iterable[type] = ()) -> None:
     grouping = settings.groups if settings.groups is not None else any(getattr(c, "groups", 0) for c in user_classes)
     if grouping and not client.dialect.groups:
         raise MqError(f"--mq-groups: {client.dialect.name} has no message groups (ActiveMQ and Artemis have)")
+    if client.dialect.nack == "discard" and any(_nack_ratio(settings, c) for c in user_classes):
+        raise MqError(f"--mq-nack-ratio: {client.dialect.name}'s STOMP NACK acknowledges the message: it is "
+                      "discarded, neither redelivered nor dead-lettered")  # fmt: skip
+
+
+def _nack_ratio(settings: Settings, user_class: type) -> float:
+    """The share of messages a consumer class NACKs this test (0 for other roles)."""
+    if roles.role_of(user_class) != "consumer":
+        return 0.0
+    return float(settings.nack_ratio if settings.nack_ratio is not None else getattr(user_class, "nack_ratio", 0))
+
+
+def nack_problem(environment: Environment, settings: Settings) -> str | None:
+    """A consumer that NACKs acks client-individual: a NACK of one message must not refuse earlier ones."""
+    for user_class in environment.user_classes:
+        ack = settings.ack or getattr(user_class, "ack", "auto")
+        if _nack_ratio(settings, user_class) and ack != "client-individual":
+            return f"--mq-nack-ratio: {user_class.__name__} NACKs but acks {ack}; NACK needs client-individual"
+    return None
 
 
 def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:
@@ -55,6 +74,7 @@ def problem(environment: Environment, settings: Settings, users: int | None) -> 
     arranged = arrangement(environment, settings, users)
     return (
         backlog_problem(environment, settings)
+        or nack_problem(environment, settings)
         or pattern_problem(environment, settings, arranged)
         or arranged.problem
         or files_problem(environment, users)

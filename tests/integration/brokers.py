@@ -133,11 +133,28 @@ BEHAVIOURS = (
     "STOMP over WebSocket",
     "message groups",
     "connection churn",
+    "NACK to dead letters",
+    "NACK redelivered",
 )
+_NACK_ACKNOWLEDGES = (
+    "its STOMP NACK acknowledges: the message is discarded, neither redelivered nor dead-lettered "
+    "(2.40.0), so `--mq-nack-ratio` is refused before load (exit 2)"
+)
+_NACK_DEAD_LETTERS = "a STOMP NACK sends the message to `ActiveMQ.DLQ` at once (a poison ack), never redelivered"
 #: {behaviour: {broker: why it cannot}}: each reason is the skip's and the docs table's cell.
 CANNOT: dict[str, dict[str, str]] = {
     "selectors": {"rabbitmq": "its STOMP has no selectors: `--mq-select` is refused before load (exit 2)"},
     "message groups": {"rabbitmq": "no message groups: `--mq-groups` is refused before load (exit 2)"},
+    "NACK to dead letters": {
+        "artemis": _NACK_ACKNOWLEDGES,
+        "rabbitmq": "a NACK requeues the message: a classic queue has no maximum redeliveries, and dead letters "
+        "need a dead-letter exchange or a quorum queue's `x-delivery-limit`, which mqusers does not declare",
+    },
+    "NACK redelivered": {
+        "activemq": _NACK_DEAD_LETTERS,
+        "activemq6": _NACK_DEAD_LETTERS,
+        "artemis": _NACK_ACKNOWLEDGES,
+    },
     "redelivery": {
         "artemis": "flags only the first of the messages a consumer left unacknowledged `redelivered:true` "
         "(2.40.0: 1 of 10), so the others count as duplicates",

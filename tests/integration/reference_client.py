@@ -92,3 +92,25 @@ class Thief(stomp.ConnectionListener):  # type: ignore[misc]
             self.stolen += 1
             if self.stolen == self.limit:
                 self.done.set()
+
+
+def read_dead_letters(broker: Broker, dead_letter_queue: str, run_id: str, timeout: float = 20.0) -> list[Any]:
+    """Every message of run ``run_id`` on the broker's dead-letter queue, read (and removed) by plain stomp.py.
+
+    The queue is the broker's one for every destination: other runs' dead letters are read and left out. To know
+    that all were read, a marker is sent to the queue last and read back: one consumer reads a queue in order.
+    """
+    connection = stomp.Connection12([("127.0.0.1", broker.port)], vhost="/", heartbeats=(0, 0))
+    inbox = Inbox()
+    connection.set_listener("inbox", inbox)
+    connection.connect(wait=True)
+    dlq = dead_letter_queue
+    connection.subscribe(dlq, id="dlq", ack="auto", headers=broker.routing("SUBSCRIBE", dlq))
+    marker = f"end of {run_id}"
+    connection.send(dlq, marker, headers={"persistent": "true", **broker.routing("SEND", dlq)})
+    try:
+        ended = wait_for(lambda: any(frame.body == marker for frame in list(inbox.frames)), timeout)
+    finally:
+        connection.disconnect()
+    assert ended, f"the marker sent to {dead_letter_queue} did not come back within {timeout} s"
+    return [frame for frame in inbox.frames if frame.headers.get("mq-run") == run_id]

@@ -253,3 +253,13 @@ def test_the_expiry_example_runs(tmp_path: Path) -> None:
         found = re.search(r"/queue/mqusers\.expiry +0 +0 +0 +0 +0 +0 +0 +([\d,]+) ", output)  # lost... expired
         assert found and int(found.group(1).replace(",", "")) > 0, output[-3000:]
         assert "expired against expired" in output and "dlv-expired" not in output, output[-3000:]
+
+
+@pytest.mark.activemq
+def test_the_nack_example_runs(tmp_path: Path) -> None:
+    """One in ten NACKed: ActiveMQ dead-letters each, nothing is lost and the broker's dequeued agrees."""
+    started("activemq")
+    (command,) = commands_starting("locust -f locustfiles/nack.py --host")
+    output = ran_well(command, tmp_path)
+    assert "dead-lettered" in output and "the broker's counts agree" in output, output[-3000:]
+    assert re.search(r"/queue/mqusers\.nack +0 ", output), output[-3000:]  # the audit's lost column
