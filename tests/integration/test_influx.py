@@ -37,15 +37,23 @@ ENABLE = """from mqusers.sinks.influx import register
 # An audit stand-in until mqusers' own audit exists: fixed running totals per destination.
 register(audit=lambda: {{{destination!r}: {{"lost": 0, "duplicated": 0, "in_flight": 1}}}})
 """
-#: Added where the dashboards are queried: a User that connects and disconnects, so the connection
-#: panels have data (an unpaced one: never beside a load whose rate a test checks).
+#: Added where the dashboards are queried: a User that connects and disconnects and one that sends in
+#: transactions (every other one aborted), so the connection and transaction panels have data (the
+#: churner unpaced: never beside a load whose rate a test checks).
 CHURNER = """
-from mqusers import StompChurnProducerUser
+from mqusers import StompChurnProducerUser, StompTransactionProducerUser
 
 
 class Churner(StompChurnProducerUser):
     destination = {destination!r}
     fixed_count = 1
+
+
+class Committer(StompTransactionProducerUser):
+    destination = {destination!r}
+    fixed_count = 1
+    tx_size = 5
+    tx_abort_ratio = 0.5
 """
 
 
@@ -115,7 +123,7 @@ def distributed(victoria: int, tmp_path_factory: pytest.TempPathFactory) -> Run:
     base = locust_command(tmp, destination, churn=True)
     master = subprocess.Popen(
         [*base, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
-         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "6s", "--host", broker_url(), "--only-summary",
+         "--expect-workers", "2", "-u", "6", "-r", "6", "-t", "6s", "--host", broker_url(), "--only-summary",
          "--mq-rate", "100", "--mq-receipts", "true", "--mq-report-json", str(report),
          "--influx-url", f"http://127.0.0.1:{victoria}", "--influx-line-file", str(lines)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
