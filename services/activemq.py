@@ -53,6 +53,8 @@ BROKER_XML = """\
         <policyEntries>
           <policyEntry queue="&gt;" producerFlowControl="false"/>
           <policyEntry topic="&gt;" producerFlowControl="false"/>
+          <!-- Queues named mqusers.prio.* deliver by priority (docs/brokers.md, docs/semantics.md). -->
+          <policyEntry queue="mqusers.prio.&gt;" producerFlowControl="false" prioritizedMessages="true"/>
 {flow_policy}        </policyEntries>
       </policyMap>
     </destinationPolicy>

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqusers.measure.priority import PriorityFigures
+
 #: The drain's per-second counts stop growing after this many seconds (bounded memory).
 MAX_SECONDS = 86_400
 
@@ -39,6 +41,8 @@ class BacklogFigures:
     #: Producer flow control: blocked-send episodes that began while building and after the switch.
     blocked_build: int = 0
     blocked_drain: int = 0
+    #: ``--mq-priorities``: each consumer's delivery order, its inversions (:mod:`mqusers.measure.priority`).
+    priority: PriorityFigures = field(default_factory=PriorityFigures)
 
     @property
     def building(self) -> bool:
@@ -95,4 +99,5 @@ class BacklogFigures:
             "peak_drain_rate_msgs": peak,
             "drain_per_second": list(self.per_second),
             "blocked_sends": {"build": self.blocked_build, "drain": self.blocked_drain},
+            "priority": self.priority.document(),
         }

@@ -24,6 +24,8 @@ RECEIVE_DUE = "receive-due"
 #: A backlog run's deliveries apart: the backlog's (sent before the switch) and the new ones.
 RECEIVE_BACKLOG = "receive-backlog"
 RECEIVE_NEW = "receive-new"
+#: A priority run's deliveries of one priority (``--mq-priorities``): ``receive-p9``, ``receive-p0``...
+RECEIVE_PRIORITY = "receive-p"
 #: A transaction's BEGIN (not timed: no RECEIPT asked; only its failures are events), and its COMMIT
 #: or ABORT, from the write to the broker's RECEIPT.
 BEGIN = "begin"

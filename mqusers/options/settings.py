@@ -35,6 +35,7 @@ class Settings:
     labels: int | None = None
     groups: int | None = None
     select: str | None = None
+    priorities: int | None = None
     ack: str | None = None
     nack_ratio: float | None = None
     nack_times: int | None = None
@@ -133,6 +134,9 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
         if payload is not None and not payload.sized:
             raise OptionError(f"--mq-profile's CSV has a size column, but --mq-payload {payload.kind} bodies "
                               "have their own sizes")  # fmt: skip
+    if values.get("priorities") and not (values.get("backlog_messages") or values.get("backlog_seconds")):
+        raise OptionError("--mq-priorities is measured on a backlog drained: give --mq-backlog-messages or "
+                          "--mq-backlog-seconds too")  # fmt: skip
     if values.get("select") is not None and values.get("labels") is not None:
         check_selection(values["labels"], values["select"])
     if values.get("nack_ratio") and values.get("ack") not in (None, "client-individual"):

@@ -43,6 +43,7 @@ from mqusers.options.parsing import (
 )
 from mqusers.options.paths import parse_ca_file, parse_cert_file, parse_key_file, writable_file
 from mqusers.options.payloadspec import parse_payload
+from mqusers.options.priorities import parse_priorities
 from mqusers.options.profile import parse_profile
 from mqusers.options.selectors import MAX_LABELS, parse_select
 from mqusers.options.sizedist import parse_size_dist
@@ -109,6 +110,13 @@ OPTIONS: tuple[Option, ...] = (
         "consumers subscribe with a selector on the labels: all (every label: the selector's cost alone), own "
         "(consumer j takes L<j mod N>), a list such as L0,L2 (the rest are not selected) or none (no selector); "
         "ActiveMQ and Artemis",
+    ),
+    Option(
+        "mq-priorities",
+        "priorities",
+        parse_priorities,
+        "message priorities in a backlog run: message seq gets level seq mod K of K (2 to 10), sent as priority "
+        "0 to 9; the report counts inversions and latency per priority (docs/semantics.md; 0 = none)",
     ),
     Option("mq-ack", "ack", choice(ACK_MODES), f"consumer ack mode: {', '.join(ACK_MODES)}"),
     Option(

@@ -2,13 +2,14 @@
 
 Read from the JSON's ``backlog`` (:meth:`mqusers.measure.backlog.BacklogFigures.document`) and the
 ``receive-backlog`` / ``receive-new`` operations' latency; the console summary and the HTML report show it.
+With ``--mq-priorities``, a table per priority: deliveries, inversions, the ``receive-p<k>`` latency.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mqusers.measure.names import RECEIVE_BACKLOG, RECEIVE_NEW, split_event_name
+from mqusers.measure.names import RECEIVE_BACKLOG, RECEIVE_NEW, RECEIVE_PRIORITY, split_event_name
 
 
 def _s(value: float | None) -> str:
@@ -48,3 +49,30 @@ def backlog_sentence(backlog: dict[str, Any]) -> str:
     return (f"backlog: {backlog['at_switch']:,} messages at the switch ({backlog['switch_reason']}), emptied in "
             f"{_s(backlog['time_to_empty_s'])} s{paced}; drained per second: {shown or '-'} (peak "
             f"{backlog['peak_drain_rate_msgs']:,}/s){flow}")  # fmt: skip
+
+
+def priority_table(backlog: dict[str, Any], operations: list[dict[str, Any]]) -> list[list[str]] | None:
+    """One row per priority, highest first: deliveries, inversions, latency; None without priorities."""
+    priority = backlog.get("priority")
+    if not priority:
+        return None
+    rows = [["priority", "received", "inversions", "latency p50 / p99 / max ms"]]
+    for level in reversed(range(priority["levels"])):
+        value = priority["priorities"][level]
+        rows.append([str(value), f"{priority['received'][level]:,}", f"{priority['inversions'][level]:,}",
+                     _latency(operations, f"{RECEIVE_PRIORITY}{value}")])  # fmt: skip
+    return rows
+
+
+def priority_sentence(backlog: dict[str, Any]) -> str | None:
+    """The inversions in words; None without priorities."""
+    priority = backlog.get("priority")
+    if not priority:
+        return None
+    received = sum(priority["received"])
+    capped = f" (order kept for all but {priority['beyond_cap']:,})" if priority["beyond_cap"] else ""
+    consumers = ", ".join(f"{n:,}" for n in priority["inversions_per_consumer"])
+    return (
+        f"priority: {priority['inversions_total']:,} inversions in {received:,} deliveries{capped}: a lower "
+        f"priority delivered while a higher one of the backlog waited (per consumer: {consumers})"
+    )

@@ -17,7 +17,7 @@ from mqusers.measure.book import percentile_plot
 from mqusers.measure.names import RECEIVE, split_event_name
 from mqusers.options.settings import Settings
 from mqusers.options.table import OPTIONS, SECRET_FIELDS
-from mqusers.report.backlogreport import backlog_sentence, phase_table
+from mqusers.report.backlogreport import backlog_sentence, phase_table, priority_sentence, priority_table
 from mqusers.report.htmltables import Html, facts, number, table, when
 from mqusers.report.manydest import QUANTILES, WORST_FIGURES
 from mqusers.run.verdicts import sentence
@@ -186,7 +186,12 @@ def _backlog_table(document: dict[str, Any]) -> str:
         return ""
     rows = phase_table(backlog, document.get("operations", []))
     words = escape(backlog_sentence(backlog))
-    return f"<h3>Backlog: build, then drain</h3>{table(rows[0], rows[1:], 'backlog')}<p>{words}</p>"
+    html = f"<h3>Backlog: build, then drain</h3>{table(rows[0], rows[1:], 'backlog')}<p>{words}</p>"
+    if priorities := priority_table(backlog, document.get("operations", [])):
+        sentence = escape(priority_sentence(backlog) or "")
+        html += f"<h3>Priority: inversions and latency</h3>{table(priorities[0], priorities[1:], 'priority')}"
+        html += f"<p>{sentence}</p>"
+    return html
 
 
 def _operation_tables(document: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from mqusers.options.table import SECRET_FIELDS
-from mqusers.report.backlogreport import backlog_sentence, phase_table
+from mqusers.report.backlogreport import backlog_sentence, phase_table, priority_sentence, priority_table
 from mqusers.report.brokerreport import broker_table
 from mqusers.report.build import AUDIT_KEYS, Row, RunReport
 from mqusers.report.failover import failover_table
@@ -73,6 +73,8 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
             _render(phase_table(report.facts.backlog, report.operations)),
             _wrap(backlog_sentence(report.facts.backlog)),
         ]
+        if priorities := priority_table(report.facts.backlog, report.operations):
+            lines += [_render(priorities), _wrap(priority_sentence(report.facts.backlog) or "")]
     if latency := _latency_table(report):
         lines.append(_render(latency))
     if failover := failover_table(report.facts.failover):

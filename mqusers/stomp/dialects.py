@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqusers.options.priorities import TOP
+
 
 @dataclass(frozen=True)
 class Dialect:
@@ -46,6 +48,11 @@ class Dialect:
     #: What the broker does with a message a client-individual consumer NACKs: ``dead-letter`` (to its
     #: dead-letter queue), ``requeue`` (redelivered, flagged ``redelivered``) or ``discard`` (gone for good).
     nack: str = "dead-letter"
+    #: The queue argument a SEND or SUBSCRIBE that declares a /queue/ must carry for its messages'
+    #: ``priority`` to count (RabbitMQ's ``x-max-priority``: every declaration the same, or an ERROR);
+    #: ``""``: the broker orders by priority without one (Artemis) or by its own configuration
+    #: (ActiveMQ Classic: ``prioritizedMessages="true"`` in the queue's destination policy, docs/brokers.md).
+    priority_queue_header: str = ""
 
     #: The SEND header of a message's expiry; ``expiry_absolute``: it holds the epoch ms it expires at (the
     #: JMS expiration ActiveMQ and Artemis keep), else the ms it may live from its arrival (RabbitMQ's per-message TTL).
@@ -85,6 +92,12 @@ class Dialect:
             for prefix, routing in self.routing_types:
                 if destination.startswith(prefix):
                     return {header: routing}
+        return {}
+
+    def priority_queue_headers(self, destination: str) -> dict[str, str]:
+        """Headers that declare ``destination`` a priority queue (priorities 0 to 9), where a header must."""
+        if self.priority_queue_header and destination.startswith("/queue/"):
+            return {self.priority_queue_header: str(TOP)}
         return {}
 
     def durable_headers(self, name: str) -> dict[str, str]:
@@ -129,6 +142,7 @@ RABBITMQ = Dialect(
     # maximum, so one NACKed every time never leaves: dead letters need a dead-letter exchange or a quorum
     # queue's x-delivery-limit declared with the queue, which mqusers does not (3.10.8: requeued, 3 of 3 flagged).
     nack="requeue",
+    priority_queue_header="x-max-priority",
 )
 ARTEMIS = Dialect(
     name="artemis",

@@ -26,6 +26,7 @@ from mqusers.measure.names import (
     REQUEST_TYPE,
     event_name,
 )
+from mqusers.measure.priority import PriorityTally
 from mqusers.measure.spread import Spot
 from mqusers.stomp.ackpace import AckPace
 from mqusers.stomp.acktransactions import AckTransactions
@@ -85,6 +86,7 @@ class Receiver:
         pace: AckPace | None = None,
         ttl_ns: int = 0,
         nacks: NackCounts | None = None,
+        priorities: int = 0,
     ):
         self.destination = destination
         #: What its events are named after: the destination, or the pattern it is one of.
@@ -98,6 +100,15 @@ class Receiver:
             self._old = client.operation(event_name(RECEIVE_BACKLOG, self.label))
             self._new = client.operation(event_name(RECEIVE_NEW, self.label))
             self._old.cut = self._new.cut = False
+        #: ``--mq-priorities`` in a backlog run: each delivery's level in order, latency per priority.
+        self._priority = (
+            None
+            if backlog is None or not priorities
+            else PriorityTally(
+                backlog.priority.order(priorities),
+                lambda operation: client.operation(event_name(operation, self.label)),
+            )
+        )
         #: A pattern's destination: its own deliveries' latency, beside the pattern's row.
         self._spot = spot
         # Cut by each message's send time here, not by its receive time (on the producer's clock).
@@ -192,6 +203,9 @@ class Receiver:
                 latency_us = (received_ns - sent_ns) // 1000
                 backlog = self._backlog if own else None
                 old = backlog is not None and backlog.delivered(sent_ns, received_ns)
+                if self._priority is not None and own:
+                    self._priority.delivered(int(headers[SEQ]), old, latency_us, size, received_ns,
+                                             sent_ns >= measured_from_ns)  # fmt: skip
                 # Auto ack only: the broker sends on without waiting for our ACKs, so a pause throttles nothing.
                 if latency_us >= RECEIVE_BEHIND_US and not self._acks:
                     self._client.behind = True

@@ -57,6 +57,9 @@ class StompConsumerUser(StompUser):
     #: ACKs per transaction, each committed with a receipt (``commit-acks``); 0: plain ACKs. Auto acks
     #: become client-individual: there must be ACKs to put in them.
     tx_ack = 0
+    #: Priority levels the producers stamp (``--mq-priorities``): a backlog run counts inversions and
+    #: latency per priority; RabbitMQ's queue is declared a priority queue.
+    priorities = 0
 
     def __init__(self, environment: Any):
         super().__init__(environment)  # calls client_id(), which settles self.durable
@@ -116,7 +119,7 @@ class StompConsumerUser(StompUser):
             key = destination if destination_kind(destination) == "queue" else key
             options["nacks"] = self.mq.nacks.setdefault(key, NackCounts(as_ratio(self.nack_ratio), self.nack_times))
         if self.mq.backlog is not None:
-            options.update(backlog=self.mq.backlog.figures, pace=self.pace)
+            options.update(backlog=self.mq.backlog.figures, pace=self.pace, priorities=self.setting("priorities") or 0)
         if destination != self.destination:
             options.update(label=self.destination, spot=self.mq.spread.spot(destination))
         return options
@@ -151,6 +154,8 @@ class StompConsumerUser(StompUser):
         headers = {**self.subscribe_headers, **dialect.prefetch_headers(self.prefetch, self.message_size, self.ack)}
         if self.selects is not None:
             headers["selector"] = selectors.expression(self.selects)
+        if self.setting("priorities"):
+            headers.update(dialect.priority_queue_headers(self.destination))
         if self.durable:
             headers.update(dialect.durable_headers(self.durable_name()))
             headers["id"] = self.durable_name()

@@ -22,6 +22,7 @@ from mqusers.measure.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
 from mqusers.options.groups import HEADER as GROUP
 from mqusers.options.groups import group_of
 from mqusers.options.payloadspec import PayloadSpec
+from mqusers.options.priorities import PRIORITY, level_of, value_of
 from mqusers.options.selectors import HEADER, label_of
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError, Publisher, Sent
@@ -62,6 +63,8 @@ class StompProducerUser(StompUser):
     max_messages = 0
     #: Extra SEND headers, e.g. ``{"priority": "4"}``.
     headers: ClassVar[dict[str, str]] = {}
+    #: Priority levels (``--mq-priorities``, 2 to 10): message seq has level seq mod K; 0: no priority header.
+    priorities = 0
     #: What the bodies are made of (``--mq-payload``); random printable ones by default.
     payload = PayloadSpec()
 
@@ -89,6 +92,7 @@ class StompProducerUser(StompUser):
         self.size = (self.sizes.size_at(0.0) if self.sizes else None) or self.message_size
         self.bodies = payloads.bodies(self.payload, self.size, settings.size_dist)
         sent, labels, ttl_ns = self.mq.sent, self.setting("labels"), self.setting("ttl_ms") * 1_000_000
+        self.priorities = self.setting("priorities") or 0
         #: The ``mqlabel`` header its messages carry, which consumers' selectors take or leave.
         self.label = label_of(self.ordinal, labels) if labels else ""
         groups = self.setting("groups")
@@ -114,7 +118,9 @@ class StompProducerUser(StompUser):
         paced = self.receipts or self.rate > 0 or self.mq.settings.total_rate or self.mq.settings.profile
         own_emit = type(self).emit is not StompProducerUser.emit
         largest = max(map(len, self.bodies))
-        self.burst = 1 if paced or own_emit else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, largest)))
+        self.burst = (
+            1 if paced or own_emit or self.priorities else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, largest)))
+        )
         #: When the last send the broker took (written, or confirmed with receipts) went out; -1: none.
         self.ok_ns = -1
         self.mq.producers.append((self.destination, self.client))
@@ -125,20 +131,30 @@ class StompProducerUser(StompUser):
     def make_publishers(
         self, destination: str, headers: dict[str, str], bodies: tuple[bytes, ...] | None = None
     ) -> list[Publisher]:
-        """One publisher per body (``bodies``, default all); its events named after ``destination``'s label."""
+        """One publisher per body (``bodies``, default all), with priorities per level and body (level
+        first); its events named after ``destination``'s label."""
         dialect, ttl = self.client.dialect, self.setting("ttl_ms")
         frame_headers = {**dialect.send_headers(destination), **dialect.expiry_headers(ttl), **self.headers, **headers}
         if self.persistent:
             frame_headers["persistent"] = "true"
         expiry = (dialect.expiry_header, ttl) if ttl and dialect.expiry_absolute else None
+        stamps = [frame_headers]
+        if self.priorities:
+            frame_headers.update(dialect.priority_queue_headers(destination))
+            stamps = [{**frame_headers, PRIORITY: str(value_of(level, self.priorities))}
+                      for level in range(self.priorities)]  # fmt: skip
         return [self.client.publisher(destination, SendFrames(destination, body, self.mq.run_id, self.producer_id,
-                                                              frame_headers, expiry), label=self.destination)
-                for body in (self.bodies if bodies is None else bodies)]  # fmt: skip
+                                                              stamp, expiry), label=self.destination)
+                for stamp in stamps for body in (self.bodies if bodies is None else bodies)]  # fmt: skip
 
-    def publisher(self) -> Publisher:
-        """The current lane's next body's publisher: one body per write, in turn (a burst is one write)."""
+    def publisher(self, seq: int = 0) -> Publisher:
+        """The current lane's next body's publisher: one body per write, in turn (a burst is one write); with
+        priorities, of message ``seq``'s level."""
         self._turn += 1
         publishers = self.lane.publishers
+        if self.priorities:
+            bodies = len(publishers) // self.priorities
+            return publishers[level_of(seq, self.priorities) * bodies + self._turn % bodies]
         return publishers[self._turn % len(publishers)]
 
     def wait_time(self) -> float:
@@ -290,9 +306,9 @@ class StompProducerUser(StompUser):
     def emit(self, seq: int) -> None:
         """Send message ``seq``. (One task for all producers: Locust also runs inherited tasks.)"""
         if self.window is not None:
-            self.window.send(self.publisher(), seq, self._due_header, functools.partial(self._settled, self._sent))
+            self.window.send(self.publisher(seq), seq, self._due_header, functools.partial(self._settled, self._sent))
         else:
-            outcome = self.client.publish(self.publisher(), seq, sync=self.receipts, extra=self._due_header)
+            outcome = self.client.publish(self.publisher(seq), seq, sync=self.receipts, extra=self._due_header)
             self._settled(self._sent, seq, outcome)
 
     def _settled(self, sent: SentStream, seq: int, outcome: Sent) -> None:

@@ -42,7 +42,7 @@ class StompRequesterUser(StompProducerUser):
         self.reply_destination = dialect.reply_queue_address.format(name=queue.removeprefix("/queue/"))
 
     def emit(self, seq: int) -> None:
-        outcome = self.client.request(self.publisher(), seq, self.reply_destination)
+        outcome = self.client.request(self.publisher(seq), seq, self.reply_destination)
         if outcome:
             self.ok_ns = time.time_ns()
             self._sent.record(seq, self.ok_ns)

@@ -70,7 +70,7 @@ class StompTransactionProducerUser(StompProducerUser):
         sent = self._sent
         self._open.append((sent, seq))  # before the write: one cut mid-frame is the transaction's too
         # The due time (a shared schedule's) and the transaction: pre-encoded header lines, one after the other.
-        if not self.client.publish(self.publisher(), seq, extra=self._due_header + self._line):
+        if not self.client.publish(self.publisher(seq), seq, extra=self._due_header + self._line):
             # Not written: the connection is gone, and the transaction with it.
             self._open.pop()
             self._rolled_back()

@@ -53,6 +53,7 @@ FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-labels": ("Labels producers stamp (mqlabel)", "labels", GROUPS[2]),
     "mq-select": ("Labels consumers' selectors take", "select", GROUPS[2]),
     "mq-groups": ("Message groups, one per producer up to N", "groups", GROUPS[2]),
+    "mq-priorities": ("Priority levels (in a backlog run)", "priorities", GROUPS[2]),
     "mq-ack": ("Ack mode", "ack", GROUPS[2]),
     "mq-nack-ratio": ("Share of messages consumers NACK", "nack_ratio", GROUPS[2]),
     "mq-nack-times": ("NACKs of each chosen message", "nack_times", GROUPS[2]),
