@@ -39,6 +39,7 @@ RUN_HERE = {
     "locust -f locustfiles/groups.py --host": "test_the_groups_example_runs",
     "locust -f locustfiles/expiry.py --host": "test_the_expiry_example_runs",
     "locust -f locustfiles/nack.py --host": "test_the_nack_example_runs",
+    "locust -f locustfiles/priority.py --host": "test_the_priority_example_runs",
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {

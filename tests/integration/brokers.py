@@ -135,6 +135,7 @@ BEHAVIOURS = (
     "connection churn",
     "NACK to dead letters",
     "NACK redelivered",
+    "priority",
 )
 _NACK_ACKNOWLEDGES = (
     "its STOMP NACK acknowledges: the message is discarded, neither redelivered nor dead-lettered "

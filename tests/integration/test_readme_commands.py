@@ -263,3 +263,12 @@ def test_the_nack_example_runs(tmp_path: Path) -> None:
     output = ran_well(command, tmp_path)
     assert "dead-lettered" in output and "the broker's counts agree" in output, output[-3000:]
     assert re.search(r"/queue/mqusers\.nack +0 ", output), output[-3000:]  # the audit's lost column
+
+
+@pytest.mark.activemq
+def test_the_priority_example_runs(tmp_path: Path) -> None:
+    """2,000 built on a prioritized queue (mqusers.prio.*), drained by one consumer: none inverted."""
+    started("activemq")
+    for command in commands_starting("locust -f locustfiles/priority.py --host"):
+        output = ran_well(command, tmp_path)
+        assert "priority: 0 inversions in 2,000 deliveries" in output, output[-3000:]
