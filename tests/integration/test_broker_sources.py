@@ -329,7 +329,8 @@ def test_a_guessed_management_api_is_kept_only_when_its_broker_listens_on_the_st
         theirs.broker()
     line = str(refused.value)
     assert line.startswith(f"no RabbitMQ management API of the broker on STOMP port {ACTIVEMQ}: ")
-    assert f"http://127.0.0.1:{MANAGEMENT} is another broker's (STOMP on {RABBITMQ})" in line
+    web_stomp = services.PORTS["rabbitmq"]["web_stomp"]  # STOMP over WebSocket, a STOMP port of the broker too
+    assert f"http://127.0.0.1:{MANAGEMENT} is another broker's (STOMP on {web_stomp}, {RABBITMQ})" in line
     assert line.endswith("give it with --mq-broker-metrics-url") and "\n" not in line
     theirs.close()
 
