@@ -2,11 +2,11 @@
 
 wsproto (sans-IO) frames and unframes on mqusers' own socket, so gevent's cooperative reads and writes,
 TLS (:mod:`mqusers.stomp.tls`) and the connect timeout are the plain transport's. :class:`WebSocketStream`
-offers :class:`mqusers.stomp.link.Link` what it uses of a socket, so the frame path above is the one of
-plain STOMP: each write of encoded frames (:mod:`mqusers.stomp.wire`) goes out as one message per frame
-(text, binary when a body is not UTF-8) in one socket write,
-and what messages carry is handed to :mod:`mqusers.stomp.framing` as one byte stream (a STOMP frame may
-span messages, or share one with others). See ARCHITECTURE.md ("STOMP over WebSocket").
+offers :class:`mqusers.stomp.link.Link` what it uses of a socket, so the frame path above is the one
+of plain STOMP: each write of encoded frames (:mod:`mqusers.stomp.wire`) goes out as one message per
+frame (text, binary when a body is not UTF-8) in one socket write, and what messages carry is handed
+to :mod:`mqusers.stomp.framing` as one byte stream (a STOMP frame may span messages, or share one
+with others). See ARCHITECTURE.md ("STOMP over WebSocket").
 """
 
 from __future__ import annotations
