@@ -2,7 +2,9 @@
 a NACKed message redelivered is received once (``redelivered``, never a duplicate, flagged or not), one that
 never comes back is ``dead_lettered``, never lost."""
 
+import csv
 import json
+import re
 import time
 from fractions import Fraction
 from typing import Any
@@ -11,12 +13,17 @@ import pytest
 
 from mqusers import Receiver
 from mqusers.measure.audit import Audit
+from mqusers.measure.book import Book
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.nacks import NackCounts, as_ratio, chosen, chosen_up_to
 from mqusers.options.parsing import OptionError
-from mqusers.options.settings import read_settings
+from mqusers.options.settings import Settings, read_settings
 from mqusers.options.table import OPTIONS
 from mqusers.report.brokerreport import cross_check
+from mqusers.report.build import RunFacts, build_report, gate_failures
+from mqusers.report.htmlrun import run_section
+from mqusers.report.reportformats import format_summary, report_document, write_csv
+from mqusers.run.ending import DrainOutcome
 from tests.unit.fake_client import connected, deliver, environment, message
 
 S = 1_000_000_000
@@ -161,3 +168,26 @@ def test_the_broker_check_counts_dead_letters_as_dequeued() -> None:
         "/queue/a: the broker dequeued 1,984, mqusers received 1,786 distinct (0 unacknowledged at the end): "
         "198 unexplained"
     ]
+
+
+def test_nacks_and_dead_letters_show_in_the_summary_json_csv_and_html_only_when_there_are_some(tmp_path: Any) -> None:
+    book = Book()
+    for _ in range(20):
+        book.on_request("STOMP", "send /queue/a", 0.01, 100, None)
+        book.on_request("STOMP", "receive /queue/a", 0.01, 100, None)
+    facts = RunFacts("t1", 1_700_000_000.0, 1_700_000_010.0, "time", DrainOutcome(True, 1.0, "all arrived"))
+    nacked = {"received": 18, "nacks": 2, "dead_lettered": 2, "by_subscription": []}
+    report = build_report(book, {"/queue/a": nacked}, facts, Settings())
+    assert gate_failures(report) == []  # a dead letter is no loss
+    summary = format_summary(report)
+    assert re.search(r"nacks +dead-lettered\n/queue/a .* 2 +2\n", summary), summary
+    document = report_document(report)
+    assert (document["destinations"][0]["nacks"], document["destinations"][0]["dead_lettered"]) == (2, 2)
+    write_csv(str(tmp_path / "r.csv"), report.rows)
+    with (tmp_path / "r.csv").open() as handle:
+        [row] = csv.DictReader(handle)
+    assert (row["nacks"], row["dead_lettered"]) == ("2", "2")
+    assert "dead lettered" in run_section(0, None, json.loads(json.dumps(document)))
+    plain = build_report(book, {"/queue/a": {"received": 20, "by_subscription": []}}, facts, Settings())
+    assert "nacks" not in format_summary(plain)
+    assert "dead lettered" not in run_section(0, None, report_document(plain))
