@@ -16,6 +16,7 @@ from mqusers.options.parsing import OptionError
 from mqusers.options.priorities import level_of, parse_priorities, value_of
 from mqusers.options.settings import read_settings
 from mqusers.report.backlogreport import priority_sentence, priority_table
+from mqusers.report.htmlrun import _backlog_table
 from mqusers.run.backlog import BY_COUNT
 from mqusers.stomp.dialects import ACTIVEMQ, ARTEMIS, RABBITMQ
 from tests.unit.fake_client import connected, environment, message
@@ -136,3 +137,15 @@ def test_the_report_has_a_row_per_priority_highest_first_and_a_sentence() -> Non
         "waited (per consumer: 1, 0)"
     )
     assert priority_table({"priority": None}, []) is None and priority_sentence({}) is None
+
+
+def test_the_html_report_shows_the_priority_table_after_the_phases_and_nothing_without_priorities() -> None:
+    figures = BacklogFigures(messages=2, started_ns=0)
+    figures.switch(2, S, BY_COUNT)
+    order = figures.priority.order(2)
+    for level in (0, 1):  # the lower first: one inversion
+        order.record(level, figures.delivered(1, 2 * S))
+    html = _backlog_table({"backlog": figures.document(), "operations": []})
+    assert html.index("Backlog: build, then drain") < html.index("Priority: inversions and latency")
+    assert "priority: 1 inversions in 2 deliveries" in html
+    assert "Priority" not in _backlog_table({"backlog": BacklogFigures().document(), "operations": []})
