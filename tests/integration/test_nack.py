@@ -2,20 +2,24 @@
 
 Independent truths: plain stomp.py reads the broker's dead-letter queue back (exactly the NACKed seqs,
 each once, and the audit's ``dead_lettered`` to the message); RabbitMQ's management API counts the
-redeliveries the NACKs caused. Artemis's STOMP NACK acknowledges, so a NACKing run is refused there.
+redeliveries the NACKs caused. Planted: a dead letter an outside client also puts back on the queue is
+caught by the dead-letter queue's count and the broker's enqueued count. Artemis's STOMP NACK
+acknowledges, so a NACKing run is refused there.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.integration.broker_stats import rabbitmq_queue_stats, wait_for
 from tests.integration.brokers import Broker, on_four, started
 from tests.integration.locust_runs import LocustRun, assert_refused_before_load, run_locust
-from tests.integration.reference_client import read_dead_letters
+from tests.integration.reference_client import Inbox, connect, read_dead_letters
 
 LOCUSTFILE = "nack.py"
 #: One producer sends this many; the consumer NACKs seqs 10, 20, ... (--mq-nack-ratio 0.1).
@@ -81,3 +85,46 @@ def test_artemis_acknowledges_a_nack_and_a_nacking_run_is_refused_before_load(tm
 def test_a_nacking_consumer_that_does_not_ack_client_individual_is_refused_before_load(tmp_path: Path) -> None:
     run = run_locust(LOCUSTFILE, started("activemq").url, "--mq-ack", "client", users=2, seconds=2, tmp_path=tmp_path)
     assert_refused_before_load(run, "--mq-nack-ratio: Refuser NACKs but acks client; NACK needs client-individual")
+
+
+class Replanter(Inbox):
+    """Reads the first dead letter of the run (client ack, never acknowledged: it stays dead-lettered) and
+    sends a copy, headers and all, back to the queue: a broker that dead-letters a message and delivers it too."""
+
+    def __init__(self, queue: str) -> None:
+        super().__init__()
+        self.queue, self.connection = queue, None
+
+    def on_message(self, frame: Any) -> None:
+        if frame.headers.get("original-destination") != self.queue:
+            return  # another test's dead letter (left unacknowledged, it stays)
+        super().on_message(frame)
+        if len(self.frames) == 1:
+            headers = {k: v for k, v in frame.headers.items() if k.startswith("mq-")}
+            self.connection.send(self.queue, frame.body, headers={**headers, "persistent": "true"}, receipt="planted")
+
+
+@pytest.mark.activemq
+def test_a_dead_letter_delivered_as_well_is_caught_by_the_dead_letter_queues_count(
+    destination: Callable[[str], str], tmp_path: Path
+) -> None:
+    broker, queue = started("activemq"), destination("queue")
+    replanter = Replanter(queue)
+    replanter.connection = connect(broker.port, replanter)
+    replanter.connection.subscribe("/queue/ActiveMQ.DLQ", id="replant", ack="client")
+    runs: list[LocustRun] = []
+    thread = threading.Thread(target=lambda: runs.append(nacking_run(broker, queue, tmp_path, times=1)))
+    thread.start()
+    try:
+        assert wait_for(lambda: replanter.receipts, 30), "no dead letter came to replant"
+    finally:
+        replanter.connection.disconnect()  # unacknowledged: the dead letter stays on ActiveMQ.DLQ
+        thread.join(70)
+    row = runs[0].row(queue)
+    # The consumer took the copy as the redelivery of what it NACKed: the audit counts one dead letter fewer...
+    assert (row["nacks"], row["redelivered"], row["dead_lettered"], row["lost"]) == (20, 1, 19, 0), row
+    # ...while the dead-letter queue still holds all 20: the comparison the dead-letter test makes fails.
+    dead = read_dead_letters(broker, "/queue/ActiveMQ.DLQ", runs[0].report["run_id"])
+    assert len(dead) == 20 != row["dead_lettered"]
+    # The broker's own count names it too: it enqueued one more than mqusers sent.
+    assert f"{queue}: the broker enqueued 201, mqusers sent 200" in " ".join(runs[0].output.split())
