@@ -249,3 +249,14 @@ def test_the_brokers_expired_count_is_checked_against_the_audits() -> None:
     assert cross_check({"destinations": {Q: rabbit}}, [row]) == [
         f"{Q}: the broker reports no expired count; the 337 expired are mqusers' own"
     ]
+
+
+def test_the_html_audit_table_has_the_expiry_columns_only_when_a_destination_has_some() -> None:
+    from mqusers.report.htmlrun import run_section
+
+    row = {"destination": Q, "sent": 10, "received": 7, "send_rate_msgs": 1.0, "send_rate_mbit": 0.0,
+           "receive_rate_msgs": 1.0, "receive_rate_mbit": 0.0, "latency_ms": {}}  # fmt: skip
+    plain = run_section(0, None, {"destinations": [row]})
+    assert "delivered expired" not in plain and ">expired<" not in plain
+    html = run_section(0, None, {"destinations": [{**row, "expired": 3, "delivered_expired": 1}]})
+    assert "delivered expired" in html and ">expired<" in html
