@@ -88,60 +88,26 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
 
 from __future__ import annotations
 
-from typing import TypeVar
-
+from mqusers.measure.auditstate import (
+    FIGURES,
+    SUB_FIGURES,
+    Stream,
+    Sub,
+    figures_of,
+    of_processes,
+    pick,
+    sub_entry,
+    sub_figures,
+    takes,
+    with_nacked,
+)
+from mqusers.measure.entries import Delta, QueueEntry
 from mqusers.measure.expected import END, Figures, compare, topic_window
 from mqusers.measure.groups import Span, judge
 from mqusers.measure.intervals import IntervalBag, IntervalSet
-from mqusers.measure.ledgers import Delta, QueueEntry, Session, StreamEntry, SubscriptionEntry
 from mqusers.measure.sendrecord import SendRecord
 
-E = TypeVar("E", QueueEntry, StreamEntry)
-
-FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected", "received", "lost", "unreceived",
-           "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
-           "other_run", "drops", "unexpected", "worker_lost", "aborted", "aborted_delivered", "not_selected",
-           "selector_violations", "expired", "delivered_expired", "groups", "group_violations",
-           "nacks", "dead_lettered")  # fmt: skip
-#: A subscription's own share of its destination's figures (a queue's only receives and order).
-SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
-               "redelivered", "unexpected", "worker_lost", "aborted_delivered", "not_selected",
-               "selector_violations", "expired", "delivered_expired", "nacks",
-               "dead_lettered")  # fmt: skip
-
-
-class _Stream:
-    """What one subscription received from one producer. A queue's receipts go to one bag per destination
-    and producer (``Audit._queues``): competing consumers share them; ``bag`` is a topic subscription's,
-    ``flagged`` the seqs of its deliveries flagged redelivered, which ``bag`` leaves out; ``deliveries``
-    how many it took (a queue's too); ``nacked`` a topic subscription's NACKed seqs."""
-
-    __slots__ = ("bag", "deliveries", "first_ns", "flagged", "last_ns", "late", "nacked", "nacks", "redelivered",
-                 "reordered")  # fmt: skip
-
-    def __init__(self) -> None:
-        self.bag = IntervalBag()
-        self.flagged, self.nacked = IntervalSet(), IntervalSet()
-        self.reordered = self.redelivered = self.deliveries = self.late = self.nacks = 0
-        self.first_ns = self.last_ns = 0  # with message groups: its first and last delivery
-
-
-class _Sub:
-    __slots__ = ("deliveries", "drops", "durable", "foreign", "kind", "other_run", "process", "selects", "sessions",
-                 "streams")  # fmt: skip
-
-    def __init__(self, kind: str) -> None:
-        self.kind, self.durable, self.process = kind, False, ""
-        self.selects: frozenset[str] | None = None  # the labels its selector takes; None: no selector
-        self.foreign = self.other_run = self.drops = 0
-        #: Deliveries this subscription took: a queue's share of its group's (whose seqs are kept per group).
-        self.deliveries = 0
-        self.sessions: dict[int, int | None] = {}
-        self.streams: dict[str, _Stream] = {}  # by producer
-
-
-def _pick(a: str, b: str) -> str:
-    return min(a, b) if a and b else a or b
+__all__ = ["FIGURES", "SUB_FIGURES", "Audit"]
 
 
 class Audit:
@@ -149,7 +115,7 @@ class Audit:
 
     def __init__(self) -> None:
         self._producers: dict[tuple[str, str], SendRecord] = {}
-        self._subs: dict[tuple[str, str], _Sub] = {}
+        self._subs: dict[tuple[str, str], Sub] = {}
         self._queues: dict[tuple[str, str], IntervalBag] = {}  # what a destination's queue group received
         self._flagged: dict[tuple[str, str], IntervalSet] = {}  # of it, flagged redelivered (not in the bag)
         self._nacked: dict[tuple[str, str], IntervalSet] = {}  # seqs the group NACKed
@@ -158,7 +124,7 @@ class Audit:
         """Add a :meth:`SentLedger.drain`, :meth:`ReceiveLedger.drain` or :meth:`snapshot` (or all)."""
         for e in delta.get("producers", ()):
             p = self._producers.setdefault((e["destination"], e["producer"]), SendRecord())
-            p.process = _pick(p.process, e["process"])
+            p.process = pick(p.process, e["process"])
             p.bag.merge(IntervalBag.decode(e["seqs"]))
             p.last_ns = max(p.last_ns, e["last_ns"])
             p.add_checkpoints(e["checkpoints"])
@@ -169,9 +135,9 @@ class Audit:
             p.group = p.group or e.get("group", "")
         for entry in delta.get("subscriptions", ()):
             destination, kind = entry["destination"], entry["kind"]
-            sub = self._subs.setdefault((destination, entry["key"]), _Sub(kind))
+            sub = self._subs.setdefault((destination, entry["key"]), Sub(kind))
             sub.kind, sub.durable = min(sub.kind, kind), sub.durable or bool(entry["durable"])
-            sub.process = _pick(sub.process, entry["process"])
+            sub.process = pick(sub.process, entry["process"])
             sub.foreign += entry["foreign"]
             sub.other_run += entry["other_run"]
             sub.drops += entry["drops"]
@@ -183,7 +149,7 @@ class Audit:
                 old = sub.sessions.get(joined, left)
                 sub.sessions[joined] = left if old is None else old if left is None else max(old, left)
             for s in entry["streams"]:
-                stream = sub.streams.setdefault(s["producer"], _Stream())
+                stream = sub.streams.setdefault(s["producer"], Stream())
                 stream.reordered += s["reordered"]
                 stream.redelivered += s["redelivered"]
                 stream.nacks += s.get("nacks", 0)
@@ -223,8 +189,8 @@ class Audit:
                            "last_ns": p.last_ns, "unconfirmed": p.unconfirmed.encode(), "aborted": p.aborted.encode(),
                            "label": p.label, "ttl_ns": p.ttl_ns, "group": p.group}
                           for (d, n), p in sorted(self._producers.items())],
-            "subscriptions": [_sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
-            "queues": [_nacked(QueueEntry(destination=d, producer=n, seqs=bag.encode(),
+            "subscriptions": [sub_entry(d, k, s) for (d, k), s in sorted(self._subs.items())],
+            "queues": [with_nacked(QueueEntry(destination=d, producer=n, seqs=bag.encode(),
                                           flagged=self._flagged.get((d, n), IntervalSet()).encode()),
                                self._nacked.get((d, n)))
                        for (d, n), bag in sorted(self._queues.items())],
@@ -254,7 +220,7 @@ class Audit:
         out: dict[str, Figures] = {}
         known: dict[str, dict[str, SendRecord]] = {}
         for (destination, name), p in sorted(self._producers.items()):
-            fig, sent = _figures(out, destination), p.bag.distinct
+            fig, sent = figures_of(out, destination), p.bag.distinct
             fig["producers"] += 1
             fig["sent"] += len(sent)
             fig["resent"] += len(p.bag) - len(sent)
@@ -263,10 +229,10 @@ class Audit:
                 fig["skipped"] += sent.missing_in(min(1, sent.first or 0), sent.last or 0)
             known.setdefault(destination, {})[name] = p
         queues: set[str] = set()
-        selecting: dict[str, list[_Sub]] = {}  # a queue group's confirmed subscriptions
+        selecting: dict[str, list[Sub]] = {}  # a queue group's confirmed subscriptions
         touched: set[str] = set()  # queues a lost process consumed from
         for (destination, key), sub in sorted(self._subs.items()):
-            fig, producers = _figures(out, destination), known.get(destination, {})
+            fig, producers = figures_of(out, destination), known.get(destination, {})
             fig["subscriptions"] += 1
             fig["kind"] = sub.kind if fig["kind"] in (None, sub.kind) else "mixed"
             fig["foreign"] += sub.foreign
@@ -274,10 +240,10 @@ class Audit:
             fig["drops"] += sub.drops + (sub.process in gone)
             if (blind or sub.process in gone) and sub.kind == "queue":
                 touched.add(destination)
-            own = _sub_figures(key, sub)
+            own = sub_figures(key, sub)
             fig["by_subscription"].append(own)
             for name, stream in sub.streams.items():
-                if name in producers and not _takes(sub, producers[name]):
+                if name in producers and not takes(sub, producers[name]):
                     fig["selector_violations"] += stream.deliveries
                     own["selector_violations"] += stream.deliveries
                 elif name in producers:
@@ -286,7 +252,7 @@ class Audit:
                         into["redelivered"] += stream.redelivered
                         into["delivered_expired"] += stream.late
                         into["nacks"] += stream.nacks
-                elif not _of(name, gone):
+                elif not of_processes(name, gone):
                     fig["foreign"] += len(stream.bag) + stream.redelivered  # a queue's bag: below
             if sub.kind == "queue":
                 own["received"] = sub.deliveries - own["selector_violations"] - own["nacks"]
@@ -296,11 +262,11 @@ class Audit:
                     group.append(sub)
                 continue
             for name, p in producers.items():
-                stream = sub.streams.get(name, _Stream())
+                stream = sub.streams.get(name, Stream())
                 window, zone = topic_window(sub.process, sub.sessions, sub.durable, p, offsets, drain_ns, horizon)
                 lost = blind or p.process in gone or sub.process in gone
                 expected = p.bag.distinct.intersection(window)
-                if not _takes(sub, p):
+                if not takes(sub, p):
                     fig["not_selected"] += len(expected)
                     own["not_selected"] += len(expected)
                     continue
@@ -308,11 +274,11 @@ class Audit:
                 both = (fig, own)
                 compare(both, p, expected, stream.bag, zone, settled, lost, stream.flagged, gone_by, stream.nacked)
         for (destination, name), received in sorted(self._queues.items()):
-            if name not in known.get(destination, {}) and not _of(name, gone):
+            if name not in known.get(destination, {}) and not of_processes(name, gone):
                 out[destination]["foreign"] += len(received)
         for destination in queues:
             for name, p in known.get(destination, {}).items():
-                if not any(_takes(sub, p) for sub in selecting[destination]):
+                if not any(takes(sub, p) for sub in selecting[destination]):
                     out[destination]["not_selected"] += len(p.bag.distinct)  # left on the queue
                     continue
                 zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, END)])
@@ -343,52 +309,3 @@ class Audit:
                 # At-least-once: what a dropped connection had not acknowledged comes again.
                 fig["after_reconnect"], fig["duplicated"] = fig["duplicated"], 0
         return out
-
-
-def _takes(sub: _Sub, p: SendRecord) -> bool:
-    """The subscription's selector (if any) takes the producer's messages."""
-    return sub.selects is None or p.label in sub.selects
-
-
-def _of(producer: str, processes: frozenset[str]) -> bool:
-    """The producer id (``<process tag>.<class>.<ordinal>``) is of one of ``processes``."""
-    return producer.split(".", 1)[0] in processes
-
-
-def _sub_entry(destination: str, key: str, s: _Sub) -> SubscriptionEntry:
-    streams = [_nacked(StreamEntry(producer=n, seqs=x.bag.encode(), reordered=x.reordered,
-                                   redelivered=x.redelivered, flagged=x.flagged.encode(), deliveries=x.deliveries,
-                                   late=x.late),
-                       x.nacked, x.nacks)
-               for n, x in sorted(s.streams.items())]  # fmt: skip
-    for entry, (_, x) in zip(streams, sorted(s.streams.items()), strict=True):
-        if x.first_ns:
-            entry["span"] = [x.first_ns, x.last_ns]
-    sessions = [Session(joined_ns=j, left_ns=left) for j, left in sorted(s.sessions.items())]
-    return SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,
-                             sessions=sessions, streams=streams, deliveries=s.deliveries, foreign=s.foreign,
-                             other_run=s.other_run, drops=s.drops,
-                             selects=None if s.selects is None else sorted(s.selects))  # fmt: skip
-
-
-def _nacked(entry: E, seqs: IntervalSet | None, nacks: int = 0) -> E:
-    """The entry with its NACKed seqs (and count), when there are any: other runs' snapshots stay as they were."""
-    if seqs:
-        entry["nacked"] = seqs.encode()
-    if nacks:
-        entry["nacks"] = nacks  # type: ignore[typeddict-unknown-key]
-    return entry
-
-
-def _figures(out: dict[str, Figures], destination: str) -> Figures:
-    fig = out.get(destination)
-    if fig is None:
-        fig = out[destination] = {"kind": None, **dict.fromkeys(FIGURES, 0), "by_subscription": []}
-    return fig
-
-
-def _sub_figures(key: str, sub: _Sub) -> Figures:
-    """One subscription's own figures; a queue's are only what it took of the group's deliveries."""
-    return {"key": key, "kind": sub.kind, "durable": sub.durable, "process": sub.process,
-            "sessions": len(sub.sessions), "drops": sub.drops, "foreign": sub.foreign, "other_run": sub.other_run,
-            **dict.fromkeys(SUB_FIGURES, 0)}  # fmt: skip

@@ -26,7 +26,8 @@ from mqusers.brokers.sampler import BrokerSampler
 from mqusers.coordination.messages import Coordinator
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
-from mqusers.measure.ledgers import Delta, ReceiveLedger, SentLedger
+from mqusers.measure.entries import Delta
+from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.nacks import NackCounts
 from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.recorder import Recorder
