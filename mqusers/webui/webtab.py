@@ -14,7 +14,8 @@ from typing import Any
 
 from mqusers.measure.series import Series
 from mqusers.measure.totals import DestinationRow, destination_rows
-from mqusers.report.build import RunReport, gate_failures
+from mqusers.report.build import RunReport
+from mqusers.report.gates import gate_failures
 from mqusers.run.context import RunContext
 from mqusers.run.verdicts import Generator
 

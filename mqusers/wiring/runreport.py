@@ -12,8 +12,9 @@ from locust.runners import MasterRunner
 import logging
 import time
 
-from mqusers.report.build import RunFacts, build_report, gate_failures
+from mqusers.report.build import RunFacts, build_report
 from mqusers.report.failover import failover_document
+from mqusers.report.gates import gate_failures
 from mqusers.report.htmlreport import write_html
 from mqusers.report.reportformats import report_document, write_csv, write_json
 from mqusers.run.context import RunContext

@@ -20,7 +20,8 @@ from mqusers.measure.ledgers import CHECKPOINT_NS, EXPIRY_GRACE_NS, ReceiveLedge
 from mqusers.options.parsing import OptionError, parse_ttl
 from mqusers.options.settings import Settings
 from mqusers.report.brokerreport import cross_check
-from mqusers.report.build import AUDIT_KEYS, RunFacts, build_report, gate_failures
+from mqusers.report.build import AUDIT_KEYS, RunFacts, build_report
+from mqusers.report.gates import gate_failures
 from mqusers.report.reportformats import format_summary
 from mqusers.run.ending import DrainOutcome
 from mqusers.stomp.dialects import ACTIVEMQ, ARTEMIS, RABBITMQ

@@ -14,7 +14,8 @@ from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.spread import Spread
 from mqusers.options.destpattern import PatternError, label_of, parse_pattern, patterns_in, share
 from mqusers.options.settings import Settings
-from mqusers.report.build import Row, RunReport, gate_failures, rows_of
+from mqusers.report.build import Row, RunReport, rows_of
+from mqusers.report.gates import gate_failures
 from mqusers.report.manydest import destination_table, distribution, fold_verdict, pattern_section, section_lines
 from mqusers.report.reportformats import write_csv
 from mqusers.sinks.schema import AUDIT_FIELDS

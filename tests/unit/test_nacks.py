@@ -20,7 +20,8 @@ from mqusers.options.parsing import OptionError
 from mqusers.options.settings import Settings, read_settings
 from mqusers.options.table import OPTIONS
 from mqusers.report.brokerreport import cross_check
-from mqusers.report.build import RunFacts, build_report, gate_failures
+from mqusers.report.build import RunFacts, build_report
+from mqusers.report.gates import gate_failures
 from mqusers.report.htmlrun import run_section
 from mqusers.report.reportformats import format_summary, report_document, write_csv
 from mqusers.run.ending import DrainOutcome

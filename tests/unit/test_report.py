@@ -8,7 +8,8 @@ from mqusers.measure.book import Book
 from mqusers.measure.series import Series
 from mqusers.options.parsing import parse_broker_url
 from mqusers.options.settings import Settings
-from mqusers.report.build import RunFacts, build_report, gate_failures, rows_of, shortfall
+from mqusers.report.build import RunFacts, build_report, rows_of, shortfall
+from mqusers.report.gates import gate_failures
 from mqusers.report.reportformats import CSV_COLUMNS, format_summary, report_document, write_csv
 from mqusers.run.ending import DrainOutcome
 from mqusers.run.verdicts import overall

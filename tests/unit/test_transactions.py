@@ -14,7 +14,8 @@ from mqusers.measure.transactions import transaction_figures
 from mqusers.options.parsing import OptionError, parse_broker_url
 from mqusers.options.settings import Settings, read_settings
 from mqusers.report.brokerreport import cross_check
-from mqusers.report.build import RunFacts, build_report, gate_failures
+from mqusers.report.build import RunFacts, build_report
+from mqusers.report.gates import gate_failures
 from mqusers.report.reportformats import format_summary, report_document, write_csv
 from mqusers.report.transactionsreport import aborted_delivered, transactions_sentence
 from mqusers.run.ending import DrainOutcome

@@ -1,0 +1,68 @@
+"""The run's gates: one line per gate it failed (``--mq-max-*``, ``--mq-min-rate``, the violations that always fail).
+
+Read from the report :func:`mqusers.report.build.build_report` computed once; an exit code 3 follows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqusers.options.settings import Settings
+from mqusers.report.build import RunReport
+from mqusers.report.transactionsreport import aborted_delivered
+
+
+def pattern_gate_failures(section: dict[str, Any], settings: Settings) -> list[str]:
+    """The per-destination gates on a pattern's destinations: its worst loss, highest p99, lowest rate."""
+    failures, where = [], f"{section['pattern']}: a destination's"
+    worst = section["worst"][0] if section["worst"] else None
+    if settings.max_lost is not None and worst is not None and worst["lost"] > settings.max_lost:
+        failures.append(f"{worst['destination']}: {worst['lost']:,} lost > --mq-max-lost {settings.max_lost}")
+    p99 = section["p99_ms"]["max"]
+    if settings.max_p99_ms is not None and p99 is not None and p99 > settings.max_p99_ms:
+        failures.append(f"{where} p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
+    rate = section["receive_rate_msgs"]["min"] or 0.0
+    if settings.min_rate is not None and rate < settings.min_rate:
+        failures.append(f"{where} {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+    return failures
+
+
+def gate_failures(report: RunReport) -> list[str]:
+    """One line per gate failed: per destination (p99, lost, rate), and run-wide (nothing sent by a run
+    with producers, errors, generator)."""
+    settings, failures = report.settings, []
+    sections = {section["pattern"]: section for section in report.patterns}
+    for row in report.rows:
+        where, rate = row.destination, row.totals.receive_rate_msgs
+        p99 = row.latency_ms.get("p99")
+        if (section := sections.get(row.destination)) is not None:
+            # Each of a pattern's destinations is held to the gate on its own: the worst of them.
+            failures += pattern_gate_failures(section, settings)
+            continue
+        if settings.max_p99_ms is not None and p99 is not None and p99 > settings.max_p99_ms:
+            failures.append(f"{where}: p99 {p99:.3f} ms > --mq-max-p99-ms {settings.max_p99_ms:g}")
+        if settings.max_lost is not None and row.audit["lost"] > settings.max_lost:
+            failures.append(f"{where}: {row.audit['lost']:,} lost > --mq-max-lost {settings.max_lost}")
+        if settings.min_rate is not None and rate < settings.min_rate:
+            failures.append(f"{where}: {rate:.1f} msg/s received < --mq-min-rate {settings.min_rate:g}")
+        if row.audit["selector_violations"]:
+            failures.append(f"{where}: {row.audit['selector_violations']:,} deliveries a selector does not take")
+        if late := row.audit["delivered_expired"]:
+            failures.append(f"{where}: {late:,} delivered after their expiry (--mq-ttl)")
+        if row.audit["group_violations"]:
+            failures.append(f"{where}: {row.audit['group_violations']:,} message groups two consumers had at once")
+    # Always a gate: a broker that delivers what was aborted is wrong, whatever the run asked.
+    failures += aborted_delivered({row.destination: row.audit for row in report.rows})
+    for worker in report.facts.lost_workers:
+        failures.append(f"worker {worker['worker']} was lost mid-test: its last figures are unknown")
+    if report.facts.produces and not any(row.totals.sent for row in report.rows):
+        after = f" after the {settings.warmup:g} s warm-up" if settings.warmup else ""
+        failures.append(f"nothing was sent{after}: the run has producers and not one message of theirs went out")
+    # Every failed operation counts, broker ERROR frames and connects included, not only a destination's.
+    errors = report.errors
+    if settings.max_errors is not None and errors > settings.max_errors:
+        failures.append(f"{errors:,} errors in all operations > --mq-max-errors {settings.max_errors}")
+    verdict = report.facts.generator["verdict"]
+    if settings.fail_on_saturation and verdict in ("saturated", "contended"):
+        failures.append(f"the load generator's verdict is {verdict} and --mq-fail-on-saturation is set")
+    return failures
