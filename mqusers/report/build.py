@@ -1,7 +1,7 @@
 """The end-of-run report: one row per destination, the timed operations, and how the run ended.
 
-:func:`build_report` computes it once; the gates (:mod:`mqusers.report.gates`) and the console summary, JSON and CSV files
-(:mod:`mqusers.report.reportformats`) only read it.
+:func:`build_report` computes it once; the gates (:mod:`mqusers.report.gates`) and the console summary,
+JSON and CSV files (:mod:`mqusers.report.reportformats`) only read it.
 """
 
 from __future__ import annotations
