@@ -12,7 +12,8 @@ from mqusers.options.parsing import BrokerAddress, OptionError, parse_broker_url
 from mqusers.options.settings import Settings, read_settings
 from mqusers.stomp.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
 from mqusers.stomp.dialects import Dialect, dialect_for
-from mqusers.stomp.receiver import Receiver, Replier
+from mqusers.stomp.receiver import Receiver
+from mqusers.stomp.replier import Replier
 from mqusers.users.base import StompUser
 from mqusers.users.churn import StompChurnConsumerUser, StompChurnProducerUser
 from mqusers.users.consumers import StompConsumerUser, StompResponderUser

@@ -8,7 +8,6 @@ Locust events as they happen.
 from __future__ import annotations
 
 import logging
-import time
 import zlib
 from collections.abc import Callable
 
@@ -22,7 +21,6 @@ from mqusers.measure.names import (
     RECEIVE_BACKLOG,
     RECEIVE_DUE,
     RECEIVE_NEW,
-    REPLY,
     REQUEST_TYPE,
     event_name,
 )
@@ -32,7 +30,6 @@ from mqusers.stomp.ackpace import AckPace
 from mqusers.stomp.acktransactions import AckTransactions
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.wire import (
-    CORRELATION,
     CRC,
     DUE_NS,
     PRODUCER,
@@ -43,7 +40,6 @@ from mqusers.stomp.wire import (
     Headers,
     ack_frame,
     nack_frame,
-    reply_frame,
 )
 
 Observer = Callable[[Headers, bytes], None]
@@ -318,32 +314,3 @@ class Receiver:
                     return  # closing: the broker redelivers what was not acknowledged
                 self._fire(request_type=REQUEST_TYPE, name=event_name(ACK, self.label), response_time=0.0,
                            response_length=0, exception=error, context=self._context)  # fmt: skip
-
-
-class Replier:
-    """Answers each request on its ``reply-to`` destination, echoing the body and correlation id."""
-
-    def __init__(self, client: StompClient, destination: str):
-        self._client = client
-        self._name = event_name(REPLY, destination)
-
-    def __call__(self, headers: Headers, body: bytes) -> None:
-        reply_to = headers.get(b"reply-to")  # raw: goes back to the broker as it came
-        start = time.perf_counter()
-        if reply_to is None:
-            self._failed(start, MqError("request without a reply-to header"))
-            return
-        try:
-            self._client.send_raw(reply_frame(reply_to, headers.get(CORRELATION, b""), body))
-        except MqError as error:
-            self._failed(start, error)
-
-    def _failed(self, start: float, error: MqError) -> None:
-        self._client.fire(
-            request_type=REQUEST_TYPE,
-            name=self._name,
-            response_time=(time.perf_counter() - start) * 1000.0,
-            response_length=0,
-            exception=error,
-            context={},
-        )

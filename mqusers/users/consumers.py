@@ -18,7 +18,8 @@ from mqusers.measure.names import destination_kind
 from mqusers.options import selectors
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError
-from mqusers.stomp.receiver import Receiver, Replier
+from mqusers.stomp.receiver import Receiver
+from mqusers.stomp.replier import Replier
 from mqusers.users.base import StompUser
 
 #: A paced drain's prefetch (unless ``--mq-prefetch`` gives one): this many seconds of its rate, at least 1.
