@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from mqusers.options.faultspec import parse_fault
-from mqusers.options.groups import MAX_GROUPS
 from mqusers.options.optionspec import Option, register
 from mqusers.options.parsing import (
     ACK_MODES,
@@ -37,19 +36,15 @@ from mqusers.options.parsing import (
     parse_heartbeats,
     parse_run_id,
     parse_size,
-    parse_ttl,
     text,
     whole,
 )
-from mqusers.options.paths import parse_ca_file, parse_cert_file, parse_key_file, writable_file
+from mqusers.options.paths import parse_ca_file, parse_cert_file, parse_key_file
 from mqusers.options.payloadspec import parse_payload
-from mqusers.options.priorities import parse_priorities
 from mqusers.options.profile import parse_profile
-from mqusers.options.selectors import MAX_LABELS, parse_select
+from mqusers.options.reporttable import REPORT_OPTIONS
+from mqusers.options.semantictable import SEMANTIC_OPTIONS
 from mqusers.options.sizedist import parse_size_dist
-
-#: More NACKs of one message than any broker's maximum redeliveries.
-MAX_NACK_TIMES = 1_000
 
 _RATE = decimal(MAX_RATE, minimum=MIN_RATE, zero=True, unit="msg/s")
 _SECONDS = decimal(MAX_SECONDS, unit="seconds")
@@ -89,49 +84,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("mq-persistent", "persistent", parse_bool, "send persistent messages (true/false)"),
     Option("mq-durable", "durable", parse_bool, "durable topic subscriptions (true/false)"),
-    Option(
-        "mq-labels",
-        "labels",
-        whole(MAX_LABELS),
-        f"producer user i stamps its messages mqlabel: L<i mod N>, a property selectors can take (at most "
-        f"{MAX_LABELS:,}; 0 = no label)",
-    ),
-    Option(
-        "mq-groups",
-        "groups",
-        whole(MAX_GROUPS),
-        f"message groups: producer user i sends all its messages in group mqusers.g<i mod N> (JMSXGroupID), "
-        f"which the broker gives one consumer at a time (at most {MAX_GROUPS:,}; 0 = none); ActiveMQ and Artemis",
-    ),
-    Option(
-        "mq-select",
-        "select",
-        parse_select,
-        "consumers subscribe with a selector on the labels: all (every label: the selector's cost alone), own "
-        "(consumer j takes L<j mod N>), a list such as L0,L2 (the rest are not selected) or none (no selector); "
-        "ActiveMQ and Artemis",
-    ),
-    Option(
-        "mq-priorities",
-        "priorities",
-        parse_priorities,
-        "message priorities in a backlog run: message seq gets level seq mod K of K (2 to 10), sent as priority "
-        "0 to 9; the report counts inversions and latency per priority (docs/semantics.md; 0 = none)",
-    ),
     Option("mq-ack", "ack", choice(ACK_MODES), f"consumer ack mode: {', '.join(ACK_MODES)}"),
-    Option(
-        "mq-nack-ratio",
-        "nack_ratio",
-        decimal(1),
-        "consumers NACK this share of the messages, chosen by seq (0.1: seqs 10, 20, ...); needs --mq-ack "
-        "client-individual; ActiveMQ dead-letters a NACKed message, RabbitMQ redelivers it (0 = none)",
-    ),
-    Option(
-        "mq-nack-times",
-        "nack_times",
-        whole(MAX_NACK_TIMES, minimum=1),
-        f"with --mq-nack-ratio: NACK each chosen message this many times, then accept it (at most {MAX_NACK_TIMES:,})",
-    ),
     Option(
         "mq-prefetch",
         "prefetch",
@@ -203,13 +156,6 @@ OPTIONS: tuple[Option, ...] = (
         "small prefetch; docs/backlog.md); 0 = as fast as they can",
     ),
     Option(
-        "mq-ttl",
-        "ttl_ms",
-        parse_ttl,
-        "messages expire this long after their send: 500ms, 2s, 1m (0 = never); those the broker drops unread "
-        "are expired, not lost, and one delivered after its expiry fails the run (docs/semantics.md#expiry)",
-    ),
-    Option(
         "mq-drain",
         "drain",
         _SECONDS,
@@ -251,27 +197,6 @@ OPTIONS: tuple[Option, ...] = (
         _SECONDS,
         f"connection churn: seconds a churning user waits between a disconnect and its next connect (at most "
         f"{MAX_SECONDS:,})",
-    ),
-    Option(
-        "mq-tx-size",
-        "tx_size",
-        whole(MAX_COUNT),
-        "transactions: messages a transaction producer sends in each transaction (BEGIN, SENDs, then COMMIT or "
-        "ABORT with a receipt); 0 sends without transactions",
-    ),
-    Option(
-        "mq-tx-abort-ratio",
-        "tx_abort_ratio",
-        decimal(1.0),
-        "transactions: the share of each producer's transactions it aborts, 0 to 1, spread evenly (0.25: every 4th); "
-        "their messages must never arrive",
-    ),
-    Option(
-        "mq-tx-ack",
-        "tx_ack",
-        whole(MAX_COUNT),
-        "transactions: consumers send their ACKs in transactions of this many, each committed with a receipt "
-        "(auto acks become client-individual); 0 acknowledges without transactions",
     ),
     Option("mq-consumers", "consumers", whole(MAX_CONSUMERS), "consumer (or responder) users; the other users produce"),
     Option("mq-user", "user", text, "broker login (or env LOCUST_MQ_USER)"),
@@ -353,30 +278,6 @@ OPTIONS: tuple[Option, ...] = (
         ui=False,
     ),
     Option(
-        "mq-report-json",
-        "report_json",
-        writable_file,
-        "write the end-of-run summary to this JSON file (its folder must exist)",
-        ui=False,
-        master_writes=True,
-    ),
-    Option(
-        "mq-report-csv",
-        "report_csv",
-        writable_file,
-        "write the per-destination summary to this CSV file (its folder must exist)",
-        ui=False,
-        master_writes=True,
-    ),
-    Option(
-        "mq-report-html",
-        "report_html",
-        writable_file,
-        "write the run's report with charts to this self-contained HTML file (its folder must exist)",
-        ui=False,
-        master_writes=True,
-    ),
-    Option(
         "mq-request-events",
         "request_events",
         choice(REQUEST_EVENTS),
@@ -392,30 +293,6 @@ OPTIONS: tuple[Option, ...] = (
         f"{MAX_SECONDS:,})",
     ),
     Option(
-        "mq-max-p99-ms",
-        "max_p99_ms",
-        decimal(MAX_SECONDS * 1000, unit="ms"),
-        "gate: exit 3 when any destination's send-to-receive p99 exceeds this (ms)",
-    ),
-    Option(
-        "mq-max-errors",
-        "max_errors",
-        whole(MAX_COUNT),
-        "gate: exit 3 when the run has more failed operations than this",
-    ),
-    Option(
-        "mq-max-lost",
-        "max_lost",
-        whole(MAX_COUNT),
-        "gate: exit 3 when any destination lost more messages than this (the audit)",
-    ),
-    Option(
-        "mq-min-rate",
-        "min_rate",
-        decimal(MAX_RATE, unit="msg/s"),
-        "gate: exit 3 when any destination receives fewer messages/s than this",
-    ),
-    Option(
         "mq-fault",
         "faults",
         parse_fault,
@@ -425,13 +302,8 @@ OPTIONS: tuple[Option, ...] = (
         master_writes=True,
         repeat=True,
     ),
-    Option(
-        "mq-fail-on-saturation",
-        "fail_on_saturation",
-        parse_bool,
-        "gate: exit 3 when the generator's verdict is saturated or contended (true/false)",
-        default="false",
-    ),
+    *SEMANTIC_OPTIONS,
+    *REPORT_OPTIONS,
 )
 
 #: Settings fields that are never shown: not in a log, not in the JSON report.

@@ -1,0 +1,67 @@
+"""The ``--mq-*`` options of a run's reports and gates: where the JSON, CSV and HTML reports go, and the
+figures that end a run with exit 3. Declared once here; :data:`mqusers.options.table.OPTIONS` includes them.
+"""
+
+from __future__ import annotations
+
+from mqusers.options.optionspec import Option
+from mqusers.options.parsing import MAX_COUNT, MAX_RATE, MAX_SECONDS, decimal, parse_bool, whole
+from mqusers.options.paths import writable_file
+
+REPORT_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "mq-report-json",
+        "report_json",
+        writable_file,
+        "write the end-of-run summary to this JSON file (its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-report-csv",
+        "report_csv",
+        writable_file,
+        "write the per-destination summary to this CSV file (its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-report-html",
+        "report_html",
+        writable_file,
+        "write the run's report with charts to this self-contained HTML file (its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-max-p99-ms",
+        "max_p99_ms",
+        decimal(MAX_SECONDS * 1000, unit="ms"),
+        "gate: exit 3 when any destination's send-to-receive p99 exceeds this (ms)",
+    ),
+    Option(
+        "mq-max-errors",
+        "max_errors",
+        whole(MAX_COUNT),
+        "gate: exit 3 when the run has more failed operations than this",
+    ),
+    Option(
+        "mq-max-lost",
+        "max_lost",
+        whole(MAX_COUNT),
+        "gate: exit 3 when any destination lost more messages than this (the audit)",
+    ),
+    Option(
+        "mq-min-rate",
+        "min_rate",
+        decimal(MAX_RATE, unit="msg/s"),
+        "gate: exit 3 when any destination receives fewer messages/s than this",
+    ),
+    Option(
+        "mq-fail-on-saturation",
+        "fail_on_saturation",
+        parse_bool,
+        "gate: exit 3 when the generator's verdict is saturated or contended (true/false)",
+        default="false",
+    ),
+)
