@@ -23,7 +23,7 @@ def test_port_prints_the_port_with_the_offset_applied() -> None:
     assert services_cli("port", "activemq", "stomp", MQUSERS_PORT_OFFSET="1000").stdout == "62613\n"
     unknown = services_cli("port", "rabbitmq", "stom")
     assert (unknown.returncode, unknown.stdout) == (2, "")
-    assert unknown.stderr == "error: rabbitmq has no port 'stom' (known: amqp, stomp, management, dist)\n"
+    assert unknown.stderr == "error: rabbitmq has no port 'stom' (known: amqp, stomp, management, dist, web_stomp)\n"
 
 
 @pytest.mark.activemq
