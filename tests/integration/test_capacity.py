@@ -50,7 +50,8 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
         # starved is noted apart, and may be lower): one of the steps, the answer's own words printed.
         keeps_up = document["keeps_up"]
         failed = float(keeps_up["why"].split(" msg/s did not")[0].replace(",", ""))
-        assert failed in {s["rate"] for s in document["steps"] if not s["sustained"]}, keeps_up
+        # The words round the rate (7,661 for a bisected 7,660.83).
+        assert any(abs(failed - s["rate"]) <= 0.5 for s in document["steps"] if not s["sustained"]), keeps_up
         assert " ".join(keeps_up["text"].split()) in said and f"({failed:,.0f} msg/s did not: " in said
     steps = document["steps"]
     # Bracketed: a failed step within 5 % above the maximum (14 steps leave room for reruns).
