@@ -280,17 +280,19 @@ def test_a_store_outage_costs_the_test_nothing_and_loses_only_what_the_bound_dro
 ) -> None:
     destination, report, lines = f"/queue/mqusers.outage.{uuid.uuid4().hex[:8]}", tmp_path / "r.json", tmp_path / "p.lp"
     command = locust_command(tmp_path, destination)
-    command += ["--headless", "-u", str(3 + PRODUCERS), "-r", "10", "-t", "22s", "--host", broker_url()]
+    command += ["--headless", "-u", str(3 + PRODUCERS), "-r", "10", "-t", "28s", "--host", broker_url()]
     command += ["--only-summary", "--mq-rate", str(RATE), "--mq-report-json", str(report)]
     command += ["--influx-url", f"http://127.0.0.1:{victoria}", "--influx-line-file", str(lines)]
-    command += ["--influx-buffer", "40", "--influx-timeout", "1"]
+    # ~9 points a second: 80 overflow in a 12 s outage, yet outlast the back-off (up to 4 s + an
+    # interval) after the store is back, so some of the outage's points are still there to retry.
+    command += ["--influx-buffer", "80", "--influx-timeout", "1"]
     locust = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
         assert bs.wait_for(lambda: vm_series(victoria, f"{schema.OPS.name}_count", destination=destination), 20)
         time.sleep(3)
         assert services.stop("victoria-metrics") is True
         down_ms = time.time_ns() // 1_000_000
-        time.sleep(8)
+        time.sleep(12)
         services.start("victoria-metrics")
         up_ms = time.time_ns() // 1_000_000
         output, _ = locust.communicate(timeout=90)
