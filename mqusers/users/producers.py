@@ -22,16 +22,16 @@ from mqusers.measure.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
 from mqusers.options.groups import HEADER as GROUP
 from mqusers.options.groups import group_of
 from mqusers.options.payloadspec import PayloadSpec
-from mqusers.options.priorities import PRIORITY, level_of, value_of
 from mqusers.options.selectors import HEADER, label_of
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError, Publisher, Sent
-from mqusers.stomp.wire import SendFrames, due_line
+from mqusers.stomp.wire import due_line
 from mqusers.users import payloads
 from mqusers.users.base import StompUser
 from mqusers.users.inflight import ReceiptWindow
 from mqusers.users.lanes import Lane, dealt
 from mqusers.users.pacing import FixedRate, NoBlock, SharedSchedule, due_epoch_ns, until_due
+from mqusers.users.publishers import Stamping, choose, publishers_for
 
 #: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
 _BURST_MAX, _BURST_BYTES = 64, 64 * 1024
@@ -98,11 +98,13 @@ class StompProducerUser(StompUser):
         groups = self.setting("groups")
         #: The message group all its messages are in ("" for none).
         self.message_group = group_of(self.ordinal, groups) if groups else ""
-        self._stamp = {
+        stamp = {
             **({HEADER: self.label} if self.label else {}),
             **({GROUP: self.message_group} if groups else {}),
         }
-        self.lane_list = [Lane(d, self.make_publishers(d, self._stamp, self._bodies_of(i)),
+        self.stamping = Stamping(self.mq.run_id, self.producer_id, self.destination, self.persistent,
+                                 self.setting("ttl_ms"), self.priorities, {**self.headers, **stamp})  # fmt: skip
+        self.lane_list = [Lane(d, self._publishers(i),
                                sent.producer(d, self.producer_id, self.label, ttl_ns, self.message_group),
                                size=self.size)
                           for i, d in enumerate(self.lanes)]  # fmt: skip
@@ -125,37 +127,15 @@ class StompProducerUser(StompUser):
         self.ok_ns = -1
         self.mq.producers.append((self.destination, self.client))
 
-    def _bodies_of(self, lane: int) -> tuple[bytes, ...]:
-        return dealt(self.bodies, len(self.lanes), lane)
-
-    def make_publishers(
-        self, destination: str, headers: dict[str, str], bodies: tuple[bytes, ...] | None = None
-    ) -> list[Publisher]:
-        """One publisher per body (``bodies``, default all), with priorities per level and body (level
-        first); its events named after ``destination``'s label."""
-        dialect, ttl = self.client.dialect, self.setting("ttl_ms")
-        frame_headers = {**dialect.send_headers(destination), **dialect.expiry_headers(ttl), **self.headers, **headers}
-        if self.persistent:
-            frame_headers["persistent"] = "true"
-        expiry = (dialect.expiry_header, ttl) if ttl and dialect.expiry_absolute else None
-        stamps = [frame_headers]
-        if self.priorities:
-            frame_headers.update(dialect.priority_queue_headers(destination))
-            stamps = [{**frame_headers, PRIORITY: str(value_of(level, self.priorities))}
-                      for level in range(self.priorities)]  # fmt: skip
-        return [self.client.publisher(destination, SendFrames(destination, body, self.mq.run_id, self.producer_id,
-                                                              stamp, expiry), label=self.destination)
-                for stamp in stamps for body in (self.bodies if bodies is None else bodies)]  # fmt: skip
+    def _publishers(self, lane: int) -> list[Publisher]:
+        """Lane ``lane``'s publishers: its share of the bodies (:func:`~mqusers.users.lanes.dealt`), each stamped."""
+        bodies = dealt(self.bodies, len(self.lanes), lane)
+        return publishers_for(self.client, self.stamping, self.lanes[lane], bodies)
 
     def publisher(self, seq: int = 0) -> Publisher:
-        """The current lane's next body's publisher: one body per write, in turn (a burst is one write); with
-        priorities, of message ``seq``'s level."""
+        """The current lane's next publisher, one body per write; with priorities, of message ``seq``'s level."""
         self._turn += 1
-        publishers = self.lane.publishers
-        if self.priorities:
-            bodies = len(publishers) // self.priorities
-            return publishers[level_of(seq, self.priorities) * bodies + self._turn % bodies]
-        return publishers[self._turn % len(publishers)]
+        return choose(self.lane.publishers, self._turn, seq, self.priorities)
 
     def wait_time(self) -> float:
         if self.done():
@@ -186,10 +166,7 @@ class StompProducerUser(StompUser):
         for index, lane in enumerate(self.lane_list):
             lane.connection_seq = lane.seq + 1
             if remake:
-                lane.publishers, lane.size = (
-                    self.make_publishers(lane.destination, self._stamp, self._bodies_of(index)),
-                    self.size,
-                )
+                lane.publishers, lane.size = self._publishers(index), self.size
 
     def last_ok_ns(self) -> int:
         return self.ok_ns
@@ -227,7 +204,7 @@ class StompProducerUser(StompUser):
                 return
         lane = self._next_lane()
         if lane.size != self.size:  # the profile's size changed: publishers of the new bodies, made once
-            lane.publishers = self.make_publishers(lane.destination, self._stamp, self._bodies_of(self._lane_index))
+            lane.publishers = self._publishers(self._lane_index)
             lane.size = self.size
         first, lane.seq = lane.seq + 1, lane.seq + count
         self.seq += count
