@@ -1,0 +1,1 @@
+"""Statistics over saved runs, pure: interval samples, headline figures, bootstrap intervals, verdicts."""

@@ -1,0 +1,132 @@
+"""A run document's ``"intervals"`` read into per-operation samples: seconds, counts and latency slots per interval.
+
+Only the intervals starting at or after ``measured_from`` (the warm-up's end) are kept. Each interval's
+HdrHistogram (µs, :mod:`mqusers.measure.book`'s layout) becomes a row of a matrix over the union of the
+slots any interval of the operation filled, so a resample's merged histogram is one matrix product.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from hdrh.histogram import HdrHistogram
+
+from mqusers.measure.book import SIGNIFICANT_DIGITS
+
+Floats = npt.NDArray[np.float64]
+
+
+class RunFileError(ValueError):
+    """A run file that cannot be compared; its message is the one line a user reads."""
+
+
+@dataclass(frozen=True)
+class Samples:
+    """One operation of one run, oldest interval first (``n`` intervals, ``k`` latency slots)."""
+
+    seconds: Floats  # (n,) each interval's width
+    counts: Floats  # (n,) successes per interval
+    slots: Floats  # (n, k) latencies per slot per interval
+    values_ms: Floats  # (k,) each slot's highest value in ms, ascending (what hdrh reports for a percentile)
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    locustfile: str
+    operations: dict[str, Samples]
+
+
+def slot_values_us(indexes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """hdrh's highest equivalent value of each counts index (unit 1 µs, ``SIGNIFICANT_DIGITS`` digits)."""
+    half = 1 << (int(np.ceil(np.log2(2 * 10**SIGNIFICANT_DIGITS))) - 1)  # 1,024 slots per power of two
+    bucket = (indexes // half) - 1
+    sub = (indexes % half) + half
+    low = bucket < 0
+    sub = np.where(low, sub - half, sub)
+    bucket = np.where(low, 0, bucket)
+    return (sub << bucket) + (1 << bucket) - 1
+
+
+def operation_samples(rows: list[list[Any]], measured_from: float) -> Samples | None:
+    """An operation's interval rows ``[start, seconds, count, failures, encoded]`` from ``measured_from`` on."""
+    kept = [row for row in rows if float(row[0]) >= measured_from]
+    if not kept:
+        return None
+    decoded = []
+    for row in kept:
+        counts = np.ctypeslib.as_array(HdrHistogram.decode(row[4]).counts)
+        where = np.flatnonzero(counts)
+        decoded.append((where, counts[where]))
+    union = np.unique(np.concatenate([where for where, _ in decoded])) if decoded else np.zeros(0, np.int64)
+    slots = np.zeros((len(kept), len(union)))
+    for i, (where, counts) in enumerate(decoded):
+        slots[i, np.searchsorted(union, where)] = counts
+    return Samples(
+        seconds=np.array([float(row[1]) for row in kept]),
+        counts=np.array([float(row[2]) for row in kept]),
+        slots=slots,
+        values_ms=slot_values_us(union.astype(np.int64)) / 1000.0,
+    )
+
+
+def run_from_document(document: Mapping[str, Any], name: str) -> Run:
+    """The run's samples per operation; :class:`RunFileError` when it has no intervals to compare."""
+    intervals = document.get("intervals")
+    if not isinstance(intervals, Mapping) or not isinstance(intervals.get("operations"), Mapping):
+        raise RunFileError(f'{name}: no "intervals" (a run JSON written by --mq-report-json of this version)')
+    measured_from = float(intervals.get("measured_from") or 0.0)
+    try:
+        operations = {op: operation_samples(list(rows), measured_from) for op, rows in intervals["operations"].items()}
+    except (TypeError, ValueError, IndexError, KeyError) as error:
+        raise RunFileError(f'{name}: its "intervals" cannot be read ({error})') from None
+    kept = {op: samples for op, samples in sorted(operations.items()) if samples is not None}
+    if not kept:
+        raise RunFileError(f"{name}: no interval after the warm-up in any operation")
+    scenario = document.get("scenario") or {}
+    return Run(name, str(scenario.get("locustfile", "")) if isinstance(scenario, Mapping) else "", kept)
+
+
+def run_paths(argument: str) -> list[Path]:
+    """A run JSON, or a folder's ``*.json`` (sorted); :class:`RunFileError` when there is none."""
+    path = Path(argument)
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.json") if p.is_file())
+        if not files:
+            raise RunFileError(f"{argument}: a folder with no run JSON (*.json) in it")
+        return files
+    if not path.is_file():
+        raise RunFileError(f"{argument}: no such file or folder")
+    return [path]
+
+
+def load_runs(arguments: list[str]) -> list[Run]:
+    """The runs of one side: files, folders of files, or both; every one must read as a run with intervals."""
+    runs = []
+    for path in (p for argument in arguments for p in run_paths(argument)):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise RunFileError(f"{path}: not a readable JSON document ({error})") from None
+        if not isinstance(document, dict) or document.get("kind", "run") != "run":
+            raise RunFileError(f"{path}: not a run's JSON (--mq-report-json)")
+        runs.append(run_from_document(document, str(path)))
+    return runs
+
+
+def check_alike(*sides: list[Run]) -> None:
+    """Runs compared must be of one scenario (locustfile) and the same operations; else :class:`RunFileError`."""
+    runs = [run for side in sides for run in side]
+    first = runs[0]
+    for run in runs[1:]:
+        if run.locustfile != first.locustfile:
+            raise RunFileError(f"{run.name} ran {run.locustfile or '?'}, {first.name} ran {first.locustfile or '?'}")
+        if set(run.operations) != set(first.operations):
+            other = sorted(set(run.operations) ^ set(first.operations))
+            raise RunFileError(f"{run.name} and {first.name} differ in operations: {', '.join(other)}")
