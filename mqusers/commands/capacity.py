@@ -14,7 +14,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,16 +21,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from mqusers.commands.locustchild import SLACK_S, Parser, StepFailed, masked, refuse, run_locust
 from mqusers.findmax import findmaxanswer
 from mqusers.findmax.findstep import Step, judge
 from mqusers.findmax.latencybound import DEFAULT, LatencyBound, parse
 from mqusers.findmax.machineload import Sampler
 from mqusers.findmax.search import Search, curve_points, search
 
-#: A step may overrun its -t by the drain (at most --mq-drain-max, default 30 s) and start-up.
-STEP_SLACK_S = 90.0
 COLUMNS = ("offered/s", "achieved/s", "keeps up", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "lag p99 ms", "drain s",
            "processes", "machine %", "latency", "generator")  # fmt: skip
 
@@ -78,32 +76,11 @@ class StepPlan:
     def run(self, rate: float, index: int, processes: int = 0) -> Step:
         report = self.workdir / f"step-{index:02d}.json"
         with Sampler() as load:
-            document = run_locust(self.command(rate, report, index, processes), report,
-                                  self.warmup + self.window + STEP_SLACK_S, at=f" at {rate:,.0f} msg/s")  # fmt: skip
+            finished = run_locust(self.command(rate, report, index, processes), report,
+                                  self.warmup + self.window + SLACK_S, at=f" at {rate:,.0f} msg/s")  # fmt: skip
+        document = finished.document
         busy = load.busy_percent(document.get("started", 0.0) + self.warmup, document.get("stopped", 0.0))
         return judge(document, rate, self.max_lag_ms, str(report), max(processes, self.size), busy)
-
-
-def run_locust(command: list[str], report: Path, limit: float, at: str = "") -> dict[str, Any]:
-    """One ``locust`` child process, its output in REPORT.log, bounded by ``limit`` s: its JSON report.
-
-    Raises :class:`StepFailed` with one line (``at`` says which step) when it ran over or wrote no report.
-    """
-    log = report.with_suffix(".log")
-    with log.open("w") as out:
-        try:
-            code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=limit, check=False).returncode
-        except subprocess.TimeoutExpired:
-            raise StepFailed(f"locust ran over {limit:.0f} s{at}; see {log}") from None
-    if not report.exists():
-        last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise StepFailed(f"locust exited {code} without a report{at}: {last} (see {log})")
-    document: dict[str, Any] = json.loads(report.read_text())
-    return document
-
-
-class StepFailed(Exception):
-    """A step that produced no verdict (bad options, a crash): the search cannot go on."""
 
 
 def step_line(step: Step) -> str:
@@ -120,20 +97,8 @@ def step_line(step: Step) -> str:
     return f"{line}  {step.why}" if step.why else line
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad options: one line and exit 2, before any step runs."""
-
-    def error(self, message: str) -> NoReturn:
-        refuse(f"{self.prog}: {message}")
-
-
-def refuse(line: str) -> NoReturn:
-    print(line if line.startswith("mqusers") else f"mqusers: {line}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:
-    parser = _Parser(prog=prog, description=description)
+    parser = Parser(prog=prog, description=description)
     parser.add_argument("-f", "--locustfile", required=True, help="the scenario (producers and consumers)")
     parser.add_argument("--host", required=True, help="the broker, stomp://HOST:PORT")
     parser.add_argument("-u", "--users", type=int, default=4, help="Locust users per step (default 4)")
@@ -256,17 +221,8 @@ def curve(argv: Sequence[str]) -> int:
     return 0
 
 
-def _masked(args: Sequence[str]) -> list[str]:
-    """Locust arguments for a report: a password given on the command line never shown."""
-    out: list[str] = []
-    for arg in args:
-        secret_value = bool(out) and out[-1] == "--mq-password"
-        out.append("***" if secret_value else "--mq-password=***" if arg.startswith("--mq-password=") else arg)
-    return out
-
-
 def _plan_document(plan: StepPlan) -> dict[str, Any]:
     return {"locustfile": plan.locustfile, "host": plan.host, "users": plan.users, "consumers": plan.consumers,
             "warmup_s": plan.warmup, "window_s": plan.window, "max_lag_ms": plan.max_lag_ms,
             "processes": plan.processes, "expect_workers": plan.expect_workers, "workdir": str(plan.workdir),
-            "extra": _masked(plan.extra)}  # fmt: skip
+            "extra": masked(plan.extra)}  # fmt: skip

@@ -1,4 +1,4 @@
-"""The ``mqusers`` command: ``matrix``, ``find-max``, ``curve``, ``report``, ``locustfiles`` and ``options``."""
+"""The ``mqusers`` command: the usage of every subcommand (matrix, find-max, curve, repeat, report, ...), each run."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mqusers.commands import (
     capacity,
     cluster,
     matrix,  # the package imports Locust first: gevent patches first
+    repeat,
 )
 from mqusers.report import htmlreport
 
@@ -26,10 +27,12 @@ commands:
       mqusers find-max -f LOCUSTFILE --host URL [--processes N] [--json PATH] [-- ARGS]
   curve            latency against offered load: paced steps at percents of a rate
       mqusers curve -f LOCUSTFILE --host URL --max-rate R [--percents 10,50] [--json PATH]
+  repeat           one locust test N times: each headline figure's median, 95 % interval and spread
+      mqusers repeat N [--results DIR] [--json PATH] [--html PATH] -- LOCUST ARGS (with --headless -t)
   cluster-compare  the JMS report's schemes and a failover per broker configuration
       mqusers cluster-compare --config NAME=URL [--failover NAME=COMMAND] [--json PATH]
-  report           renders and compares saved JSON reports in one HTML page
-      mqusers report A.json [B.json ...] --html out.html
+  report           renders and compares saved JSON reports in one HTML page, or a results folder's trend
+      mqusers report A.json [B.json ...] --html out.html     mqusers report DIR --html trend.html
   locustfiles      prints the folder of the shipped scenarios, for locust -f
   options          the --mq-*, --influx-* options with their env vars (locust --help omits them)
 
@@ -40,6 +43,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "matrix": matrix.main,
     "find-max": capacity.find_max,
     "curve": capacity.curve,
+    "repeat": repeat.main,
     "report": htmlreport.main,
     "cluster-compare": cluster.main,
 }

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqusers.commands.capacity import StepFailed, run_locust
+from mqusers.commands.locustchild import StepFailed, run_locust
 from mqusers.commands.matrix import shipped_locustfiles
 from mqusers.options.faultspec import parse_fault
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
@@ -205,7 +205,7 @@ def _attempt(title: str, command: list[str], report: Path, seconds: float) -> di
     started = time.monotonic()
     print(f"{title} ...", end=" ", flush=True)
     try:
-        document = run_locust(command, report, seconds + RUN_SLACK_S)
+        document = run_locust(command, report, seconds + RUN_SLACK_S).document
     except StepFailed as error:
         print(f"failed: {error}")
         return None

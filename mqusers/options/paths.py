@@ -58,6 +58,20 @@ def writable_file(path: str, option: str) -> str:
     return path
 
 
+def writable_folder(path: str, option: str) -> str:
+    """``path``, if it is a writable folder or one can be made there later (its nearest existing parent is)."""
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        problem = "not a folder" if existing == os.path.abspath(path) else f"{existing!r} is not a folder"
+    else:
+        problem = "" if os.access(existing, os.W_OK | os.X_OK) else f"{existing!r} is not writable"
+    if problem:
+        raise OptionError(f"{option}: cannot write into {path!r}: {problem}; give a writable folder")
+    return path
+
+
 def read_secret_file(path: str, option: str) -> str:
     try:
         with open(path, encoding="utf-8") as handle:

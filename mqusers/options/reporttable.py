@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mqusers.options.optionspec import Option
 from mqusers.options.parsing import MAX_COUNT, MAX_RATE, MAX_SECONDS, decimal, parse_bool, whole
-from mqusers.options.paths import writable_file
+from mqusers.options.paths import writable_file, writable_folder
 
 REPORT_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -30,6 +30,15 @@ REPORT_OPTIONS: tuple[Option, ...] = (
         "report_html",
         writable_file,
         "write the run's report with charts to this self-contained HTML file (its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-results",
+        "results",
+        writable_folder,
+        "also write the run's JSON report into this folder (made if missing) as <UTC start>-<run id>.json, so the"
+        " runs sort in time order; mqusers report FOLDER draws their trend",
         ui=False,
         master_writes=True,
     ),

@@ -63,6 +63,7 @@ class Settings:
     report_json: str | None = None
     report_csv: str | None = None
     report_html: str | None = None
+    results: str | None = None
     warmup: float = 0.0
     max_p99_ms: float | None = None
     max_errors: int | None = None

@@ -3,7 +3,8 @@
 Reads only the documents (``--mq-report-json``'s, ``mqusers find-max --json``'s, ``mqusers curve
 --json``'s), so any saved run can be rendered again and compared later. Tables are rendered here;
 charts are drawn in the browser by the vendored uPlot (``mqusers/report/assets``, MIT), inlined with the data
-so the page opens offline. ``mqusers report A.json [B.json ...] --html out.html`` is :func:`main`.
+so the page opens offline. ``mqusers report A.json [B.json ...] --html out.html`` is :func:`main`; given
+results folders, it draws their runs' trend (:mod:`mqusers.report.htmltrend`).
 """
 
 from __future__ import annotations
@@ -13,21 +14,19 @@ import json
 import os
 from collections.abc import Sequence
 from html import escape
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
+from mqusers.report.history import read_folder
+from mqusers.report.htmlpage import page
 from mqusers.report.htmlrun import marks, receive_plots, run_section, run_summary
 from mqusers.report.htmltables import Html, link, number, table
+from mqusers.report.htmltrend import write_trend
 
 KINDS = ("run", "find-max", "curve", "cluster-compare", "matrix")
 #: What each kind of document is, for the page's heading.
 NAMES = {"run": "run", "find-max": "find-max search", "curve": "latency curve", "cluster-compare": "cluster comparison",
          "matrix": "matrix"}  # fmt: skip
-
-
-def asset(name: str) -> str:
-    """A file of ``mqusers/report/assets``: the page's script, styles, vendored uPlot."""
-    return resources.files("mqusers.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def kind_of(document: dict[str, Any]) -> str:
@@ -159,20 +158,8 @@ def render(documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> str:
         body.insert(0, f'<section class="compare"><h2>Comparison</h2>{compared}<div class="charts" '
                        'data-doc="compare"></div></section>')  # fmt: skip
     data = {"documents": [chart_data(d) for d in documents], "titles": [os.path.basename(t) for t in titles]}
-    # "</" would end the script element early; JSON allows "<\/" for it.
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     heading, source = _page_heading(documents, titles)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(heading)}</title>
-<style>{asset("uPlot.min.css")}</style><style>{asset("report.css")}</style></head>
-<body><header><h1>{escape(heading)}</h1>{source}</header>
-{"".join(body)}
-<script id="report-data" type="application/json">{payload}</script>
-<script>{asset("uPlot.iife.min.js")}</script>
-<script>{asset("report.js")}</script>
-</body></html>
-"""
+    return page(heading, source, "".join(body), data)
 
 
 def write_html(path: str, documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> None:
@@ -180,11 +167,38 @@ def write_html(path: str, documents: Sequence[dict[str, Any]], titles: Sequence[
         handle.write(render(documents, titles))
 
 
+def _trend(folders: Sequence[str], html: str, parser: argparse.ArgumentParser) -> int:
+    """``mqusers report DIR``: the trend page of the runs of one or more results folders."""
+    runs, skipped = [], []
+    for folder in folders:
+        found = read_folder(Path(folder))
+        runs += found.runs
+        skipped += [f"{path}: {why}" for path, why in found.skipped]
+    if not runs:
+        parser.error(f"no run's JSON report in {', '.join(folders)}")
+    runs.sort(key=lambda run: (float(run[1].get("started") or 0.0), run[0].name))
+    try:
+        write_trend(html, runs, source=f"runs in {', '.join(folders)}", skipped=skipped)
+    except OSError as error:
+        parser.error(f"cannot write {html}: {error.strerror}")
+    left = f", {len(skipped)} other file(s) left out" if skipped else ""
+    print(f"mqusers report: wrote {os.path.abspath(html)} ({os.path.getsize(html):,} bytes), the trend of {len(runs)}"
+          f" runs in {', '.join(folders)}{left}")  # fmt: skip
+    return 0
+
+
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="mqusers report", description="render saved JSON reports as one HTML file")
-    parser.add_argument("reports", nargs="+", help="JSON reports: runs (--mq-report-json), find-max, curve")
+    parser = argparse.ArgumentParser(prog="mqusers report", description="render saved JSON reports as one HTML file, "
+                                     "or a results folder's runs as a trend")  # fmt: skip
+    parser.add_argument("reports", nargs="+", help="JSON reports: runs (--mq-report-json), find-max, curve; or "
+                        "results folders (--mq-results, mqusers repeat): the trend of their runs")  # fmt: skip
     parser.add_argument("--html", required=True, help="the HTML file to write")
     args = parser.parse_args(argv)
+    folders = [path for path in args.reports if os.path.isdir(path)]
+    if folders and len(folders) < len(args.reports):
+        parser.error("give JSON files (one page of them) or results folders (their trend), not both")
+    if folders:
+        return _trend(folders, args.html, parser)
     documents = []
     for path in args.reports:
         try:

@@ -33,7 +33,7 @@ _FLAGS = {option.field: option.flag for option in OPTIONS}
 #: The options as a run with none given has them (JSON types, as a document holds them).
 _DEFAULTS = json.loads(json.dumps(asdict(Settings()), default=str))
 #: Where the reports went is not how the run ran.
-_NOT_HOW = {"report_json", "report_csv", "report_html", "broker"}
+_NOT_HOW = {"report_json", "report_csv", "report_html", "results", "broker"}
 
 
 def receive_plots(document: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:

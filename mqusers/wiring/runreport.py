@@ -10,11 +10,13 @@ from locust.env import Environment
 from locust.runners import MasterRunner
 
 import logging
+import os
 import time
 
 from mqusers.report.build import RunFacts, build_report
 from mqusers.report.failover import failover_document
 from mqusers.report.gates import gate_failures
+from mqusers.report.history import result_name
 from mqusers.report.htmlreport import write_html
 from mqusers.report.reportformats import report_document, write_csv, write_json
 from mqusers.run.context import RunContext
@@ -65,6 +67,11 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         if settings.report_csv:
             write_csv(settings.report_csv, report.rows, report.pattern_destinations)
             written.append(settings.report_csv)
+        if settings.results:
+            os.makedirs(settings.results, exist_ok=True)
+            kept = os.path.join(settings.results, result_name(ctx.started, ctx.run_id))
+            write_json(kept, document)
+            written.append(kept)
     except OSError as error:
         logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
         environment.process_exit_code = max(environment.process_exit_code or 0, 2)

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from mqusers.commands.capacity import _masked, find_max
+from mqusers.commands.capacity import find_max
+from mqusers.commands.locustchild import masked
 from mqusers.findmax.findstep import Step, judge
 from mqusers.findmax.latencybound import parse
 from mqusers.findmax.search import attempt, curve_points, curve_rates, search
@@ -135,7 +136,7 @@ def test_ceiling_steps_and_budget_bound_the_search() -> None:
 def test_curve_points_and_no_password_in_a_saved_plan() -> None:
     assert curve_rates(2000.0, [10, 50, 100]) == [(10, 200.0), (50, 1000.0), (100, 2000.0)]
     args = ["--mq-size", "1KB", "--mq-password", "s3cret", "--mq-password=other"]
-    assert _masked(args) == ["--mq-size", "1KB", "--mq-password", "***", "--mq-password=***"]
+    assert masked(args) == ["--mq-size", "1KB", "--mq-password", "***", "--mq-password=***"]
 
 
 @pytest.mark.parametrize(

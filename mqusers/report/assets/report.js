@@ -55,7 +55,9 @@
     };
   }
 
-  // lines: [{label, x: [...], y: [...], points: bool (no line), color}]; opts: {x: "time"|"nines"|"rate", ylog, unit, marks}
+  // lines: [{label, x: [...], y: [...], points: bool (no line), color, dash: a bound (thin, dashed)}];
+  // opts: {x: "time"|"nines"|"rate"|"run", ylog, unit, marks, runs (x "run": each run's label),
+  // bands: [[upper, lower]] (two of the lines, the area between them shaded)}
   function chart(holder, title, lines, opts) {
     // A figure nobody reported (e.g. RabbitMQ has no store %) draws no empty line, nor an empty chart.
     lines = lines.filter((line) => line.y.some((v) => v !== null && v !== undefined));
@@ -75,13 +77,14 @@
     figure.dataset.marks = String(marks.windows.length + marks.faults.length);
     figure.title = marks.faults.map((f) => "fault at " + f[1]).join("\n");
     const data = uPlot.join(lines.map((line, i) => [line.x, ys[i]]));
-    const series = [{ label: opts.x === "time" ? "time" : opts.x === "nines" ? "percentile" : "offered msg/s" }];
+    const series = [{ label: { time: "time", nines: "percentile", run: "run" }[opts.x] || "offered msg/s" }];
     lines.forEach((line, i) => {
       const color = line.color || COLORS[i % COLORS.length];
       series.push({
         label: line.label,
         stroke: color,
-        width: 1.5,
+        width: line.dash ? 1 : 1.5,
+        dash: line.dash ? [4, 4] : undefined,
         spanGaps: true,
         paths: line.points ? () => null : undefined,
         points: { show: line.points || line.x.length < 30, size: line.points ? 9 : 5, fill: color },
@@ -91,9 +94,14 @@
     const xScale = opts.x === "time" ? { time: true } : { time: false, distr: opts.x === "nines" ? 3 : 1 };
     // space: the least pixels between two ticks, wider than a label ("10:21:46", "99.999 %", "16,000").
     const xAxis = {
-      label: opts.x === "nines" ? "percentile" : opts.x === "rate" ? "offered msg/s" : "time (UTC)",
-      space: opts.x === "rate" ? 70 : 90,
+      label: { nines: "percentile", rate: "offered msg/s", run: "run, oldest first" }[opts.x] || "time (UTC)",
+      space: opts.x === "rate" || opts.x === "run" ? 70 : 90,
     };
+    if (opts.x === "run") {
+      // Whole runs only; a run's start and id in the legend.
+      xAxis.incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+      series[0].value = (u, v) => (v === null ? "-" : opts.runs[v - 1] || String(v));
+    }
     if (opts.x === "time") {
       // Whole seconds (the series' resolution), in UTC as the page's other times.
       xAxis.incrs = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400];
@@ -114,6 +122,12 @@
         series: series,
         scales: { x: xScale, y: opts.ylog ? { distr: 3 } : { range: (u, lo, hi) => [Math.min(0, lo), hi || 1] } },
         axes: [xAxis, { label: opts.unit, size: 70, values: (u, splits) => splits.map(number) }],
+        bands: (opts.bands || [])
+          .filter((pair) => pair.every((line) => lines.includes(line)))
+          .map(([upper, lower]) => ({
+            series: [lines.indexOf(upper) + 1, lines.indexOf(lower) + 1],
+            fill: upper.color + "22",
+          })),
         legend: { live: true },
         padding: [12, 28, 0, 0], // room for the last x label ("99.999 %") inside the chart
         plugins: opts.x === "time" ? [marksPlugin(marks)] : [],
@@ -237,7 +251,33 @@
     ], { x: "rate", unit: "ms", ylog: true });
   }
 
-  const draw = { run: runCharts, "find-max": findMaxCharts, curve: curveCharts, "cluster-compare": () => {}, matrix: () => {} };
+  // A results folder's trend: per run (oldest first) each figure with its 95 % interval, a shaded band.
+  function trendCharts(holder, doc) {
+    const x = doc.runs.map((r) => r.run);
+    const started = (t) => new Date(t * 1000).toISOString().substring(0, 16).replace("T", " ");
+    const labels = doc.runs.map((r) => (r.t ? started(r.t) + " UTC " : "") + r.run_id);
+    const withBands = (figures) => {
+      const lines = [];
+      const bands = [];
+      figures.forEach((figure, i) => {
+        const color = COLORS[i % COLORS.length];
+        const column = (k) => doc.runs.map((r) => r.figures[figure][k]);
+        const high = { label: figure + " 95 % high", x: x, y: column(2), color: color, dash: true };
+        const low = { label: figure + " 95 % low", x: x, y: column(1), color: color, dash: true };
+        lines.push({ label: figure, x: x, y: column(0), color: color }, high, low);
+        bands.push([high, low]);
+      });
+      return { lines: lines, bands: bands };
+    };
+    const throughput = withBands(["throughput"]);
+    chart(holder, "Throughput per run: " + doc.operation, throughput.lines,
+      { x: "run", unit: "msg/s", runs: labels, bands: throughput.bands });
+    const latency = withBands(["p50", "p99", "p99.9"]);
+    chart(holder, "Latency per run: " + doc.operation, latency.lines,
+      { x: "run", unit: "ms", ylog: true, runs: labels, bands: latency.bands });
+  }
+
+  const draw = { run: runCharts, trend: trendCharts, "find-max": findMaxCharts, curve: curveCharts, "cluster-compare": () => {}, matrix: () => {} };
   DATA.documents.forEach((doc, i) => {
     draw[doc.kind](document.querySelector('.charts[data-doc="' + i + '"]'), doc);
   });
