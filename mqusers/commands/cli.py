@@ -27,12 +27,12 @@ commands:
       mqusers find-max -f LOCUSTFILE --host URL [--processes N] [--json PATH] [-- ARGS]
   curve            latency against offered load: paced steps at percents of a rate
       mqusers curve -f LOCUSTFILE --host URL --max-rate R [--percents 10,50] [--json PATH]
-  repeat           one locust test N times: each headline figure's median, 95 % interval and spread
-      mqusers repeat N [--results DIR] [--json PATH] [--html PATH] -- LOCUST ARGS (with --headless -t)
+  repeat           one locust test N times: each figure's median, 95 % interval and spread
+      mqusers repeat N [--results DIR] [--json PATH] [--html PATH] -- --headless -t 30s ...
   cluster-compare  the JMS report's schemes and a failover per broker configuration
       mqusers cluster-compare --config NAME=URL [--failover NAME=COMMAND] [--json PATH]
-  report           renders and compares saved JSON reports in one HTML page, or a results folder's trend
-      mqusers report A.json [B.json ...] --html out.html     mqusers report DIR --html trend.html
+  report           saved JSON reports in one HTML page, or a results folder's trend over runs
+      mqusers report A.json [B.json ...] --html out.html  |  mqusers report DIR --html trend.html
   locustfiles      prints the folder of the shipped scenarios, for locust -f
   options          the --mq-*, --influx-* options with their env vars (locust --help omits them)
 

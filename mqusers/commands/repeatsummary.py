@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mqusers.report.htmltrend import write_trend
-from mqusers.report.reportformats import ms, rate
+from mqusers.report.reportformats import WIDTH, ms, rate
 from mqusers.stats.bootstrap import CONFIDENCE, Estimate, estimates
 from mqusers.stats.figures import FIGURES, THROUGHPUT, UNITS, run_headlines
 from mqusers.stats.samples import Run, RunFileError, run_from_document
 
 #: Exit codes of a run that measured to its end: locust's success and a run's own gate failing.
 MEASURED = {0: "ok", 3: "gate"}
-METHOD = ("median of the runs' figures; 95 % interval: a bootstrap drawing runs, then moving blocks of each drawn"
-          " run's intervals (docs/compare.md); spread: the lowest and highest run")  # fmt: skip
+METHOD = ("median of the runs' figures; 95 % interval: a hierarchical bootstrap over the runs and their intervals"
+          " (docs/compare.md); spread: the lowest and highest run")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,8 @@ def print_summary(differences: list[str], records: list[RunRecord], interrupted:
     if not counted:
         print("mqusers repeat: no run measured to its end with intervals: no statistics")
         return summary
-    print("how the runs differ: " + "; ".join(differences))
-    print(f"statistics: {METHOD}")
+    for said in ("how the runs differ: " + "; ".join(differences), f"statistics: {METHOD}"):
+        print(textwrap.fill(said, WIDTH, subsequent_indent="  "))
     if counted == 1:
         print("one run: its interval shows the noise within that run only, not from run to run")
     print("\n".join(table_lines(summary)))

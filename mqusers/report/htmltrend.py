@@ -55,7 +55,7 @@ def _figure_cell(values: list[float | None], unit: str) -> Html | None:
     value, low, high = values
     if value is None:
         return None
-    interval = "" if low is None or high is None else f"<br><small>{number(low, unit)} - {number(high, unit)}</small>"
+    interval = "" if low is None or high is None else f"\n<br><small>{number(low, unit)} - {number(high, unit)}</small>"
     return Html(f"{number(value, unit)}{interval}", numeric=True)
 
 
@@ -100,7 +100,7 @@ def render_trend(runs: Sequence[tuple[Path, dict[str, Any]]], source: str, summa
     times = [float(d["started"]) for _, d in runs if d.get("started")]
     span = f", {when(min(times))} to {when(max(times))}" if times else ""
     counted = sum(1 for _ in runs) - len(left_out)
-    heading = f"mqusers trend: {counted} run{'s' if counted != 1 else ''}"
+    heading = f"mqusers {'trend' if summary is None else 'repeat'}: {counted} run{'s' if counted != 1 else ''}"
     return page(heading, f'<p class="source">{escape(source)}{escape(span)}</p>', "".join(sections), data)
 
 
