@@ -1,5 +1,5 @@
 """CLI: python -m services start [--started FILE] NAME... | stop NAME... | stop all | status
-| running NAME | port NAME KEY | pid NAME | fail-over NAME [NAME]
+| running NAME | port NAME KEY | pid NAME | fail-over NAME [NAME] | hdr-jar
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TextIO
 
-from . import SERVICES, ServiceError, is_running, master_of, pid, ports, start, status, stop
+from . import SERVICES, ServiceError, hdrtools, is_running, master_of, pid, ports, start, status, stop
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -40,6 +40,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     pid.add_argument("name", metavar="NAME")
     fail = sub.add_parser("fail-over", help="stop the broker of NAME... that serves STOMP, then start it again")
     fail.add_argument("names", nargs="+", metavar="NAME", help="a master/slave pair's brokers, or one broker")
+    sub.add_parser("hdr-jar", help="print the path of HdrHistogram's jar (its log tools), downloaded once")
     return parser.parse_args(argv)
 
 
@@ -122,6 +123,15 @@ def _pid(name: str) -> int:
     return 0
 
 
+def _hdr_jar() -> int:
+    try:
+        print(hdrtools.jar())
+    except ServiceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if args.command == "status":
@@ -135,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         return _pid(args.name)
     if args.command == "fail-over":
         return _fail_over(args.names)
+    if args.command == "hdr-jar":
+        return _hdr_jar()
     if args.command == "start" and args.started:
         with open(args.started, "w", encoding="utf-8") as started:
             return _run("start", args.names, started)

@@ -40,6 +40,8 @@ RUN_HERE = {
     "locust -f locustfiles/expiry.py --host": "test_the_expiry_example_runs",
     "locust -f locustfiles/nack.py --host": "test_the_nack_example_runs",
     "locust -f locustfiles/priority.py --host": "test_the_priority_example_runs",
+    "locust -f locustfiles/put_get.py --mq-hdr-log": "test_the_hdr_log_examples_run",
+    'java -cp "$(python -m services hdr-jar)"': "test_the_hdr_log_examples_run",
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {

@@ -43,6 +43,15 @@ REPORT_OPTIONS: tuple[Option, ...] = (
         master_writes=True,
     ),
     Option(
+        "mq-hdr-log",
+        "hdr_log",
+        writable_file,
+        "write the run's per-interval latency histograms per operation to this HdrHistogram interval log "
+        "(values in µs; its folder must exist)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
         "mq-max-p99-ms",
         "max_p99_ms",
         decimal(MAX_SECONDS * 1000, unit="ms"),

@@ -64,6 +64,7 @@ class Settings:
     report_csv: str | None = None
     report_html: str | None = None
     results: str | None = None
+    hdr_log: str | None = None
     warmup: float = 0.0
     max_p99_ms: float | None = None
     max_errors: int | None = None

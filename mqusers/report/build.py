@@ -12,6 +12,7 @@ from typing import Any
 
 from mqusers.measure.book import Book
 from mqusers.measure.connections import Connections, connection_figures
+from mqusers.measure.hdrintervals import Intervals
 from mqusers.measure.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
 from mqusers.measure.series import Series
 from mqusers.measure.spread import DestinationFigures
@@ -66,6 +67,8 @@ class RunFacts:
     lost_workers: list[dict[str, Any]] = field(default_factory=list)
     #: A backlog run's phases (:meth:`mqusers.measure.backlog.BacklogFigures.document`), else None.
     backlog: dict[str, Any] | None = None
+    #: Epoch s the measured window starts at: the end of ``--mq-warmup``, else the test start (0: ``started``).
+    measured_from: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,8 @@ class RunReport:
     connections: Connections | None = None
     #: Committed, aborted, transactions/s (:func:`~mqusers.measure.transactions.transaction_figures`); None: none.
     transactions: Transactions | None = None
+    #: :meth:`~mqusers.measure.hdrintervals.Intervals.document`: per-interval histograms per event name.
+    intervals: dict[str, Any] = field(default_factory=dict)
 
 
 def build_report(
@@ -251,6 +256,7 @@ def build_report(
     settings: Settings,
     series: Series | None = None,
     spread: Mapping[str, DestinationFigures] | None = None,
+    intervals: Intervals | None = None,
 ) -> RunReport:
     """``spread``: each destination of a pattern's own receive figures (:class:`~mqusers.measure.spread.Spread`)."""
     blocked = blocked_by_destination(facts.generator["processes"])
@@ -267,6 +273,7 @@ def build_report(
         facts, settings, rows, operation_rows(book), lines, errors, (series or Series()).document(fan_out(rows)),
         histograms, pattern_sections(tables), tables, connections,
         transaction_figures(book.tallies, (row.audit for row in rows)),
+        (intervals or Intervals()).document(facts.measured_from or facts.started),
     )  # fmt: skip
 
 

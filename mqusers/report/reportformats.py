@@ -223,6 +223,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
         "notes": report.notes,
         "series": report.series,
         "histograms": report.histograms,
+        "intervals": report.intervals,
     }
 
 

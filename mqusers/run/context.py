@@ -27,6 +27,7 @@ from mqusers.coordination.messages import Coordinator
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
 from mqusers.measure.entries import Delta
+from mqusers.measure.hdrintervals import Intervals
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.nacks import NackCounts
 from mqusers.measure.outages import Outages, describe, window_start
@@ -101,6 +102,8 @@ class RunContext:
     book: Book = field(default_factory=Book)
     #: Per-second rates, latency and generator health for the HTML report (merged on the master).
     series: Series = field(default_factory=Series)
+    #: Per-interval HdrHistograms per event name, the JSON's ``intervals`` (merged on the master).
+    intervals: Intervals = field(default_factory=Intervals)
     started: float = 0.0
     error: str | None = None
     #: Workers whose final tallies the master has merged this test.
@@ -226,10 +229,12 @@ def context(environment: Environment) -> RunContext:
         ctx.sent.process = ctx.received.process = ctx.outages.process = ctx.process_tag
         environment.events.request.add_listener(ctx.book.on_request)
         environment.events.request.add_listener(ctx.series.on_request)
+        environment.events.request.add_listener(ctx.intervals.on_request)
         count_start_failures(environment, lambda: ctx.start_failures)
         ctx.recorder = Recorder(environment.events.request.fire, ctx.settings.request_events == "per-message")
         ctx.recorder.add_consumer(ctx.book.add_batches)
         ctx.recorder.add_consumer(ctx.series.add_batches)
+        ctx.recorder.add_consumer(ctx.intervals.add_batches)
         ctx.recorder.add_consumer(lambda batches: add_batches(environment.stats, batches))
         runner = environment.runner
         node = (
@@ -249,6 +254,7 @@ def context(environment: Environment) -> RunContext:
         ship("mqusers_outages", ctx.outages.drain, lambda outages, _: ctx.outages.merge(outages))
         ship("mqusers_start_failures", lambda _: ctx.start_failures.drain(), lambda s, _: ctx.start_failures.merge(s))
         ship("mqusers_series", lambda _: ctx.series.drain(), lambda payload, _: ctx.series.merge(payload))
+        ship("mqusers_intervals", lambda _: ctx.intervals.drain(), lambda payload, _: ctx.intervals.merge(payload))
         ship("mqusers_spread", lambda _: ctx.spread.drain(), ctx.spread.merge)
         ship(
             "mqusers_health", lambda _: ctx.health.report(), lambda report, node: ctx.generators.update({node: report})

@@ -20,7 +20,7 @@ from mqusers.run.context import RunContext
 def start_warmup(environment: Environment, ctx: RunContext) -> None:
     """This test's measured window: from ``--mq-warmup`` seconds after now (from now without one)."""
     warmup = ctx.settings.warmup
-    ctx.book.recording = ctx.series.recording = not warmup
+    ctx.book.recording = ctx.series.recording = ctx.intervals.recording = not warmup
     measured_from_ns = time.time_ns() + round(warmup * 1e9) if warmup else 0
     ctx.recorder.measure_from(measured_from_ns, (lambda: end_warmup(environment, ctx)) if warmup else None)
     if warmup:
@@ -33,6 +33,6 @@ def start_warmup(environment: Environment, ctx: RunContext) -> None:
 
 def end_warmup(environment: Environment, ctx: RunContext) -> None:
     """The window opens (the recorder calls it before handing on any of the window's samples)."""
-    ctx.book.recording = ctx.series.recording = True
+    ctx.book.recording = ctx.series.recording = ctx.intervals.recording = True
     # Locust's tables leave the warm-up out too, as --reset-stats does at the end of spawning: one story.
     environment.stats.reset_all()

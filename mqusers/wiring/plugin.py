@@ -189,6 +189,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.recorder.restart(ctx.settings.request_events == "per-message")
     ctx.book.clear()
     ctx.series.clear()
+    ctx.intervals.clear()
     ctx.sent, ctx.received, ctx.audit = SentLedger(ctx.process_tag), ReceiveLedger(ctx.process_tag), Audit()
     ctx.outages.clear()
     ctx.producing, ctx.stopped, ctx.ended_by = True, False, "time"

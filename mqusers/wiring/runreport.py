@@ -16,6 +16,7 @@ import time
 from mqusers.report.build import RunFacts, build_report
 from mqusers.report.failover import failover_document
 from mqusers.report.gates import gate_failures
+from mqusers.report.hdrlog import write_hdr_log
 from mqusers.report.history import result_name
 from mqusers.report.htmlreport import write_html
 from mqusers.report.reportformats import report_document, write_csv, write_json
@@ -53,8 +54,9 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         lost_workers=[dict(worker) for worker in lost],
         start_failures=ctx.start_failures.document(),
         backlog=ctx.backlog.figures.document() if ctx.backlog is not None else None,
+        measured_from=ctx.recorder.measured_from_ns / 1e9 or ctx.started,
     )
-    report = build_report(ctx.book, verdict, facts, settings, ctx.series, ctx.spread.figures())
+    report = build_report(ctx.book, verdict, facts, settings, ctx.series, ctx.spread.figures(), ctx.intervals)
     written: list[str] = []
     try:
         document = report_document(report)
@@ -72,6 +74,9 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
             kept = os.path.join(settings.results, result_name(ctx.started, ctx.run_id))
             write_json(kept, document)
             written.append(kept)
+        if settings.hdr_log:
+            write_hdr_log(settings.hdr_log, report.intervals, ctx.run_id)
+            written.append(settings.hdr_log)
     except OSError as error:
         logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
         environment.process_exit_code = max(environment.process_exit_code or 0, 2)

@@ -275,3 +275,24 @@ def test_the_priority_example_runs(tmp_path: Path) -> None:
     for command in commands_starting("locust -f locustfiles/priority.py --host"):
         output = ran_well(command, tmp_path)
         assert "priority: 0 inversions in 2,000 deliveries" in output, output[-3000:]
+
+
+@pytest.mark.activemq
+def test_the_hdr_log_examples_run(tmp_path: Path) -> None:
+    """The run writes its log; HdrHistogram's own processor lists its tags and re-cuts the receive latency."""
+    started("activemq")
+    (locust,) = commands_starting("locust -f locustfiles/put_get.py --mq-hdr-log")
+    in_tmp = {" run.hlog": f" {tmp_path}/run.hlog", "-o receive": f"-o {tmp_path}/receive"}
+
+    def here(command: str) -> str:
+        for shown, written in in_tmp.items():
+            command = command.replace(shown, written)
+        return command
+
+    output = ran_well(here(locust), tmp_path)
+    assert "audit: nothing lost" in output, output[-3000:]
+    listed, recut = commands_starting('java -cp "$(python -m services hdr-jar)"')
+    assert "receive%20/queue/hdr" in ran_well(here(listed), tmp_path).split()
+    ran_well(here(recut), tmp_path)
+    total = re.search(r"Total count += +(\d+)", (tmp_path / "receive.hgrm").read_text())
+    assert total and int(total.group(1)) > 0

@@ -1,8 +1,10 @@
 import random
 
 from hdrh.histogram import HdrHistogram
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mqusers.measure.book import Book, new_histogram, percentile_plot
+from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, new_histogram, percentile_plot, record_grouped
 from mqusers.measure.totals import destination_rows
 from mqusers.report.build import operation_rows
 
@@ -88,3 +90,21 @@ def test_a_blocked_producers_sends_are_spread_until_it_was_last_seen_blocked() -
     assert row.span_s == 4.0 and row.send_rate_msgs == 250.0
     [row] = destination_rows(book.tallies, {"/queue/a": tally.first - 1})  # seen blocked before the last send
     assert row.span_s == burst.span_s
+
+
+@given(st.lists(st.tuples(st.integers(-5, 2 * HIGHEST_US), st.integers(1, 1000)), max_size=60))
+def test_grouped_recording_leaves_what_record_value_per_sample_leaves(samples: list[tuple[int, int]]) -> None:
+    """Counts, total, min and max, and the encoding: hdrh's own record_value is the truth (clipped as a Tally)."""
+    grouped, truth = new_histogram(), new_histogram()
+    micros: dict[int, int] = {}
+    for value, count in samples:
+        micros[value] = micros.get(value, 0) + count
+    negative = record_grouped(grouped, micros)
+    for value, count in micros.items():
+        if value >= 0:
+            truth.record_value(min(max(value, LOWEST_US), HIGHEST_US), count)
+    assert negative == sum(count for value, count in micros.items() if value < 0)
+    assert list(grouped.counts) == list(truth.counts)
+    assert grouped.get_total_count() == truth.get_total_count()
+    assert (grouped.get_min_value(), grouped.get_max_value()) == (truth.get_min_value(), truth.get_max_value())
+    assert grouped.encode() == truth.encode()

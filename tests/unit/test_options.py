@@ -259,7 +259,9 @@ UNWRITABLE = [
 ]
 
 
-@pytest.mark.parametrize("option", ["--mq-report-json", "--mq-report-csv", "--mq-report-html", "--influx-line-file"])
+@pytest.mark.parametrize(
+    "option", ["--mq-report-json", "--mq-report-csv", "--mq-report-html", "--mq-hdr-log", "--influx-line-file"]
+)
 @pytest.mark.parametrize(("path", "problem"), UNWRITABLE)
 def test_unwritable_files_are_refused_at_settings_time(option: str, path: str, problem: str, tmp_path: Path) -> None:
     path = path.format(tmp=tmp_path)
