@@ -42,6 +42,9 @@ RUN_HERE = {
     "locust -f locustfiles/priority.py --host": "test_the_priority_example_runs",
     "locust -f locustfiles/put_get.py --mq-hdr-log": "test_the_hdr_log_examples_run",
     'java -cp "$(python -m services hdr-jar)"': "test_the_hdr_log_examples_run",
+    "mqusers repeat ": "test_the_repeat_and_history_examples_run",
+    "locust -f locustfiles/pubsub.py --headless": "test_the_repeat_and_history_examples_run",
+    "mqusers report reports/": "test_the_repeat_and_history_examples_run",
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {

@@ -1,7 +1,8 @@
 """Every command README.md and docs/*.md show runs, as written, with short durations (their own text is read).
 
-A command is run with only these changes: durations shortened (``-t``, find-max's and curve's
-``--warmup``/``--window``/``--budget``/``--percents``, the matrix's ``--messages``/``--sizes``),
+A command is run with only these changes: durations shortened (``-t``, ``--mq-warmup``, a repeat's
+count, find-max's and curve's ``--warmup``/``--window``/``--budget``/``--percents``, the matrix's
+``--messages``/``--sizes``),
 optional ``[...]`` parts left out, files written under the test's folder, ``MASTER`` and
 ``BROKER`` this machine, the ports a parallel test could hold chosen free. Which test runs which
 command, and the commands not run here with the reason, are listed in tests/doccommands.py;
@@ -10,6 +11,7 @@ tests/unit/test_docs.py fails on a shown command in neither list.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -34,10 +36,15 @@ def short(command: str, tmp_path: Path) -> str:
     """The README's command with short durations and its files under ``tmp_path``."""
     command = re.sub(r"\s*\[[^\]]*\]", "", command)  # optional parts
     command = re.sub(r" -t \d+[sm]\b", " -t 4s", command)
+    command = re.sub(r" --mq-warmup \d+", " --mq-warmup 1", command)  # within the 4 s
     command = re.sub(r"(--mq-report-json|--mq-report-html|--mq-report-csv|--json|--html) (\S+)", rf"\1 {tmp_path}/\2",
                      command)  # fmt: skip
     command = re.sub(r"^mqusers report ((?:\S+\.json )+)", lambda m: "mqusers report " + " ".join(
         f"{tmp_path}/{name}" for name in m.group(1).split()) + " ", command)  # fmt: skip
+    # A results folder, and the folder a trend is drawn from, under the test's folder too.
+    command = re.sub(r"(--results|--mq-results) (\S+)", rf"\1 {tmp_path}/\2", command)
+    command = re.sub(r"^mqusers report (reports/\S+)", rf"mqusers report {tmp_path}/\1", command)
+    command = re.sub(r"^mqusers repeat \d+", "mqusers repeat 2", command)
     if command.startswith("mqusers find-max"):
         command += " --warmup 1 --window 2 --budget 10"
     if command.startswith("mqusers curve"):
@@ -178,6 +185,20 @@ def test_the_capacity_examples_run(tmp_path: Path) -> None:
         done = run(short(command, tmp_path), tmp_path)
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     assert (tmp_path / "capacity.html").stat().st_size > 0
+
+
+@pytest.mark.activemq
+def test_the_repeat_and_history_examples_run(tmp_path: Path) -> None:
+    """Two short runs repeated into a results folder, a single run kept in it too, and the folder's trend page."""
+    started("activemq")
+    shown = ("mqusers repeat ", "locust -f locustfiles/pubsub.py --headless", "mqusers report reports/")
+    for command in [command for prefix in shown for command in commands_starting(prefix)]:
+        done = run(short(command, tmp_path), tmp_path)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    summary = json.loads((tmp_path / "repeat.json").read_text())
+    assert [run["counted"] for run in summary["runs"]] == [True, True] and summary["operations"]
+    assert len(list((tmp_path / "reports" / "nightly").glob("*.json"))) == 2 + 1  # the repeat's, the single run's
+    assert (tmp_path / "repeat.html").stat().st_size > 0 and (tmp_path / "trend.html").stat().st_size > 0
 
 
 @pytest.mark.activemq

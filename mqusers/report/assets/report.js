@@ -56,7 +56,7 @@
   }
 
   // lines: [{label, x: [...], y: [...], points: bool (no line), color, dash: a bound (thin, dashed)}];
-  // opts: {x: "time"|"nines"|"rate"|"run", ylog, unit, marks, runs (x "run": each run's label),
+  // opts: {x: "time"|"nines"|"rate"|"run", ylog, fit (y from the data, not 0), unit, marks, runs (x "run": labels),
   // bands: [[upper, lower]] (two of the lines, the area between them shaded)}
   function chart(holder, title, lines, opts) {
     // A figure nobody reported (e.g. RabbitMQ has no store %) draws no empty line, nor an empty chart.
@@ -120,7 +120,11 @@
         width: chartWidth(holder),
         height: HEIGHT,
         series: series,
-        scales: { x: xScale, y: opts.ylog ? { distr: 3 } : { range: (u, lo, hi) => [Math.min(0, lo), hi || 1] } },
+        // From 0 unless asked to fit: a trend's small differences would be lost under a rate's full height.
+        scales: {
+          x: xScale,
+          y: opts.ylog ? { distr: 3 } : opts.fit ? {} : { range: (u, lo, hi) => [Math.min(0, lo), hi || 1] },
+        },
         axes: [xAxis, { label: opts.unit, size: 70, values: (u, splits) => splits.map(number) }],
         bands: (opts.bands || [])
           .filter((pair) => pair.every((line) => lines.includes(line)))
@@ -271,7 +275,7 @@
     };
     const throughput = withBands(["throughput"]);
     chart(holder, "Throughput per run: " + doc.operation, throughput.lines,
-      { x: "run", unit: "msg/s", runs: labels, bands: throughput.bands });
+      { x: "run", unit: "msg/s", runs: labels, bands: throughput.bands, fit: true });
     const latency = withBands(["p50", "p99", "p99.9"]);
     chart(holder, "Latency per run: " + doc.operation, latency.lines,
       { x: "run", unit: "ms", ylog: true, runs: labels, bands: latency.bands });
