@@ -106,23 +106,31 @@ def summarize(records: list[RunRecord]) -> dict[str, Any]:
     return {"kind": "repeat", "confidence": CONFIDENCE, "method": METHOD, "runs": runs, "operations": operations}
 
 
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Columns aligned: the first to the left, the figures to the right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
+                      enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]  # fmt: skip
+
+
 def table_lines(summary: dict[str, Any]) -> list[str]:
-    """Per operation: each figure's median, interval, spread and every counted run's own value, aligned."""
+    """Per operation: each figure's median, interval and spread, then a line per counted run with its own figures.
+
+    Runs are lines, not columns, so the table keeps its width whatever the number of runs.
+    """
     counted = [run for run in summary["runs"] if run["counted"]]
     lines = []
     for op, figures in summary["operations"].items():
-        header = [f"{op} ({len(counted)} runs)", "median", "95 % CI", "spread (min - max)",
-                  *(f"run {run['run']}" for run in counted)]  # fmt: skip
-        rows = [header]
+        estimates = [[f"{op}, {len(counted)} runs", "median", "95 % CI", "spread (min - max)"]]
         for figure in FIGURES:
             found = figures[figure]
-            rows.append([f"  {figure} {found['unit']}", _shown(figure, found["median"]),
-                         f"{_shown(figure, found['low'])} - {_shown(figure, found['high'])}",
-                         f"{_shown(figure, found['min'])} - {_shown(figure, found['max'])}",
-                         *(_shown(figure, run["figures"][op][figure]) for run in counted)])  # fmt: skip
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        lines += ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
-                            enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]  # fmt: skip
+            estimates.append([f"  {figure} {found['unit']}", _shown(figure, found["median"]),
+                              f"{_shown(figure, found['low'])} - {_shown(figure, found['high'])}",
+                              f"{_shown(figure, found['min'])} - {_shown(figure, found['max'])}"])  # fmt: skip
+        runs = [["  each run", *(f"{figure} {UNITS[figure]}" for figure in FIGURES)]]
+        runs += [[f"  run {run['run']} {run['run_id']}", *(_shown(f, run["figures"][op][f]) for f in FIGURES)]
+                 for run in counted]  # fmt: skip
+        lines += [*_aligned(estimates), *_aligned(runs)]
     return lines
 
 
