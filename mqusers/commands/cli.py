@@ -1,4 +1,4 @@
-"""The ``mqusers`` command: the usage of every subcommand (matrix, find-max, curve, repeat, report, ...), each run."""
+"""The ``mqusers`` command: the usage of every subcommand (find-max, repeat, compare, report, ...), each run."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import configargparse
 from mqusers.commands import (
     capacity,
     cluster,
+    compare,
     matrix,  # the package imports Locust first: gevent patches first
     repeat,
 )
@@ -31,6 +32,8 @@ commands:
       mqusers repeat N [--results DIR] [--json PATH] [--html PATH] -- --headless -t 30s ...
   cluster-compare  the JMS report's schemes and a failover per broker configuration
       mqusers cluster-compare --config NAME=URL [--failover NAME=COMMAND] [--json PATH]
+  compare          NEW against BASE: each figure's difference, its confidence interval, a verdict
+      mqusers compare BASE NEW [--confidence 95] [--tolerance PERCENT] [--json PATH] [--html PATH]
   report           saved JSON reports in one HTML page, or a results folder's trend over runs
       mqusers report A.json [B.json ...] --html out.html  |  mqusers report DIR --html trend.html
   locustfiles      prints the folder of the shipped scenarios, for locust -f
@@ -44,6 +47,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "find-max": capacity.find_max,
     "curve": capacity.curve,
     "repeat": repeat.main,
+    "compare": compare.main,
     "report": htmlreport.main,
     "cluster-compare": cluster.main,
 }

@@ -62,25 +62,25 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
 
     Within about 25 lines of 100 columns for a run of one destination: the first screen a user reads.
     """
-    lines = [_wrap(sentence) for sentence in _what_ran(report)]
+    lines = [wrap(sentence) for sentence in _what_ran(report)]
     if report.rows:
-        lines.append(_render(_traffic_table(report)))
+        lines.append(render_table(_traffic_table(report)))
         lines += _audit(report)
     for section in report.patterns:
-        lines += [_render(part) if isinstance(part, list) else _wrap(part) for part in section_lines(section)]
+        lines += [render_table(part) if isinstance(part, list) else wrap(part) for part in section_lines(section)]
     if report.facts.backlog is not None:
         lines += [
-            _render(phase_table(report.facts.backlog, report.operations)),
-            _wrap(backlog_sentence(report.facts.backlog)),
+            render_table(phase_table(report.facts.backlog, report.operations)),
+            wrap(backlog_sentence(report.facts.backlog)),
         ]
         if priorities := priority_table(report.facts.backlog, report.operations):
-            lines += [_render(priorities), _wrap(priority_sentence(report.facts.backlog) or "")]
+            lines += [render_table(priorities), wrap(priority_sentence(report.facts.backlog) or "")]
     if latency := _latency_table(report):
-        lines.append(_render(latency))
+        lines.append(render_table(latency))
     if failover := failover_table(report.facts.failover):
-        lines.append(_render(failover))
+        lines.append(render_table(failover))
     if broker := broker_table(report.facts.broker, [row.document() for row in report.rows]):
-        lines.append(_render(broker))
+        lines.append(render_table(broker))
     sentences = [*report.notes, *_connections_line(report), *transactions_sentence(report.transactions),
                  _generator_line(report.facts.generator)]  # fmt: skip
     if clocks := report.facts.clocks:  # one sentence for every worker: the first screen stays short
@@ -89,11 +89,11 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
         sentences.append(f"clocks against the master, ms: {', '.join(each)}")
     if files:
         sentences.append(f"files written: {', '.join(files)}")
-    lines += [_wrap(sentence) for sentence in sentences]
+    lines += [wrap(sentence) for sentence in sentences]
     return "\n".join(lines)
 
 
-def _wrap(sentence: str) -> str:
+def wrap(sentence: str) -> str:
     """A sentence within :data:`WIDTH` columns, its continuation lines indented (a path is never cut)."""
     return textwrap.fill(sentence, WIDTH, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
 
@@ -136,7 +136,7 @@ def _audit(report: RunReport) -> list[str]:
     keys = [key for key in _AUDIT_COLUMNS if key not in _RARE_COLUMNS or any(row.audit[key] for row in report.rows)]
     table = [["audit", *(_AUDIT_COLUMNS[key] for key in keys)]]
     table += [[row.destination, *(count(row.audit[key]) for key in keys)] for row in report.rows]
-    return [_render(table)]
+    return [render_table(table)]
 
 
 def _latency_table(report: RunReport) -> list[list[str]]:
@@ -180,7 +180,7 @@ def _generator_line(generator: Generator) -> str:
     return f"generator: {generator['sentence'] if generator['processes'] else generator['verdict']}"
 
 
-def _render(table: list[list[str]]) -> str:
+def render_table(table: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     rendered = []
     for row in table:

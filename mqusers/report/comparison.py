@@ -1,0 +1,103 @@
+"""NEW against BASE as one document (per operation and figure: both sides, the difference, its interval, the
+verdict) and its console table; ``mqusers compare``, the HTML page and the regression gate read it.
+
+The statistics are :mod:`mqusers.stats.bootstrap`'s; this module only arranges and words them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqusers.report.reportformats import render_table, wrap
+from mqusers.stats.bootstrap import CONFIDENCE, ONE_RUN_NOTE, RESAMPLES, Difference, Estimate, differences
+from mqusers.stats.figures import FIGURES, UNITS
+from mqusers.stats.samples import Run
+
+METHOD = (
+    "bootstrap of the runs' intervals: runs resampled with replacement when a side has several, then circular "
+    "blocks of consecutive intervals within each run; the point is the median over a side's runs; a verdict "
+    "only when the whole interval of NEW / BASE lies beyond the tolerance (docs/compare.md)"
+)
+
+
+def _side(estimate: Estimate) -> dict[str, Any]:
+    return {"point": estimate.point, "low": estimate.low, "high": estimate.high, "min": estimate.spread[0],
+            "max": estimate.spread[1], "runs": estimate.runs}  # fmt: skip
+
+
+def _figure(found: Difference) -> dict[str, Any]:
+    percent, low, high = found.percent
+    return {"unit": UNITS[found.figure], "base": _side(found.base), "new": _side(found.new), "ratio": found.ratio,
+            "ratio_low": found.low, "ratio_high": found.high, "difference_pct": percent,
+            "difference_low_pct": low, "difference_high_pct": high, "verdict": found.verdict}  # fmt: skip
+
+
+def compare_runs(
+    base: list[Run],
+    new: list[Run],
+    confidence: float = CONFIDENCE,
+    tolerance: float = 0.0,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The comparison document of two sides already checked alike (:func:`mqusers.stats.samples.check_alike`)."""
+    operations = {}
+    for operation in sorted(base[0].operations):
+        found = differences(base, new, operation, confidence, resamples, seed, tolerance)
+        operations[operation] = {figure: _figure(found[figure]) for figure in FIGURES}
+    one_run = len(base) == 1 or len(new) == 1
+    return {
+        "kind": "compare",
+        "base": [run.name for run in base],
+        "new": [run.name for run in new],
+        "confidence": confidence,
+        "tolerance": tolerance,
+        "resamples": resamples,
+        "seed": seed,
+        "method": METHOD,
+        "notes": [ONE_RUN_NOTE] if one_run else [],
+        "operations": operations,
+    }
+
+
+def _value(value: float, unit: str) -> str:
+    return f"{value:,.1f}" if unit == "msg/s" else f"{value:,.3f}"
+
+
+def _side_text(side: dict[str, Any], unit: str) -> str:
+    shown = _value(side["point"], unit)
+    return shown if side["runs"] == 1 else f"{shown} ({_value(side['min'], unit)}-{_value(side['max'], unit)})"
+
+
+def difference_text(figure: dict[str, Any]) -> str:
+    """``+12.3 % (+8.1 to +16.0)``: the difference of NEW from BASE and its interval."""
+    return (f"{figure['difference_pct']:+,.1f} % ({figure['difference_low_pct']:+,.1f} to "
+            f"{figure['difference_high_pct']:+,.1f})")  # fmt: skip
+
+
+def sides_text(document: dict[str, Any]) -> str:
+    def side(paths: list[str]) -> str:
+        return paths[0] if len(paths) == 1 else f"{len(paths)} runs ({paths[0]} ...)"
+
+    return f"BASE {side(document['base'])} against NEW {side(document['new'])}"
+
+
+def format_comparison(document: dict[str, Any]) -> str:
+    """The console's table per operation, with the method and the notes in sentences."""
+    confidence = f"{document['confidence'] * 100:g} %"
+    tolerance = f"; differences within ±{document['tolerance'] * 100:g} % do not count" if document["tolerance"] else ""
+    lines = [wrap(f"mqusers compare: {sides_text(document)}, {confidence} confidence{tolerance}")]
+    several = len(document["base"]) > 1 or len(document["new"]) > 1
+    for operation, figures in document["operations"].items():
+        header = [operation, "base", "new", f"difference ({confidence} interval)", "verdict"]
+        rows = [header] + [
+            [f"{name} {figure['unit']}", _side_text(figure["base"], figure["unit"]),
+             _side_text(figure["new"], figure["unit"]), difference_text(figure), figure["verdict"]]
+            for name, figure in figures.items()
+        ]  # fmt: skip
+        lines += ["", render_table(rows)]
+    lines.append("")
+    if several:
+        lines.append(wrap("base and new: the median of a side's runs (their lowest-highest)"))
+    lines += [wrap(f"method: {document['method']}"), *(wrap(f"note: {note}") for note in document["notes"])]
+    return "\n".join(lines)

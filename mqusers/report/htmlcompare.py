@@ -1,0 +1,68 @@
+"""The comparison's HTML page (``mqusers compare --html``): per operation, each figure's BASE, NEW, the difference
+with its interval drawn on a bar, and the verdict, in the run report's styles; it fits a laptop and a phone."""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from typing import Any
+
+from mqusers.report.comparison import difference_text, sides_text
+from mqusers.report.htmlreport import asset
+from mqusers.report.htmltables import Html, facts, number, table
+
+
+def _side(side: dict[str, Any], unit: str) -> Html:
+    shown = number(side["point"], unit)
+    if side["runs"] > 1:
+        shown += f"<br><small>{number(side['min'], unit)}-{number(side['max'], unit)}</small>"
+    return Html(shown, numeric=True)
+
+
+def _bar(figure: dict[str, Any], scale: float) -> Html:
+    """The interval of the difference on an axis from -scale to +scale percent, zero marked."""
+
+    def at(percent: float) -> float:
+        return 50.0 + 50.0 * max(-1.0, min(1.0, percent / scale))
+
+    low, high = at(figure["difference_low_pct"]), at(figure["difference_high_pct"])
+    return Html(f'<span class="ci" title="{escape(difference_text(figure))}"><span style="left:{low:.1f}%;'
+                f'width:{max(high - low, 0.5):.1f}%"></span><i style="left:{at(figure["difference_pct"]):.1f}%">'
+                "</i></span>")  # fmt: skip
+
+
+def _verdict(words: str) -> Html:
+    return Html(f'<span class="change-{words.split()[0]}">{escape(words)}</span>')
+
+
+def _section(operation: str, figures: dict[str, Any], confidence: str) -> str:
+    scale = max(10.0, *(max(abs(f["difference_low_pct"]), abs(f["difference_high_pct"])) for f in figures.values()))
+    rows = [[name, _side(figure["base"], figure["unit"]), _side(figure["new"], figure["unit"]),
+             Html(f"{figure['difference_pct']:+,.1f}", numeric=True),
+             Html(f"{figure['difference_low_pct']:+,.1f} to {figure['difference_high_pct']:+,.1f}", numeric=True),
+             _bar(figure, scale), _verdict(figure["verdict"])]
+            for name, figure in figures.items()]  # fmt: skip
+    header = ["figure", "base", "new", "difference %", f"{confidence} interval %", f"±{scale:,.0f} %", "verdict"]
+    return f"<section><h2>{escape(operation)}</h2>{table(header, rows, 'comparison')}</section>"
+
+
+def render_comparison(document: dict[str, Any]) -> str:
+    confidence = f"{document['confidence'] * 100:g} %"
+    said = facts([("compared", sides_text(document)), ("confidence", confidence),
+                  ("tolerance", f"±{document['tolerance'] * 100:g} %"), ("resamples", f"{document['resamples']:,}"),
+                  ("method", document["method"])])  # fmt: skip
+    notes = "".join(f'<p class="note">{escape(note)}</p>' for note in document["notes"])
+    body = "".join(_section(op, figures, confidence) for op, figures in document["operations"].items())
+    files = ", ".join(escape(os.path.basename(path)) for path in (*document["base"], *document["new"]))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>mqusers comparison</title><style>{asset("report.css")}</style></head>
+<body><header><h1>mqusers comparison: NEW against BASE</h1><p class="source">{files}</p>{said}{notes}</header>
+{body}
+</body></html>
+"""
+
+
+def write_comparison_html(path: str, document: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(render_comparison(document))
