@@ -2,7 +2,8 @@
 confidence interval and a verdict, on the console and optionally as JSON and HTML (docs/compare.md).
 
 BASE and NEW are each a run JSON (``--mq-report-json``) or a folder of them (one side's repeated runs). Bad
-input (a missing file, a JSON without ``"intervals"``, runs of other scenarios or operations) is one line, exit 2.
+input (a missing file, a JSON without ``"intervals"``, runs of other locustfiles or with no operation in
+common) is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from mqusers.report.comparison import compare_runs, format_comparison
 from mqusers.report.htmlcompare import write_comparison_html
 from mqusers.stats.bootstrap import CONFIDENCE, RESAMPLES
-from mqusers.stats.samples import RunFileError, check_alike, load_runs
+from mqusers.stats.samples import RunFileError, load_runs
 
 
 def _fraction(low: float, high: float, what: str) -> type[float]:
@@ -59,10 +60,9 @@ def main(argv: Sequence[str]) -> int:
             return _refuse(f"{path}: its folder does not exist")
     try:
         base, new = load_runs([args.base]), load_runs([args.new])
-        check_alike(base, new)
+        document = compare_runs(base, new, args.confidence, args.tolerance, args.resamples, args.seed)
     except RunFileError as error:
         return _refuse(str(error))
-    document = compare_runs(base, new, args.confidence, args.tolerance, args.resamples, args.seed)
     print(format_comparison(document))
     written = []
     if args.json:

@@ -11,7 +11,7 @@ from typing import Any
 from mqusers.report.reportformats import render_table, wrap
 from mqusers.stats.bootstrap import CONFIDENCE, ONE_RUN_NOTE, RESAMPLES, Difference, Estimate, differences
 from mqusers.stats.figures import FIGURES, UNITS
-from mqusers.stats.samples import Run
+from mqusers.stats.samples import Run, common_operations
 
 METHOD = (
     "bootstrap of the runs' intervals: runs resampled with replacement when a side has several, then circular "
@@ -40,12 +40,14 @@ def compare_runs(
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The comparison document of two sides already checked alike (:func:`mqusers.stats.samples.check_alike`)."""
-    operations = {}
-    for operation in sorted(base[0].operations):
+    """The comparison document of two sides' operations in common (:func:`mqusers.stats.samples.common_operations`)."""
+    operations, common = {}, common_operations(base, new)
+    for operation in common:
         found = differences(base, new, operation, confidence, resamples, seed, tolerance)
         operations[operation] = {figure: _figure(found[figure]) for figure in FIGURES}
     one_run = len(base) == 1 or len(new) == 1
+    apart = sorted((set(base[0].operations) | set(new[0].operations)) - set(common))
+    notes = [f"not compared, measured by one side only: {', '.join(apart)}"] if apart else []
     return {
         "kind": "compare",
         "base": [run.name for run in base],
@@ -55,7 +57,7 @@ def compare_runs(
         "resamples": resamples,
         "seed": seed,
         "method": METHOD,
-        "notes": [ONE_RUN_NOTE] if one_run else [],
+        "notes": [*notes, *([ONE_RUN_NOTE] if one_run else [])],
         "operations": operations,
     }
 

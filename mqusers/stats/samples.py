@@ -120,13 +120,19 @@ def load_runs(arguments: list[str]) -> list[Run]:
     return runs
 
 
-def check_alike(*sides: list[Run]) -> None:
-    """Runs compared must be of one scenario (locustfile) and the same operations; else :class:`RunFileError`."""
-    runs = [run for side in sides for run in side]
-    first = runs[0]
-    for run in runs[1:]:
+def common_operations(base: list[Run], new: list[Run]) -> list[str]:
+    """The operations both sides measured; :class:`RunFileError` when the runs are not comparable: another
+    locustfile, a side's runs (its repeats) with different operations, or no operation in common."""
+    first = base[0]
+    for run in (*base, *new):
         if run.locustfile != first.locustfile:
             raise RunFileError(f"{run.name} ran {run.locustfile or '?'}, {first.name} ran {first.locustfile or '?'}")
-        if set(run.operations) != set(first.operations):
-            other = sorted(set(run.operations) ^ set(first.operations))
-            raise RunFileError(f"{run.name} and {first.name} differ in operations: {', '.join(other)}")
+    for side in (base, new):
+        for run in side[1:]:
+            if set(run.operations) != set(side[0].operations):
+                other = sorted(set(run.operations) ^ set(side[0].operations))
+                raise RunFileError(f"{run.name} and {side[0].name} (one side's runs) differ in: {', '.join(other)}")
+    common = sorted(set(first.operations) & set(new[0].operations))
+    if not common:
+        raise RunFileError(f"{first.name} and {new[0].name} have no operation in common")
+    return common

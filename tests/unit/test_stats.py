@@ -14,7 +14,7 @@ from hdrh.histogram import HdrHistogram
 from mqusers.measure.book import new_histogram
 from mqusers.stats.bootstrap import SAME, differences, estimates, verdict
 from mqusers.stats.figures import FIGURES, PERCENTILES, headline
-from mqusers.stats.samples import RunFileError, check_alike, load_runs, run_from_document, slot_values_us
+from mqusers.stats.samples import RunFileError, common_operations, load_runs, run_from_document, slot_values_us
 from tests.unit.synthetic_runs import document, interval_latencies, run
 
 OPERATION = "receive /queue/x"
@@ -131,7 +131,9 @@ def test_bad_run_files_are_named_in_one_line(tmp_path: Path) -> None:
         load_runs([str(tmp_path)])
     a, b, c = (load_runs([str(tmp_path / f"{name}.json")]) for name in "abc")
     with pytest.raises(RunFileError, match=r"ran queue\.py"):
-        check_alike(a, b)
-    with pytest.raises(RunFileError, match="differ in operations: receive /queue/x, send /q"):
-        check_alike(a, c)
-    check_alike(a, a)
+        common_operations(a, b)
+    with pytest.raises(RunFileError, match="have no operation in common"):
+        common_operations(a, c)
+    with pytest.raises(RunFileError, match=r"\(one side's runs\) differ in: receive /queue/x, send /q"):
+        common_operations([*a, *c], a)
+    assert common_operations(a, a) == ["receive /queue/x"]
