@@ -45,6 +45,8 @@ RUN_HERE = {
     "mqusers repeat ": "test_the_repeat_and_history_examples_run",
     "locust -f locustfiles/pubsub.py --headless": "test_the_repeat_and_history_examples_run",
     "mqusers report reports/": "test_the_repeat_and_history_examples_run",
+    "locust -f locustfiles/put_get.py --headless": "test_the_compare_examples_run",
+    "mqusers compare base.json": "test_the_compare_examples_run",
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {

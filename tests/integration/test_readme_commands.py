@@ -39,6 +39,7 @@ def short(command: str, tmp_path: Path) -> str:
     command = re.sub(r" --mq-warmup \d+", " --mq-warmup 1", command)  # within the 4 s
     command = re.sub(r"(--mq-report-json|--mq-report-html|--mq-report-csv|--json|--html) (\S+)", rf"\1 {tmp_path}/\2",
                      command)  # fmt: skip
+    command = re.sub(r"^mqusers compare (\S+) (\S+)", rf"mqusers compare {tmp_path}/\1 {tmp_path}/\2", command)
     command = re.sub(r"^mqusers report ((?:\S+\.json )+)", lambda m: "mqusers report " + " ".join(
         f"{tmp_path}/{name}" for name in m.group(1).split()) + " ", command)  # fmt: skip
     # A results folder, and the folder a trend is drawn from, under the test's folder too.
@@ -90,6 +91,20 @@ def test_make_demo_and_the_headless_example_and_mqusers_report(tmp_path: Path) -
     for command in commands_starting("mqusers report before.json"):
         shown = run(short(command, tmp_path), tmp_path)
         assert shown.returncode == 0 and (tmp_path / "compare.html").stat().st_size > 0, shown.stderr
+
+
+@pytest.mark.activemq
+def test_the_compare_examples_run(tmp_path: Path) -> None:
+    """docs/compare.md's two runs (8 s each: 6 s measured after the 2 s warm-up) and their comparison's outputs."""
+    started("activemq")
+    for command in commands_starting("locust -f locustfiles/put_get.py --headless"):
+        ran_well(command.replace(" -t 60s", " -t 8s"), tmp_path)
+    [compare] = commands_starting("mqusers compare base.json")
+    output = ran_well(compare, tmp_path)
+    figures = json.loads((tmp_path / "compare.json").read_text())["operations"]["receive /queue/mqusers.putget"]
+    assert sorted(figures) == ["p50", "p90", "p99", "p99.9", "throughput"]
+    assert "receive /queue/mqusers.putget base new difference (95 % interval) verdict" in output
+    assert "note: one run a side" in output and (tmp_path / "compare.html").stat().st_size > 0
 
 
 @pytest.mark.activemq
