@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 
 from mqusers.report.comparison import difference_text, sides_text
-from mqusers.report.htmlreport import asset
+from mqusers.report.htmlpage import page
 from mqusers.report.htmltables import Html, facts, number, table
 
 
@@ -54,13 +54,9 @@ def render_comparison(document: dict[str, Any]) -> str:
     notes = "".join(f'<p class="note">{escape(note)}</p>' for note in document["notes"])
     body = "".join(_section(op, figures, confidence) for op, figures in document["operations"].items())
     files = ", ".join(escape(os.path.basename(path)) for path in (*document["base"], *document["new"]))
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>mqusers comparison</title><style>{asset("report.css")}</style></head>
-<body><header><h1>mqusers comparison: NEW against BASE</h1><p class="source">{files}</p>{said}{notes}</header>
-{body}
-</body></html>
-"""
+    # No charts: the intervals are drawn as bars in the tables.
+    return page("mqusers comparison: NEW against BASE", f'<p class="source">{files}</p>{said}{notes}', body,
+                {"documents": [], "titles": []})  # fmt: skip
 
 
 def write_comparison_html(path: str, document: dict[str, Any]) -> None:
