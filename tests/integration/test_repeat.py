@@ -60,8 +60,9 @@ def own_figures(document: dict[str, Any], topic: str) -> dict[str, float]:
 def repeated(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path, str]:
     folder = tmp_path_factory.mktemp("repeat")
     topic = f"/topic/mqusers.test.repeat.{uuid.uuid4().hex[:6]}"
-    result = mqusers("repeat", str(RUNS), "--results", str(folder / "runs"), "--json", str(folder / "repeat.json"),
-                     "--", *locust_args(started("activemq").url, topic))  # fmt: skip
+    outputs = ["--json", str(folder / "repeat.json"), "--html", str(folder / "repeat.html")]
+    result = mqusers("repeat", str(RUNS), "--results", str(folder / "runs"), *outputs, "--",
+                     *locust_args(started("activemq").url, topic))  # fmt: skip
     return result, folder, topic
 
 
@@ -164,7 +165,20 @@ def test_a_results_folders_trend_page_shows_each_runs_figures_and_fits_a_phone(
     page = tmp_path / "trend.html"
     made = mqusers("report", str(runs), "--html", str(page))
     assert made.returncode == 0 and f"the trend of {RUNS + 1} runs in {runs}" in made.stdout, made.stderr
+    summary = json.loads((folder / "repeat.json").read_text())
     for width in (1280, 390):
+        # The repeat's own page: its statistics on top, as its JSON has them, then its runs' trend.
+        with opened(folder / "repeat.html", width=width) as browser:
+            browser.page.screenshot(path=str(tmp_path / f"repeat-{width}.png"), full_page=True)
+            medians = browser.page.eval_on_selector_all(
+                "table.repeat tbody tr", "rows => rows.map(r => [r.cells[0].innerText, r.cells[1].innerText, "
+                "r.cells[2].innerText])")  # fmt: skip
+            fits = browser.page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+        assert browser.errors == [] and fits
+        decimals = {"msg/s": 1, "ms": 3}
+        assert medians == [[op, f"{figure} {found['unit']}", f"{found['median']:,.{decimals[found['unit']]}f}"]
+                           for op, figures in summary["operations"].items()
+                           for figure, found in ((f, figures[f]) for f in FIGURES)]  # fmt: skip
         with opened(page, width=width) as browser:
             browser.page.screenshot(path=str(tmp_path / f"trend-{width}.png"), full_page=True)
             shown = browser.page.evaluate(PAGE_JS)
