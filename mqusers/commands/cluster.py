@@ -2,17 +2,18 @@
 
 For each broker configuration (a single broker, a master/slave or primary/backup pair behind a
 failover URL...) it runs the report's three schemes with 1 producer, 1 subscriber and 1 topic
-(646-byte messages by default), each to a fixed message count, sent as fast as the connection
-takes them:
+(646-byte messages by default), sent as fast as the connection takes them:
 
 - non-persistent messages, a non-durable subscriber;
 - persistent messages, a non-durable subscriber;
 - persistent messages, a durable subscriber;
 
+each first in a warm-up run, then ``--repeats`` steady runs, interleaved (:mod:`mqusers.commands.grids`);
 then, when the configuration has a ``--failover`` command (e.g. stop the master), a paced run of the
 third scheme with receipts (so a loss is a confirmed message lost) during which that command runs
 (``--mq-fault``). Every run is a ``locust`` child process with its own JSON report; the table:
-msg/s per configuration and scheme, the failover window, reconnect and loss.
+msg/s per configuration and scheme (median and interval), the pairs not told apart from noise, the
+failover window, reconnect and loss.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mqusers.commands import grids
 from mqusers.commands.locustchild import StepFailed, run_locust
 from mqusers.commands.matrix import shipped_locustfiles
 from mqusers.options.faultspec import parse_fault
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
+from mqusers.report.htmlgrids import NOISE
+from mqusers.stats.samples import Run, RunFileError
 
 #: scheme: (title, locustfile, persistent, durable)
 SCHEMES = {
@@ -38,6 +42,7 @@ SCHEMES = {
     "persistent": ("persistent, non-durable", "pubsub.py", True, False),
     "durable": ("persistent, durable", "durable_topic.py", True, True),
 }
+TITLES = {scheme: title for scheme, (title, *_) in SCHEMES.items()}
 #: A run may overrun its count or -t by the drain and start-up.
 RUN_SLACK_S = 120.0
 
@@ -54,7 +59,7 @@ class Config:
 class Plan:
     locustfiles: Path
     size: str
-    messages: int
+    steady: grids.Steady
     failover_rate: float
     failover_seconds: float
     fault_at: float
@@ -69,9 +74,14 @@ class Plan:
                 "--mq-destination", destination, "--mq-size", self.size, "--mq-persistent", str(persistent).lower(),
                 "--mq-durable", str(durable).lower(), "--mq-report-json", str(report)]  # fmt: skip
 
-    def throughput(self, scheme: str, config: Config, report: Path) -> list[str]:
-        return [*self.base(scheme, config, report), "-t", "3600s", "--mq-total-messages", str(self.messages),
-                "--mq-total-rate", "0", *self.extra]  # fmt: skip
+    def warmup(self, scheme: str, config: Config, report: Path) -> list[str]:
+        """The scheme's warm-up run on this configuration: unpaced, ``--warmup-seconds`` long."""
+        return [*self.base(scheme, config, report), *self.steady.warmup_args(), "--mq-rate", "0", *self.extra]
+
+    def throughput(self, scheme: str, config: Config, report: Path, warmup_rate: float | None) -> list[str]:
+        """A measured run: unpaced, its start left out, as long as :meth:`grids.Steady.run_seconds` says."""
+        return [*self.base(scheme, config, report), *self.steady.run_args(warmup_rate), "--mq-rate", "0",
+                *self.extra]  # fmt: skip
 
     def failover_run(self, config: Config, report: Path) -> list[str]:
         return [*self.base("durable", config, report), "-t", f"{self.failover_seconds:g}s", "--mq-receipts", "true",
@@ -80,10 +90,11 @@ class Plan:
 
 
 def scheme_figures(report: dict[str, Any]) -> dict[str, Any]:
+    """One run's figures from its report (``msgs``: the report's own, over the run after its --mq-warmup)."""
     [row] = report["destinations"] or [{}]
-    return {"msgs": row.get("receive_rate_msgs"), "mbit": row.get("receive_rate_mbit"), "sent": row.get("sent", 0),
-            "received": row.get("received", 0), "lost": row.get("lost", 0),
-            "p99_ms": row.get("latency_ms", {}).get("p99")}  # fmt: skip
+    return {"destination": row.get("destination"), "msgs": row.get("receive_rate_msgs"),
+            "mbit": row.get("receive_rate_mbit"), "sent": row.get("sent", 0), "received": row.get("received", 0),
+            "lost": row.get("lost", 0), "p99_ms": row.get("latency_ms", {}).get("p99")}  # fmt: skip
 
 
 def failover_figures(report: dict[str, Any]) -> dict[str, Any]:
@@ -107,17 +118,17 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     def number(value: Any, digits: int = 0) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"
 
-    titles = [SCHEMES[s][0] for s in SCHEMES]
     lines = [
-        "| configuration | " + " | ".join(f"{t} msg/s" for t in titles) + " | failover window ms | reconnect ms | "
-        "lost | unconfirmed | dup after reconnect |",
-        "|---|" + "---:|" * (len(titles) + 5),
+        "| configuration | " + " | ".join(f"{t} msg/s" for t in TITLES.values()) + f" | {NOISE} noise | "
+        "failover window ms | reconnect ms | lost | unconfirmed | dup after reconnect |",
+        "|---|" + "---:|" * len(TITLES) + "---|" + "---:|" * 5,
     ]
     for row in rows:
-        schemes = " | ".join(number(row["schemes"].get(s, {}).get("msgs")) for s in SCHEMES)
+        schemes = " | ".join(grids.cell_text(row["schemes"].get(s) or {}) for s in SCHEMES)
+        noise = grids.noise_text(row.get("noise", []), TITLES)
         f = row.get("failover") or {}
         losses = " | ".join(str(f.get(key, "-")) for key in ("lost", "unconfirmed", "dup_after_reconnect"))
-        lines.append(f"| {row['config']} | {schemes} | {number(f.get('window_ms'))} | "
+        lines.append(f"| {row['config']} | {schemes} | {noise} | {number(f.get('window_ms'))} | "
                      f"{number(f.get('reconnect_ms'))} | {losses} |")  # fmt: skip
     return "\n".join(lines)
 
@@ -146,7 +157,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--config", action="append", default=[], help="NAME=URL, repeatable (a failover list: a,b)")
     parser.add_argument("--failover", action="append", default=[],
                         help="NAME=COMMAND that makes configuration NAME fail over (no shell), repeatable")  # fmt: skip
-    parser.add_argument("--messages", type=int, default=20_000, help="messages per scheme run (default 20,000)")
+    grids.add_options(parser, 20_000)
     parser.add_argument("--size", default="646", help="message body size (default 646 bytes, as the report)")
     parser.add_argument("--failover-rate", type=float, default=500.0, help="msg/s during the failover run")
     parser.add_argument("--failover-seconds", type=float, default=30.0, help="length of the failover run")
@@ -159,7 +170,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         failovers = _failovers(args.failover)
         configs = [_config(text, failovers) for text in args.config]
-        schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
+        schemes = list(dict.fromkeys(s.strip() for s in args.schemes.split(",") if s.strip()))
         if not configs:
             raise OptionError("--config NAME=URL: at least one configuration")
         if failovers:
@@ -167,24 +178,20 @@ def main(argv: Sequence[str]) -> int:
         if unknown := [s for s in schemes if s not in SCHEMES]:
             raise OptionError(f"--schemes: {', '.join(unknown)} unknown (known: {', '.join(SCHEMES)})")
         parse_size(args.size, "--size")
-        if args.messages < 1 or args.failover_rate <= 0 or not 0 < args.fault_at < args.failover_seconds:
-            raise OptionError("--messages and --failover-rate positive; --fault-at within --failover-seconds")
+        steady = grids.steady(args)
+        if args.failover_rate <= 0 or not 0 < args.fault_at < args.failover_seconds:
+            raise OptionError("--failover-rate positive; --fault-at within --failover-seconds")
     except OptionError as error:
         sys.stderr.write(f"mqusers cluster-compare: {error}\n")
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    plan = Plan(args.locustfiles, args.size, args.messages, args.failover_rate, args.failover_seconds,
-                args.fault_at, out, tuple(extra))  # fmt: skip
+    plan = Plan(args.locustfiles, args.size, steady, args.failover_rate, args.failover_seconds, args.fault_at, out,
+                tuple(extra))  # fmt: skip
     rows, failed = [], 0
     for config in configs:
-        row: dict[str, Any] = {"config": config.name, "url": config.url, "schemes": {}, "failover": None}
-        for scheme in schemes:
-            report = out / f"{config.name}-{scheme}.json"
-            document = _attempt(f"{config.name} {scheme}", plan.throughput(scheme, config, report), report, 3600.0)
-            if document is not None:
-                row["schemes"][scheme] = scheme_figures(document)
-            failed += document is None
+        row, missing = _measure(plan, config, schemes)
+        failed += missing
         if config.failover:
             report = out / f"{config.name}-failover.json"
             document = _attempt(f"{config.name} failover", plan.failover_run(config, report), report,
@@ -193,11 +200,50 @@ def main(argv: Sequence[str]) -> int:
             failed += document is None
         rows.append(row)
     table = markdown(rows)
-    print("\n" + table)
+    print("\n" + table + "\n\n" + steady.legend())
     if args.json:
-        Path(args.json).write_text(json.dumps({"kind": "cluster-compare", "size": args.size, "messages": args.messages,
-                                               "rows": rows, "table": table}, indent=2) + "\n")  # fmt: skip
+        document = {"kind": "cluster-compare", "size": args.size, **steady.document(), "titles": TITLES, "rows": rows,
+                    "table": table}  # fmt: skip
+        Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
     return 1 if failed else 0
+
+
+def _measure(plan: Plan, config: Config, schemes: list[str]) -> tuple[dict[str, Any], int]:
+    """One configuration's row: each scheme's warm-up, then its repeats interleaved; and how many runs failed."""
+    row: dict[str, Any] = {"config": config.name, "url": config.url, "warmup": {}, "schemes": {}, "failover": None}
+    failed, rates = 0, {}
+    for scheme in schemes:
+        report = plan.out / f"{config.name}-{scheme}-warmup.json"
+        document = _attempt(f"{config.name} {scheme} warm-up (left out)", plan.warmup(scheme, config, report), report,
+                            plan.steady.warmup_seconds)  # fmt: skip
+        if document is not None:
+            row["warmup"][scheme] = {**scheme_figures(document), "report": str(report)}
+            rates[scheme] = row["warmup"][scheme]["msgs"]
+        failed += document is None
+    runs: dict[str, list[Run]] = {scheme: [] for scheme in schemes}
+    figures: dict[str, list[dict[str, Any]]] = {scheme: [] for scheme in schemes}
+    repeats = plan.steady.repeats
+    for repeat, scheme in grids.interleaved(schemes, repeats):
+        report = plan.out / f"{config.name}-{scheme}-{repeat}.json"
+        command = plan.throughput(scheme, config, report, rates.get(scheme))
+        document = _attempt(f"{config.name} {scheme} run {repeat}/{repeats}", command, report,
+                            plan.steady.run_seconds(rates.get(scheme)))  # fmt: skip
+        if document is None:
+            failed += 1
+            continue
+        found = scheme_figures(document)
+        try:
+            run = grids.steady_run(document, found["destination"], str(report))
+        except RunFileError as error:
+            print(f"  not counted: {error}")
+            failed += 1
+            continue
+        runs[scheme].append(run)
+        figures[scheme].append({"repeat": repeat, "report": str(report), **found, "msgs": grids.throughput(run)})
+    for scheme in schemes:
+        row["schemes"][scheme] = {**grids.summary(runs[scheme]), "runs": figures[scheme]}
+    row["noise"] = [list(pair) for pair in grids.indistinct(runs)]
+    return row, failed
 
 
 def _attempt(title: str, command: list[str], report: Path, seconds: float) -> dict[str, Any] | None:
@@ -209,5 +255,7 @@ def _attempt(title: str, command: list[str], report: Path, seconds: float) -> di
     except StepFailed as error:
         print(f"failed: {error}")
         return None
-    print(f"done in {time.monotonic() - started:.1f} s")
+    [row] = document.get("destinations") or [{}]
+    rate = row.get("receive_rate_msgs")
+    print(f"done in {time.monotonic() - started:.1f} s" + (f", {rate:,.0f} msg/s" if rate else ""))
     return document

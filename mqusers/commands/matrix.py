@@ -1,10 +1,12 @@
-"""``mqusers matrix``: the classic message-bus test grid, one headless Locust run per cell.
+"""``mqusers matrix``: the classic message-bus test grid, headless Locust runs per cell.
 
 mode (topic / queue / request-reply) x persistent x durable (topics only) x message size, by
-default 1, 10 and 20 KB x 100,000 messages. Each cell runs its scenario to ``--mq-total-messages``
-and stops by itself, writes its JSON report, and a Markdown table per mode is printed at the end:
-latency (mean, p99), msg/s, Mbit/s, lost. A persistent cell on a broker whose store held 0 B (a
-memory-only ActiveMQ) is marked ``store 0 B`` (JSON: ``persisted`` false).
+default 1, 10 and 20 KB. Every cell runs once as the broker's warm-up, then ``--repeats`` times,
+interleaved, each run long enough for a steady state (:mod:`mqusers.commands.grids`), writing its
+JSON report; a Markdown table per mode is printed at the end: latency (mean, p99: the runs' medians),
+msg/s (the median with its interval), Mbit/s, lost, and which variants of a size are not told apart
+from noise. A persistent cell on a broker whose store held 0 B (a memory-only ActiveMQ) is marked
+``store 0 B`` (JSON: ``persisted`` false).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -19,8 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mqusers.commands import grids
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
+from mqusers.report.htmlgrids import NOISE
 from mqusers.report.htmlreport import write_html
+from mqusers.stats.samples import Run, RunFileError
 
 
 def shipped_locustfiles() -> Path:
@@ -53,6 +59,11 @@ class Cell:
         flags = ("p" if self.persistent else "n") + ("d" if self.durable else "")
         return f"{self.mode}-{flags}-{self.size}"
 
+    @property
+    def variant(self) -> str:
+        """What the cell is among its size's cells, as the noise column names it."""
+        return ("persistent" if self.persistent else "non-persistent") + (" durable" if self.durable else "")
+
 
 def cells(modes: list[str], sizes: list[str]) -> list[Cell]:
     grid = []
@@ -69,21 +80,22 @@ def locustfile(cell: Cell) -> str:
 
 
 def command(
-    cell: Cell, locustfiles: Path, host: str, messages: int, rate: float, out: Path, extra: list[str]
+    cell: Cell, locustfiles: Path, host: str, rate: float, out: Path, run: list[str], extra: list[str]
 ) -> list[str]:
+    """A run of ``cell``: ``run`` says how long (:class:`grids.Steady`), ``rate`` how fast (0: unpaced)."""
     _, _, kind, users, consumers = MODES[cell.mode]
+    pace = ["--mq-total-rate", f"{rate:g}"] if rate else ["--mq-rate", "0"]
     return [
         sys.executable, "-m", "locust", "-f", str(locustfiles / locustfile(cell)), "--headless", "--only-summary",
-        "--host", host, "-u", str(users), "-r", str(users), "-t", "3600s", "--mq-consumers", str(consumers),
+        "--host", host, "-u", str(users), "-r", str(users), *run, "--mq-consumers", str(consumers),
         "--mq-destination", f"/{kind}/mqusers.commands.matrix.{cell.slug}.{int(time.time())}",
         "--mq-size", cell.size, "--mq-persistent", str(cell.persistent).lower(),
-        "--mq-durable", str(cell.durable).lower(), "--mq-total-messages", str(messages),
-        "--mq-total-rate", str(rate), "--mq-report-json", str(out), *extra,
+        "--mq-durable", str(cell.durable).lower(), *pace, "--mq-report-json", str(out), *extra,
     ]  # fmt: skip
 
 
 def figures(cell: Cell, report: dict[str, Any]) -> dict[str, Any]:
-    """The table's figures: request/reply latency is the round trip, the others send to receive."""
+    """One run's figures: request/reply latency is the round trip, the others send to receive."""
     [row] = [r for r in report["destinations"] if not r["destination"].startswith("/temp-queue/")] or [{}]
     latency = row.get("latency_ms", {})
     fan_out = MODES[cell.mode][4] if cell.mode == "topic" else 1
@@ -92,6 +104,7 @@ def figures(cell: Cell, report: dict[str, Any]) -> dict[str, Any]:
         latency = requests[0]["latency_ms"] if requests else {}
     store = (report.get("broker") or {}).get("broker", {}).get("store_bytes")
     return {
+        "destination": row.get("destination"),
         "mean": latency.get("mean"),
         "p99": latency.get("p99"),
         "msgs": row.get("receive_rate_msgs"),
@@ -110,6 +123,33 @@ NOT_PERSISTED = (
 )
 
 
+def cell_figures(cell: Cell, runs: list[tuple[dict[str, Any], Run]]) -> dict[str, Any]:
+    """A cell from its runs (each run's figures and steady samples): msg/s's median, interval and spread; the
+    latency and Mbit/s the runs' medians; lost the runs' sum; each run's figures under ``runs``."""
+
+    def median(key: str) -> Any:
+        values = [f[key] for f, _ in runs if f.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    last = runs[-1][0] if runs else {}
+    return {**grids.summary([run for _, run in runs]), "mean": median("mean"), "p99": median("p99"),
+            "mbit": median("mbit"), "lost": sum(f["lost"] for f, _ in runs) if runs else None,
+            "store_bytes": last.get("store_bytes"), "persisted": None if not runs else last.get("persisted"),
+            "runs": [f for f, _ in runs]}  # fmt: skip
+
+
+def noise(cells: dict[Cell, list[Run]]) -> dict[Cell, list[str]]:
+    """Per cell, the variants of its mode and size whose throughput it is not told apart from."""
+    found: dict[Cell, list[str]] = {cell: [] for cell in cells}
+    for (_, _), group in itertools.groupby(
+        sorted(cells, key=lambda c: (c.mode, c.size)), key=lambda c: (c.mode, c.size)
+    ):
+        for a, b in grids.indistinct({cell: cells[cell] for cell in group}):
+            found[a].append(b.variant)
+            found[b].append(a.variant)
+    return found
+
+
 def markdown(mode: str, results: list[tuple[Cell, dict[str, Any]]]) -> str:
     def number(value: Any, digits: int) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"
@@ -117,15 +157,15 @@ def markdown(mode: str, results: list[tuple[Cell, dict[str, Any]]]) -> str:
     lines = [
         f"### {mode}",
         "",
-        "| persistent | durable | size | latency mean ms | latency p99 ms | msg/s | Mbit/s | lost |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        f"| persistent | durable | size | latency mean ms | latency p99 ms | msg/s | Mbit/s | lost | {NOISE} noise |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for cell, f in results:
         persistent = ("yes (store 0 B)" if f["persisted"] is False else "yes") if cell.persistent else "no"
         lines.append(
             f"| {persistent} | {'yes' if cell.durable else 'no'} | {cell.size} | "
-            f"{number(f['mean'], 3)} | {number(f['p99'], 3)} | {number(f['msgs'], 1)} | {number(f['mbit'], 2)} | "
-            f"{number(f['lost'], 0)} |"
+            f"{number(f['mean'], 3)} | {number(f['p99'], 3)} | {grids.cell_text(f)} | {number(f['mbit'], 2)} | "
+            f"{number(f['lost'], 0)} | {', '.join(f.get('noise') or []) or '-'} |"
         )
     return "\n".join(lines)
 
@@ -135,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="stomp://127.0.0.1:61613", help="broker URL, as for locust --host")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: " + ", ".join(MODES))
     parser.add_argument("--sizes", default="1KB,10KB,20KB", help="comma-separated message sizes")
-    parser.add_argument("--messages", type=int, default=100_000, help="messages per cell")
+    grids.add_options(parser, 100_000)
     parser.add_argument("--rate", type=float, default=0, help="total messages/s per cell (0 = as fast as possible)")
-    parser.add_argument("--out", default="reports/matrix", help="folder for one JSON report per cell")
+    parser.add_argument("--out", default="reports/matrix", help="folder for each run's JSON report")
     parser.add_argument("--json", default="", help="also write the tables' figures here (kind matrix)")
     parser.add_argument("--html", default="", help="also write the tables as one HTML page here")
     parser.add_argument(
@@ -149,13 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     try:
         parse_broker_url(args.host)
-        sizes = [s.strip() for s in args.sizes.split(",")]
+        sizes = list(dict.fromkeys(s.strip() for s in args.sizes.split(",")))
         for size in sizes:
             parse_size(size)
         modes = [m.strip() for m in args.modes.split(",")]
-        unknown = [m for m in modes if m not in MODES]
-        if unknown or args.messages < 1:
-            raise OptionError(f"--modes: {', '.join(unknown)} unknown" if unknown else "--messages: at least 1")
+        if unknown := [m for m in modes if m not in MODES]:
+            raise OptionError(f"--modes: {', '.join(unknown)} unknown")
+        steady = grids.steady(args)
         grid = cells(modes, sizes)
         missing = sorted({name for name in map(locustfile, grid) if not (args.locustfiles / name).is_file()})
         if missing:
@@ -165,26 +205,46 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    failed = 0
-    results: dict[str, list[tuple[Cell, dict[str, Any]]]] = {m: [] for m in modes}
+    failed, rates, warmups = 0, {}, {}
     for index, cell in enumerate(grid, 1):
-        report = out / f"{cell.slug}.json"
-        started = time.monotonic()
-        print(f"[{index}/{len(grid)}] {cell.slug} ...", end=" ", flush=True)
-        argv = command(cell, args.locustfiles, args.host, args.messages, args.rate, report, extra)
-        run = subprocess.run(argv, capture_output=True, text=True)
-        if not report.exists():
+        report = out / f"{cell.slug}-warmup.json"
+        title = f"[warm-up {index}/{len(grid)}] {cell.slug} (left out)"
+        run_args = command(cell, args.locustfiles, args.host, args.rate, report, steady.warmup_args(), extra)
+        document = _run(title, run_args, report)
+        if document is None:
             failed += 1
-            last = (run.stdout + run.stderr).strip().splitlines()[-1:] or ["no output"]
-            print(f"failed (exit {run.returncode}): {last[0]}")
             continue
-        results[cell.mode].append((cell, figures(cell, json.loads(report.read_text()))))
-        print(f"done in {time.monotonic() - started:.1f} s (exit {run.returncode})")
+        warmups[cell] = {**figures(cell, document), "report": str(report)}
+        rates[cell] = warmups[cell]["msgs"]
+    measured: dict[Cell, list[tuple[dict[str, Any], Run]]] = {cell: [] for cell in grid}
+    order = grids.interleaved(grid, steady.repeats)
+    for index, (repeat, cell) in enumerate(order, 1):
+        report = out / f"{cell.slug}-{repeat}.json"
+        run_args = command(
+            cell, args.locustfiles, args.host, args.rate, report, steady.run_args(rates.get(cell)), extra
+        )
+        document = _run(f"[{index}/{len(order)}] {cell.slug} run {repeat}/{steady.repeats}", run_args, report)
+        if document is None:
+            failed += 1
+            continue
+        found = {"repeat": repeat, "report": str(report), **figures(cell, document)}
+        try:
+            run = grids.steady_run(document, found["destination"], str(report))
+        except RunFileError as error:
+            print(f"  not counted: {error}")
+            failed += 1
+            continue
+        measured[cell].append(({**found, "msgs": grids.throughput(run)}, run))
+    marks = noise({cell: [run for _, run in runs] for cell, runs in measured.items()})
+    results: dict[str, list[tuple[Cell, dict[str, Any]]]] = {m: [] for m in modes}
+    for cell in grid:
+        if measured[cell]:
+            results[cell.mode].append((cell, {**cell_figures(cell, measured[cell]), "noise": marks[cell],
+                                              "warmup": warmups.get(cell)}))  # fmt: skip
     print()
     print("\n\n".join(markdown(mode, rows) for mode, rows in results.items() if rows))
-    if any(f["persisted"] is False for rows in results.values() for _, f in rows):
-        print(f"\n{NOT_PERSISTED}")
-    document = matrix_document(results, args.messages, args.rate, out)
+    document = matrix_document(results, steady, args.rate)
+    print("\n" + "\n".join(document["notes"]))
     if args.json:
         Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
     if args.html:
@@ -192,12 +252,25 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+def _run(title: str, argv: list[str], report: Path) -> dict[str, Any] | None:
+    """One run, its title and how it went printed; its report, None when it wrote none."""
+    started = time.monotonic()
+    print(f"{title} ...", end=" ", flush=True)
+    run = subprocess.run(argv, capture_output=True, text=True)
+    if not report.exists():
+        last = (run.stdout + run.stderr).strip().splitlines()[-1:] or ["no output"]
+        print(f"failed (exit {run.returncode}): {last[0]}")
+        return None
+    print(f"done in {time.monotonic() - started:.1f} s (exit {run.returncode})")
+    document: dict[str, Any] = json.loads(report.read_text())
+    return document
+
+
 def matrix_document(
-    results: dict[str, list[tuple[Cell, dict[str, Any]]]], messages: int, rate: float, out: Path
+    results: dict[str, list[tuple[Cell, dict[str, Any]]]], steady: grids.Steady, rate: float
 ) -> dict[str, Any]:
-    """The grid's figures as a JSON document (``kind: matrix``), each cell linking its run's report."""
-    cells = [{"mode": cell.mode, "persistent": cell.persistent, "durable": cell.durable, "size": cell.size,
-              **figures, "report": str(out / f"{cell.slug}.json")}
+    """The grid's figures as a JSON document (``kind: matrix``), each cell with its runs and their reports."""
+    cells = [{"mode": cell.mode, "persistent": cell.persistent, "durable": cell.durable, "size": cell.size, **figures}
              for rows in results.values() for cell, figures in rows]  # fmt: skip
-    notes = [NOT_PERSISTED] if any(cell.get("persisted") is False for cell in cells) else []
-    return {"kind": "matrix", "messages": messages, "rate": rate, "cells": cells, "notes": notes}
+    notes = [steady.legend(), *([NOT_PERSISTED] if any(cell.get("persisted") is False for cell in cells) else [])]
+    return {"kind": "matrix", **steady.document(), "rate": rate, "cells": cells, "notes": notes}

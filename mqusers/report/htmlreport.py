@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mqusers.report.history import read_folder
+from mqusers.report.htmlgrids import cluster_section, matrix_section
 from mqusers.report.htmlpage import page
 from mqusers.report.htmlrun import marks, receive_plots, run_section, run_summary
 from mqusers.report.htmltables import Html, link, number, table
@@ -75,39 +76,6 @@ def _curve_section(index: int, title: str | None, document: dict[str, Any]) -> s
 msg/s</p><div class="charts" data-doc="{index}"></div>{points}</section>"""
 
 
-def _cluster_section(index: int, title: str | None, document: dict[str, Any]) -> str:
-    schemes = ("nonpersistent", "persistent", "durable")
-    failover = ("window_ms", "reconnect_ms", "after_ready_ms", "lost", "unconfirmed", "dup_after_reconnect")
-    # A failover URL wraps at its commas: six configurations' URLs unwrapped pushed the table past 1280 px.
-    rows = ([r["config"], r["url"].replace(",", ", "), *((r["schemes"].get(s) or {}).get("msgs") for s in schemes),
-             *((r.get("failover") or {}).get(k) for k in failover)] for r in document.get("rows", []))  # fmt: skip
-    configurations = table(["configuration", "broker", "non-persistent msg/s", "persistent msg/s",
-                            "persistent durable msg/s", "failover window ms", "reconnect ms", "after ready ms", "lost",
-                            "unconfirmed", "dup after reconnect"], rows, "cluster")  # fmt: skip
-    return f"""<section class="cluster-compare" id="doc-{index}">{_heading(title)}
-<p class="facts">1 producer, 1 subscriber, 1 topic, {escape(str(document.get("size", "?")))}-byte messages,
-{number(document.get("messages", 0))} per scheme</p>{configurations}</section>"""
-
-
-def _matrix_section(index: int, title: str | None, document: dict[str, Any]) -> str:
-    """The seed method's tables: per mode, latency, msg/s, Mbit/s and loss per persistence x durability x size."""
-    tables = []
-    for mode in dict.fromkeys(c["mode"] for c in document.get("cells", [])):
-        latency = "round trip" if mode == "request-reply" else "forwarding"
-        rows = (["yes (store 0 B)" if c.get("persisted") is False else c["persistent"], c["durable"], c["size"],
-                 c.get("mean"), c.get("p99"), c.get("msgs"), c.get("mbit"),
-                 c.get("lost"), link(c.get("report"))] for c in document["cells"] if c["mode"] == mode)  # fmt: skip
-        tables.append(f"<h3>{escape(mode)}</h3>" + table(
-            ["persistent", "durable", "size", f"{latency} latency mean ms", f"{latency} latency p99 ms", "msg/s",
-             "Mbit/s", "lost", "run"], rows, f"matrix matrix-{escape(mode)}"))  # fmt: skip
-    rate = document.get("rate") or 0
-    pace = f"at {number(rate, 'msg/s')} msg/s" if rate else "unpaced"
-    notes = "".join(f'<p class="note">{escape(note)}</p>' for note in document.get("notes", []))
-    return f"""<section class="matrix" id="doc-{index}">{_heading(title)}
-<p class="facts">{number(document.get("messages", 0))} messages per cell, {pace}</p>{"".join(tables)}{notes}
-</section>"""
-
-
 def chart_data(document: dict[str, Any]) -> dict[str, Any]:
     """What the page's script draws for one document (the tables are already HTML)."""
     kind = kind_of(document)
@@ -146,7 +114,7 @@ def _file(path: str) -> Html:
 def render(documents: Sequence[dict[str, Any]], titles: Sequence[str]) -> str:
     """The page: a comparison when there are several runs, then each document's section."""
     sections = {"run": run_section, "find-max": _find_max_section, "curve": _curve_section,
-                "cluster-compare": _cluster_section, "matrix": _matrix_section}  # fmt: skip
+                "cluster-compare": cluster_section, "matrix": matrix_section}  # fmt: skip
     several = len(documents) > 1
     body = [sections[kind_of(d)](i, t if several else None, d)
             for i, (d, t) in enumerate(zip(documents, titles, strict=True))]  # fmt: skip

@@ -9,10 +9,12 @@ import pytest
 
 from mqusers.commands import cluster
 from mqusers.commands.cluster import Config, Plan, failover_figures, markdown, scheme_figures
+from mqusers.commands.grids import Steady
 
 
 def _plan(tmp_path: Path) -> Plan:
-    return Plan(Path("/scenarios"), "646", 1000, 200.0, 20.0, 5.0, tmp_path, ("--mq-drain", "3"))
+    steady = Steady(warmup_seconds=4, steady_after=2, seconds=10, messages=1000, repeats=3)
+    return Plan(Path("/scenarios"), "646", steady, 200.0, 20.0, 5.0, tmp_path, ("--mq-drain", "3"))
 
 
 def _value(command: list[str], flag: str) -> str:
@@ -22,15 +24,22 @@ def _value(command: list[str], flag: str) -> str:
 def test_each_scheme_is_one_producer_one_subscriber_on_a_topic(tmp_path: Path) -> None:
     plan, config = _plan(tmp_path), Config("pair", "stomp://a:1,stomp://b:2", "true")
     for scheme, (_, locustfile, persistent, durable) in cluster.SCHEMES.items():
-        command = plan.throughput(scheme, config, tmp_path / "r.json")
+        command = plan.throughput(scheme, config, tmp_path / "r.json", 50.0)
         assert command[:3] == [sys.executable, "-m", "locust"] and _value(command, "-f") == f"/scenarios/{locustfile}"
         assert (_value(command, "-u"), _value(command, "--mq-consumers"), _value(command, "--host")) == (
             "2", "1", "stomp://a:1,stomp://b:2")  # fmt: skip
         assert _value(command, "--mq-destination").startswith(f"/topic/mqusers.cluster.pair.{scheme}.")
         assert (_value(command, "--mq-persistent"), _value(command, "--mq-durable")) == (
             str(persistent).lower(), str(durable).lower())  # fmt: skip
-        assert (_value(command, "--mq-total-messages"), _value(command, "--mq-total-rate")) == ("1000", "0")
-        assert command[-2:] == ["--mq-drain", "3"]
+        # Unpaced, its first 2 s left out, then 1,000 messages at the warm-up's 50 msg/s: 20 s, over --seconds.
+        assert (_value(command, "--mq-rate"), _value(command, "--mq-warmup"), _value(command, "-t")) == (
+            "0",
+            "2",
+            "22s",
+        )
+        assert "--mq-total-messages" not in command and command[-2:] == ["--mq-drain", "3"]
+        warmup = plan.warmup(scheme, config, tmp_path / "w.json")
+        assert (_value(warmup, "-t"), _value(warmup, "--mq-rate")) == ("4s", "0") and "--mq-warmup" not in warmup
     failover = plan.failover_run(config, tmp_path / "f.json")
     assert (_value(failover, "--mq-receipts"), _value(failover, "--mq-fault"), _value(failover, "-t")) == (
         "true", "5s:true", "20s")  # fmt: skip
@@ -38,8 +47,8 @@ def test_each_scheme_is_one_producer_one_subscriber_on_a_topic(tmp_path: Path) -
 
 
 def test_the_table_reads_the_run_reports() -> None:
-    throughput = {"destinations": [{"receive_rate_msgs": 4321.5, "receive_rate_mbit": 22.3, "sent": 10,
-                                    "received": 10, "lost": 0, "latency_ms": {"p99": 1.5}}]}  # fmt: skip
+    throughput = {"destinations": [{"destination": "/topic/t", "receive_rate_msgs": 4321.5, "receive_rate_mbit": 22.3,
+                                    "sent": 10, "received": 10, "lost": 0, "latency_ms": {"p99": 1.5}}]}  # fmt: skip
     failover = {
         "destinations": [{"lost": 0, "unconfirmed": 2, "after_reconnect": 7}],
         "failover": {"worst_window_ms": 2345.6, "destinations": [
@@ -49,11 +58,17 @@ def test_the_table_reads_the_run_reports() -> None:
     figures = failover_figures(failover)
     assert (figures["window_ms"], figures["reconnect_ms"], figures["unconfirmed"], figures["dup_after_reconnect"]) == (
         2345.6, 2000.0, 2, 7)  # fmt: skip
-    rows = [{"config": "single", "schemes": {"durable": scheme_figures(throughput)}, "failover": figures},
+    assert scheme_figures(throughput)["destination"] == "/topic/t"
+    cell = {"msgs": 4321.5, "msgs_interval": [4000.0, 4500.0], "runs": [scheme_figures(throughput)]}
+    rows = [{"config": "single", "schemes": {"nonpersistent": cell, "persistent": cell, "durable": cell},
+             "noise": [["nonpersistent", "persistent"]], "failover": figures},
             {"config": "pair", "schemes": {}, "failover": None}]  # fmt: skip
     table = markdown(rows).splitlines()
-    assert table[2] == "| single | - | - | 4,322 | 2,346 | 2,000 | 0 | 2 | 7 |"
-    assert table[3] == "| pair | - | - | - | - | - | - | - | - |"
+    assert table[0].split(" | ")[4] == "≈ noise"
+    cells = " | ".join(["4,322 (4,000-4,500)"] * 3)
+    noise = "non-persistent, non-durable ≈ persistent, non-durable"
+    assert table[2] == f"| single | {cells} | {noise} | 2,346 | 2,000 | 0 | 2 | 7 |"
+    assert table[3] == "| pair | - | - | - | - | - | - | - | - | - |"
 
 
 @pytest.mark.parametrize(
@@ -67,6 +82,8 @@ def test_the_table_reads_the_run_reports() -> None:
         (["--config", "x=stomp://h:1", "--failover", "x=no-such-tool --now"], "no such executable command"),
         (["--config", "x=stomp://h:1", "--schemes", "fast"], "--schemes: fast unknown"),
         (["--config", "x=stomp://h:1", "--fault-at", "40"], "--fault-at within --failover-seconds"),
+        (["--config", "x=stomp://h:1", "--repeats", "0"], "--messages and --repeats: at least 1"),
+        (["--config", "x=stomp://h:1", "--warmup-seconds", "0"], "--warmup-seconds positive"),
     ],
 )
 def test_bad_input_gets_one_line_and_exit_2(args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:

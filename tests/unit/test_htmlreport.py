@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mqusers.commands.grids import Steady
 from mqusers.commands.matrix import Cell, matrix_document
 from mqusers.measure.book import Book
 from mqusers.measure.series import Series
@@ -107,9 +108,14 @@ def test_a_search_and_a_curve_render_their_tables_and_link_each_steps_run() -> N
 
 
 def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
-    cluster = {"kind": "cluster-compare", "size": "646", "messages": 2000, "rows": [
-        {"config": "pair", "url": "stomp://a:1,stomp://b:2", "schemes": {"durable": {"msgs": 950.0}},
-         "failover": {"window_ms": 2363.0, "lost": 0, "unconfirmed": 1, "dup_after_reconnect": 15}}]}  # fmt: skip
+    runs = [{"repeat": n, "report": f"pair-durable-{n}.json", "msgs": 940.0 + n, "sent": 9, "received": 9, "lost": 0}
+            for n in (1, 2)]  # fmt: skip
+    cluster = {"kind": "cluster-compare", "size": "646", "repeats": 2, "legend": "msg/s: the median", "rows": [
+        {"config": "pair", "url": "stomp://a:1,stomp://b:2", "noise": [["persistent", "durable"]],
+         "warmup": {"durable": {"report": "pair-durable-warmup.json", "msgs": 700.0}},
+         "schemes": {"durable": {"msgs": 950.0, "msgs_interval": [900.0, 990.0], "runs": runs}},
+         "failover": {"window_ms": 2363.0, "lost": 0, "unconfirmed": 1, "dup_after_reconnect": 15}}],
+        "titles": {"persistent": "persistent, non-durable", "durable": "persistent, durable"}}  # fmt: skip
     run = run_document()
     run["faults"] = [{"at_s": 5.0, "command": "kill -KILL 42", "ran": True, "started_ns": 1_700_000_005_000_000_000,
                       "ended_ns": 1_700_000_005_020_000_000, "exit_code": 0, "output": ""}]  # fmt: skip
@@ -120,7 +126,16 @@ def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
         "windows": [{"start_ns": 1_700_000_005_000_000_000, "end_ns": 1_700_000_008_000_000_000}]}]}  # fmt: skip
     page = Page(render([cluster, run], ["cluster", "run"]))
     _, row = page.tables["cluster"]
-    assert row[:2] == ["pair", "stomp://a:1, stomp://b:2"] and row[2:5] == ["-", "-", "950.0"] and row[5] == "2,363.000"
+    assert row[:2] == ["pair", "stomp://a:1, stomp://b:2"] and row[2:5] == ["-", "-", "950.0900.0-990.0"]
+    assert row[5] == "persistent, non-durable ≈ persistent, durable" and row[6] == "2,363.000"
+    # Every run is listed, the warm-up's as left out, each linking its report.
+    listed = [r[:3] for r in page.tables["grid-runs"][1:]]
+    assert listed == [
+        ["pair persistent, durable", "warm-up (left out)", "700.0"],
+        ["pair persistent, durable", "1", "941.0"],
+        ["pair persistent, durable", "2", "942.0"],
+    ]
+    assert page.links == ["pair-durable-warmup.json", "pair-durable-1.json", "pair-durable-2.json"]
     _, failover = page.tables["failover"]
     assert failover[0] == DESTINATION and failover[4:6] == ["-", "3,000.000"] and failover[8:] == ["900.000", "1.500"]
     _, fault = page.tables["faults"]
@@ -132,22 +147,24 @@ def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
 
 
 def test_a_matrix_renders_the_seed_methods_tables_per_mode(tmp_path: Path) -> None:
-    def figures(mean: float, p99: float, msgs: float, mbit: float) -> dict[str, float]:
-        return {"mean": mean, "p99": p99, "msgs": msgs, "mbit": mbit, "lost": 0}
+    def figures(mean: float, p99: float, msgs: float, mbit: float, slug: str) -> dict[str, Any]:
+        runs = [{"repeat": 1, "report": str(tmp_path / f"{slug}-1.json"), "msgs": msgs}]
+        return {"mean": mean, "p99": p99, "msgs": msgs, "mbit": mbit, "lost": 0, "runs": runs}
 
     results = {
-        "topic": [(Cell("topic", False, False, "1KB"), figures(0.5, 1.2, 9000.0, 73.7)),
-                  (Cell("topic", True, True, "1KB"), figures(2.5, 9.0, 4000.0, 32.8))],
-        "request-reply": [(Cell("request-reply", False, False, "1KB"), figures(0.9, 3.0, 1100.0, 9.0))],
+        "topic": [(Cell("topic", False, False, "1KB"), figures(0.5, 1.2, 9000.0, 73.7, "topic-n-1KB")),
+                  (Cell("topic", True, True, "1KB"), figures(2.5, 9.0, 4000.0, 32.8, "topic-pd-1KB"))],
+        "request-reply": [(Cell("request-reply", False, False, "1KB"),
+                           figures(0.9, 3.0, 1100.0, 9.0, "request-reply-n-1KB"))],
     }  # fmt: skip
-    document = matrix_document(results, 20000, 0.0, tmp_path)
+    document = matrix_document(results, STEADY, 0.0)
     page = Page(render([document], ["matrix"]))
     header, plain, durable = page.tables["matrix matrix-topic"]
     assert header[3] == "forwarding latency mean ms" and page.tables["matrix matrix-request-reply"][0][3] == (
         "round trip latency mean ms")  # fmt: skip
     assert plain[:7] == ["no", "no", "1KB", "0.500", "1.200", "9,000.0", "73.70"] and durable[:2] == ["yes", "yes"]
-    assert page.links == [str(tmp_path / f"{slug}.json") for slug in ("topic-n-1KB", "topic-pd-1KB",
-                                                                     "request-reply-n-1KB")]  # fmt: skip
+    assert page.links == [str(tmp_path / f"{slug}-1.json") for slug in ("topic-n-1KB", "topic-pd-1KB",
+                                                                       "request-reply-n-1KB")]  # fmt: skip
 
 
 def test_the_command_writes_the_page_and_refuses_an_unknown_kind(tmp_path: Path) -> None:
@@ -163,6 +180,7 @@ def test_the_command_writes_the_page_and_refuses_an_unknown_kind(tmp_path: Path)
     assert refused.value.code == 2
 
 
+STEADY = Steady(warmup_seconds=5, steady_after=3, seconds=20, messages=20_000, repeats=1)
 UNITS = {"ms": 3, "msg/s": 1, "Mbit/s": 2, "%": 1, "s": 1}  # the page's rule, written out independently
 
 
@@ -173,7 +191,7 @@ def test_every_figure_has_its_units_format_and_every_thousand_its_separator(tmp_
         {"config": "pair", "url": "stomp://a:1", "schemes": {"durable": {"msgs": 9500.25}},
          "failover": {"window_ms": 2363.5, "lost": 0, "unconfirmed": 1, "dup_after_reconnect": 15}}]}  # fmt: skip
     first, second = run_document(lost=1234, run_id="a"), run_document(run_id="b")
-    documents = [first, second, FIND_MAX, CURVE, cluster, matrix_document(results, 20000, 0.0, tmp_path)]
+    documents = [first, second, FIND_MAX, CURVE, cluster, matrix_document(results, STEADY, 0.0)]
     page = Page(render(documents, [f"d{i}.json" for i in range(len(documents))]))
     checked = 0
     for css, (header, *rows) in page.tables.items():
