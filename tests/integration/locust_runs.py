@@ -53,6 +53,14 @@ class LocustRun:
         return int(found.group(1))
 
 
+def steady_rate(report: dict[str, Any], destination: str) -> float:
+    """Receives at ``destination`` per second over the run's intervals at or after ``measured_from`` (its
+    --mq-warmup): the run JSON's ``"intervals"`` read as their format defines a throughput."""
+    intervals = report["intervals"]
+    rows = [r for r in intervals["operations"][f"receive {destination}"] if r[0] >= intervals["measured_from"]]
+    return float(sum(r[2] for r in rows) / sum(r[1] for r in rows))
+
+
 def locust_command(locustfile: str, host: str, *args: str, users: int, seconds: float, report: Path) -> list[str]:
     return [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", host, "--headless",
