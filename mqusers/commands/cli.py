@@ -23,7 +23,7 @@ USAGE = """usage: mqusers COMMAND [options]    (mqusers COMMAND --help: that com
 
 commands:
   matrix           the seed grid: each shipped scenario in each mode and size, one table
-      mqusers matrix [--host URL] [--modes ...] [--sizes ...] [--messages N]
+      mqusers matrix [--host URL] [--modes ...] [--sizes ...] [--repeats N] [--seconds S]
   find-max         the highest rate the broker sustains (a search over paced locust runs)
       mqusers find-max -f LOCUSTFILE --host URL [--processes N] [--json PATH] [-- ARGS]
   curve            latency against offered load: paced steps at percents of a rate
@@ -31,7 +31,7 @@ commands:
   repeat           one locust test N times: each figure's median, 95 % interval and spread
       mqusers repeat N [--results DIR] [--json PATH] [--html PATH] -- --headless -t 30s ...
   cluster-compare  the JMS report's schemes and a failover per broker configuration
-      mqusers cluster-compare --config NAME=URL [--failover NAME=COMMAND] [--json PATH]
+      mqusers cluster-compare --config NAME=URL [--failover NAME=COMMAND] [--repeats N] [--json F]
   compare          NEW against BASE: each figure's difference, its confidence interval, a verdict
       mqusers compare BASE NEW [--confidence 95] [--tolerance PERCENT] [--json PATH] [--html PATH]
   report           saved JSON reports in one HTML page, or a results folder's trend over runs

@@ -2,7 +2,7 @@
 
 A command is run with only these changes: durations shortened (``-t``, ``--mq-warmup``, a repeat's
 count, find-max's and curve's ``--warmup``/``--window``/``--budget``/``--percents``, the matrix's
-``--messages``/``--sizes``),
+``--messages``/``--sizes``/``--repeats``/``--seconds``...),
 optional ``[...]`` parts left out, files written under the test's folder, ``MASTER`` and
 ``BROKER`` this machine, the ports a parallel test could hold chosen free. Which test runs which
 command, and the commands not run here with the reason, are listed in tests/doccommands.py;
@@ -52,6 +52,7 @@ def short(command: str, tmp_path: Path) -> str:
         command += " --warmup 1 --window 2 --percents 50"
     if command.startswith("mqusers matrix"):
         command = re.sub(r" --messages \d+", "", command) + " --messages 200 --sizes 1KB --out " + str(tmp_path / "m")
+        command += " --repeats 1 --warmup-seconds 1 --seconds 1 --steady-after 0.5"  # the last of an option wins
     return command.replace("MASTER", "127.0.0.1").replace("BROKER", "127.0.0.1")
 
 
@@ -225,7 +226,9 @@ def test_the_matrix_examples_run(tmp_path: Path) -> None:
             continue
         done = run(short(command, tmp_path), tmp_path)
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-        assert "### queue" in done.stdout
+        modes = re.search(r"--modes (\S+)", command)
+        assert f"### {modes.group(1) if modes else 'queue'}" in done.stdout
+        assert "Warm-up: each cell ran 1 s first on each configuration, left out." in done.stdout
 
 
 @pytest.mark.activemq
