@@ -18,7 +18,7 @@ endef
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,influx]'
+	$(PY) -m pip install --quiet -e '.[dev,influx,prometheus]'
 	touch $@
 
 install: $(VENV)/.installed

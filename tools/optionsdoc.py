@@ -73,6 +73,12 @@ SECTIONS: tuple[tuple[str, str, tuple[Option, ...]], ...] = (
         "`--influx-*` use the master's: see [Grafana](grafana.md).",
         influx_settings.OPTIONS,
     ),
+    (
+        "Live figures for Prometheus",
+        "Declared in `mqusers/sinks/settings.py`; `pip install 'mqusers[prometheus]'`. Each process reads its own "
+        "(a worker's endpoint serves its own figures; the master's, the run's): see [Prometheus](prometheus.md).",
+        influx_settings.PROMETHEUS_OPTIONS,
+    ),
 )
 
 

@@ -1,7 +1,8 @@
-"""The InfluxDB listener's entry points: :func:`attach` (from mqusers' init listener) and :func:`register`.
+"""The listener's entry points: :func:`attach` (from mqusers' init listener) and :func:`register`.
 
-The listener itself is :class:`~mqusers.sinks.listener.InfluxSink`; its options come from
-:func:`add_influx_arguments`. Nothing here imports influxdb-client: the sink does, when it starts.
+The listener itself is :class:`~mqusers.sinks.listener.InfluxSink`, its outputs InfluxDB and the
+Prometheus endpoint; its options come from :func:`add_influx_arguments`. Nothing here imports
+influxdb-client or prometheus-client: the writer and the endpoint do, when they start.
 """
 
 from __future__ import annotations
@@ -17,11 +18,19 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from mqusers.options.optionspec import text_of
 from mqusers.options.parsing import OptionError
 from mqusers.run.context import context
 from mqusers.sinks.lines import AuditSource
 from mqusers.sinks.listener import InfluxSink, RunInfo, listen
-from mqusers.sinks.settings import add_influx_arguments, read_influx_settings
+from mqusers.sinks.prometheus import Endpoint
+from mqusers.sinks.settings import (
+    PROMETHEUS_PORT,
+    InfluxSettings,
+    add_influx_arguments,
+    read_influx_settings,
+    read_prometheus_settings,
+)
 
 __all__ = ["AuditSource", "InfluxSink", "RunInfo", "add_influx_arguments", "attach", "register", "secrets"]
 
@@ -29,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 _sinks: weakref.WeakKeyDictionary[Environment, InfluxSink] = weakref.WeakKeyDictionary()
 _waiting: weakref.WeakSet[Environment] = weakref.WeakSet()
+_endpoints: weakref.WeakKeyDictionary[Environment, Endpoint] = weakref.WeakKeyDictionary()
 
 
 def attach(
@@ -38,23 +48,37 @@ def attach(
     audit: AuditSource | None = None,
     send: Callable[[str], None] | None = None,
 ) -> InfluxSink | None:
-    """Start the listener for ``environment`` if ``--influx-url`` is set; idempotent.
+    """Start the listener for ``environment`` if ``--influx-url`` or ``--prometheus-port`` is set; idempotent.
 
-    Raises :class:`OptionError` for a bad ``--influx-*`` value. A worker started without
-    ``--influx-url`` takes the master's settings, which Locust hands over at test start.
+    Raises :class:`OptionError` for a bad ``--influx-*`` or ``--prometheus-*`` value, or a port the
+    endpoint cannot listen on. The endpoint comes from the process's own options (a port is a host's);
+    a worker without ``--influx-url`` takes the master's ``--influx-*``, which Locust hands over at test
+    start, and ships its intervals whenever the master streams anywhere.
     """
     sink = _sinks.get(environment)
     if sink is not None:
         sink.audit = audit or sink.audit
         return sink
-    settings = read_influx_settings(environment.parsed_options)
-    runner = environment.runner
-    if settings is None:
-        if isinstance(runner, WorkerRunner) and environment not in _waiting:
+    options = environment.parsed_options
+    settings = read_influx_settings(options)
+    prometheus = read_prometheus_settings(options)
+    if prometheus is not None and environment not in _endpoints:
+        _endpoints[environment] = Endpoint(prometheus)  # bound now, before any load
+    if isinstance(environment.runner, WorkerRunner) and settings is None:
+        if environment not in _waiting:
             _waiting.add(environment)
             listen(environment.events.test_start, lambda **_: _attach_late(environment, ctx, audit, send))
         return None
-    sink = _sinks[environment] = InfluxSink(environment, ctx, settings, audit=audit, send=send)
+    if settings is None and prometheus is None:
+        return None
+    return _start(environment, ctx, settings, audit, send)
+
+
+def _start(
+    environment: Environment, ctx: RunInfo, settings: InfluxSettings | None, audit: AuditSource | None, send: Any
+) -> InfluxSink:
+    endpoint = _endpoints.get(environment)
+    sink = _sinks[environment] = InfluxSink(environment, ctx, settings, audit=audit, send=send, endpoint=endpoint)
     sink.start()
     return sink
 
@@ -62,20 +86,26 @@ def attach(
 def secrets(environment: Environment) -> tuple[str, ...]:
     """The listener's secrets (its token), for masking where commands and their output are shown."""
     sink = _sinks.get(environment)
-    return (sink.settings.token,) if sink is not None and sink.settings.token else ()
+    settings = sink.settings if sink is not None else None
+    return (settings.token,) if settings is not None and settings.token else ()
 
 
 def _attach_late(environment: Environment, ctx: RunInfo, audit: AuditSource | None, send: Any) -> None:
+    """A worker at test start, with the master's options: the listener if the master or its own endpoint needs it."""
     if environment in _sinks:
         return
+    options = environment.parsed_options
     try:
-        sink = attach(environment, ctx, audit=audit, send=send)
+        settings = read_influx_settings(options)
     except OptionError as error:  # mid-run on a worker: say so once, run the test without the listener
         _waiting.discard(environment)
         logger.error("mqusers: %s (from the master); this worker streams nothing", error)
         return
-    if sink is not None:
-        sink.on_test_start()  # its own test_start listener was added while this very event fired
+    master_serves = bool(text_of(options, PROMETHEUS_PORT))
+    if settings is None and not master_serves and environment not in _endpoints:
+        return
+    # Its own test_start listener is added while this very event fires: started here.
+    _start(environment, ctx, settings, audit, send).on_test_start()
 
 
 def register(events: Events | None = None, audit: AuditSource | None = None) -> None:

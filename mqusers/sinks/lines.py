@@ -2,7 +2,8 @@
 
 :class:`IntervalLines` holds what an interval's points are computed from (the interval's book, the
 master's merger of workers' intervals, the run's running totals, the flow operations seen) and
-returns line protocol; :class:`~mqusers.sinks.listener.InfluxSink` decides when and writes them.
+returns points (:class:`~mqusers.sinks.schema.Point`); :class:`~mqusers.sinks.listener.InfluxSink` decides
+when, and hands them to its outputs (InfluxDB's line writer, the Prometheus endpoint).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class IntervalLines:
         for i in intervals:
             self.merger.add(client_id, int(i["ts_ms"]), float(i["duration_s"]), i["tallies"])
 
-    def own_interval(self, end_ms: int) -> list[str]:
+    def own_interval(self, end_ms: int) -> list[schema.Point]:
         """This process's points for the interval ending now; ships it (worker) or merges it (local)."""
         self.recorder().flush()  # every success recorded before the boundary belongs to this interval
         tallies, drained = drain(self.book, encode=self.role == "worker")
@@ -87,19 +88,19 @@ class IntervalLines:
         ts = start_ms // self.interval_ms * self.interval_ms
         duration_s = max(end_ms - start_ms, 1) / 1000.0
         figures = points.interval_fields(tallies)
-        lines = points.ops_lines(schema.OPS, self.tags(worker=self.node), ts, duration_s, figures, self.seen_own, {})
+        lines = points.ops_points(schema.OPS, self.tags(worker=self.node), ts, duration_s, figures, self.seen_own, {})
         if self.role == "worker":
             if drained:
                 self.outbox.append(ShippedInterval(ts_ms=ts, duration_s=duration_s, tallies=drained))
         elif self.role == "local":
             self.totals.add(tallies)
             extra = {"sources": 1}
-            lines += points.ops_lines(schema.MERGED, self.tags(), ts, duration_s, figures, self.seen_merged, extra)
+            lines += points.ops_points(schema.MERGED, self.tags(), ts, duration_s, figures, self.seen_merged, extra)
         return lines
 
-    def run_lines(self, ts: int, now_ms: int, final: bool = False) -> list[str]:
+    def run_points(self, ts: int, now_ms: int, final: bool = False) -> list[schema.Point]:
         """Master / local: merged intervals final by ``now_ms`` (all with ``final``), then run totals at ``ts``."""
-        lines = []
+        lines: list[schema.Point] = []
         if self.role == "master":
             for merged in self.merger.ready(now_ms, everything=final):
                 self.totals.add(merged.tallies)
@@ -111,19 +112,19 @@ class IntervalLines:
                     self.seen_merged,
                     extra,
                 )
-                lines += points.ops_lines(schema.MERGED, self.tags(), *args)
-        lines += points.destination_lines(self.tags(), self.totals, ts)
-        lines.append(schema.line(schema.RUNS, self.tags(), self._run_fields(), ts))
-        lines += self._audit_lines(ts)
+                lines += points.ops_points(schema.MERGED, self.tags(), *args)
+        lines += points.destination_points(self.tags(), self.totals, ts)
+        lines.append(schema.point(schema.RUNS, self.tags(), self._run_fields(), ts))
+        lines += self._audit_points(ts)
         return lines
 
-    def final_lines(self, now_ms: int) -> list[str]:
+    def final_points(self, now_ms: int) -> list[schema.Point]:
         """Master / local: the last interval, the run's totals and summary, the test's stop."""
         lines = self.own_interval(now_ms) if self.role == "local" else []
-        lines += self.run_lines(now_ms, now_ms, final=True)
+        lines += self.run_points(now_ms, now_ms, final=True)
         duration_s = max(now_ms - self.started_ms, 1) / 1000.0
-        lines += points.summary_lines(self.tags(), self.totals, now_ms, duration_s)
-        lines.append(self.event_line("test_stop", f"test stop after {duration_s:.1f} s", now_ms))
+        lines += points.summary_points(self.tags(), self.totals, now_ms, duration_s)
+        lines.append(self.event_point("test_stop", f"test stop after {duration_s:.1f} s", now_ms))
         return lines
 
     def _run_fields(self) -> dict[str, schema.FieldValue]:
@@ -136,19 +137,19 @@ class IntervalLines:
             cpu = float(getattr(runner, "current_cpu_usage", 0.0))
         return {"users": users, "workers": workers, "cpu_max_percent": cpu, "late_intervals": self.merger.late}
 
-    def _audit_lines(self, ts: int) -> list[str]:
+    def _audit_points(self, ts: int) -> list[schema.Point]:
         if self.audit is None:
             return []
         try:
-            return points.audit_lines(self.tags(), self.audit(), ts)
+            return points.audit_points(self.tags(), self.audit(), ts)
         except Exception as error:  # someone else's code: log once per reason, never stop the listener
             if str(error) not in self._audit_errors:
                 self._audit_errors.add(str(error))
                 logger.warning("mqusers: influx: the audit source failed: %s", error)
             return []
 
-    def process_line(self, ts: int, buffered: int, dropped: int) -> str:
-        """This process's own line: loop lag, users, CPU, memory, the writer's buffer."""
+    def process_point(self, ts: int, buffered: int, dropped: int) -> schema.Point:
+        """This process's own point: loop lag, users, CPU, memory, the writer's buffer."""
         runner = self.environment.runner
         lag_max, lag_mean = self.lag.take()
         fields: dict[str, schema.FieldValue] = {"loop_lag_max_ms": lag_max, "loop_lag_mean_ms": lag_mean}
@@ -158,7 +159,7 @@ class IntervalLines:
             fields["cpu_percent"] = float(runner.current_cpu_usage)
             fields["memory_mb"] = float(getattr(runner, "current_memory_usage", 0)) / 2**20
         fields.update(points_buffered=buffered, points_dropped=dropped)
-        return schema.line(schema.PROCESSES, self.tags(worker=self.node), fields, ts)
+        return schema.point(schema.PROCESSES, self.tags(worker=self.node), fields, ts)
 
-    def event_line(self, kind: str, text: str, ts: int) -> str:
-        return points.event_line(self.tags(), self.node, kind, text, ts)
+    def event_point(self, kind: str, text: str, ts: int) -> schema.Point:
+        return points.event_point(self.tags(), self.node, kind, text, ts)

@@ -1,4 +1,4 @@
-"""One process's InfluxDB listener: interval points from its own Users, the master's merged view.
+"""One process's listener: interval points from its own Users, the master's merged view, to its outputs.
 
 Each process keeps a second :class:`Book` on ``events.request`` and, every ``--influx-interval``
 (aligned on multiples of it since the epoch, so all workers' intervals coincide), turns what it
@@ -9,8 +9,9 @@ last partial interval in the final shipment); the master merges them per interva
 whole-run summary once every worker's intervals are in), the test's events and each broker-metrics
 sample it is handed (:meth:`InfluxSink.broker_sample`, a listener on ``ctx.broker_listeners``). A
 local runner does both. What each interval's points are is :mod:`mqusers.sinks.lines`'; this module
-decides when they are written. Points go through a bounded :class:`LineWriter`: the Users never wait for
-the store.
+decides when they are written, and hands each to its outputs: InfluxDB's bounded :class:`LineWriter`
+(``--influx-url``: the Users never wait for the store) and the Prometheus endpoint (``--prometheus-port``,
+:mod:`mqusers.sinks.prometheus`), either or both, so both show the same points.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from mqusers.brokers.model import BrokerSample
 from mqusers.measure.recorder import Recorder
 from mqusers.run.context import Shipping
 from mqusers.run.looplag import PROBE
-from mqusers.sinks import points
+from mqusers.sinks import points, schema
 from mqusers.sinks.lines import AuditSource, IntervalLines, ShippedInterval
+from mqusers.sinks.prometheus import Endpoint
 from mqusers.sinks.settings import InfluxSettings, http_sender
 from mqusers.sinks.writer import LineWriter
 
@@ -65,24 +67,30 @@ def _now_ms() -> int:
 
 
 class InfluxSink:
-    """One process's listener. ``send`` replaces the HTTP write (tests, benchmarks)."""
+    """One process's listener; ``settings`` None: no InfluxDB, ``endpoint`` None: no Prometheus.
+
+    ``send`` replaces the HTTP write (tests, benchmarks).
+    """
 
     def __init__(
         self,
         environment: Environment,
         ctx: RunInfo,
-        settings: InfluxSettings,
+        settings: InfluxSettings | None,
         *,
         audit: AuditSource | None = None,
         send: Callable[[str], None] | None = None,
+        endpoint: Endpoint | None = None,
     ):
         self.environment, self.ctx, self.settings, self.audit = environment, ctx, settings, audit
+        self.endpoint = endpoint
+        interval = settings.interval if settings is not None else InfluxSettings.interval
         runner = environment.runner
         role = (
             "worker" if isinstance(runner, WorkerRunner) else "master" if isinstance(runner, MasterRunner) else "local"
         )
         node = runner.client_id if isinstance(runner, WorkerRunner) else role
-        self.interval_ms = max(1, round(settings.interval * 1000))
+        self.interval_ms = max(1, round(interval * 1000))
         grace_ms = int(WORKER_REPORT_INTERVAL * 1000) + 2 * self.interval_ms + 1000
         scenario = Path(environment.locustfile or "mqusers").stem
         self.lines = IntervalLines(
@@ -96,12 +104,16 @@ class InfluxSink:
             grace_ms,
             audit,
         )
-        self.writer = LineWriter(
-            send or http_sender(settings),
-            capacity=settings.buffer,
-            batch=settings.batch,
-            flush_every=settings.interval,
-            copy_to=settings.line_file,
+        self.writer = (
+            LineWriter(
+                send or http_sender(settings),
+                capacity=settings.buffer,
+                batch=settings.batch,
+                flush_every=settings.interval,
+                copy_to=settings.line_file,
+            )
+            if settings is not None
+            else None
         )
         self.running = False
         self._last_cpu_warning = 0.0
@@ -138,35 +150,45 @@ class InfluxSink:
         self.ctx.annotations.append(self.annotate)
         if self.role != "worker":  # the master (or local runner) samples the broker
             self.ctx.broker_listeners.append(self.broker_sample)
-        self.writer.start()
+        if self.writer is not None:
+            self.writer.start()
         PROBE.watch(self.lines.lag)
         self._ticker = gevent.spawn(self._tick_forever)
 
     def event(self, kind: str, text: str) -> None:
         """An annotation point now; also for others' phases (``kind="phase"``)."""
-        self.writer.add([self.lines.event_line(kind, text, _now_ms())])
+        self.emit([self.lines.event_point(kind, text, _now_ms())])
 
     def annotate(self, kind: str, text: str, ts_ns: int) -> None:
         """An annotation point at ``ts_ns`` (a fault's start, an outage's first second without service)."""
-        self.writer.add([self.lines.event_line(kind, text, ts_ns // 1_000_000)])
+        self.emit([self.lines.event_point(kind, text, ts_ns // 1_000_000)])
 
     def broker_sample(self, sample: BrokerSample) -> None:
         """A broker-metrics sample's points, at the sample's time (master or local runner; never raises)."""
         if self.role == "worker" or self._closed:
             return
         try:
-            lines = points.broker_lines(self.lines.tags(), sample, sample["ts_ns"] // 1_000_000)
+            found = points.broker_points(self.lines.tags(), sample, sample["ts_ns"] // 1_000_000)
         except Exception as error:  # a malformed sample costs its points, never the sampler
             if str(error) not in self._broker_errors:
                 self._broker_errors.add(str(error))
                 logger.warning("mqusers: influx: a broker sample was not written: %r", error)
             return
-        self.writer.add(lines)
+        self.emit(found)
+
+    def emit(self, found: list[schema.Point]) -> None:
+        """Points to every output: encoded for InfluxDB's writer, read by the Prometheus endpoint."""
+        if self.writer is not None:
+            self.writer.add([p.line() for p in found])
+        if self.endpoint is not None:
+            self.endpoint.exposition.add(found)
 
     # ----------------------------------------------------------------------------- test lifecycle
 
     def on_test_start(self, **_: Any) -> None:
         self.lines.start_test(_now_ms())
+        if self.endpoint is not None:
+            self.endpoint.exposition.clear()
         self.running = True
         if self.role != "worker":
             # Later: mqusers' own test_start listener may set this test's run id after this one ran.
@@ -181,41 +203,53 @@ class InfluxSink:
         except Exception:  # never turn a listener bug into a failed test (Locust's exit code 2)
             logger.exception("mqusers: influx: the final interval is lost")
         self.running = False
-        self.writer.wake()
+        if self.writer is not None:
+            self.writer.wake()
 
     def _ship(self, final: bool) -> list[ShippedInterval]:
         """A worker's completed intervals for the master; at stop, the last partial one too."""
         if final and self.running:
-            self.writer.add(self.lines.own_interval(_now_ms()))
+            self.emit(self.lines.own_interval(_now_ms()))
         return self.lines.take_outbox()
 
     def _final_points(self) -> None:
         if self.role == "worker":
             return  # its last interval went with the final shipment
-        self.writer.add(self.lines.final_lines(_now_ms()))
+        self.emit(self.lines.final_points(_now_ms()))
 
     def close(self, **_: Any) -> None:
-        """Final flush (bounded by ``--influx-flush-timeout``) and the one line saying what was lost."""
+        """The outputs' ends, side by side: InfluxDB's final flush (bounded by ``--influx-flush-timeout``) and
+        the endpoint's last scrape (bounded by ``--prometheus-linger``); one line each says what was lost."""
         if self._closed:
             return
         self._closed = True
         if self._ticker is not None:
             self._ticker.kill(block=True)
         PROBE.unwatch(self.lines.lag)
-        self.writer.add([self._process_line(_now_ms())])
-        unsent = self.writer.close(self.settings.flush_timeout)
-        stats = self.writer.stats
-        dropped = stats.dropped + unsent
-        message = (
-            f"mqusers: influx: {stats.written} points written to {self.settings.url}, {dropped} dropped "
-            f"({stats.overflowed} buffer full, {stats.rejected} rejected, {unsent} unsent at exit)"
-        )
-        if self.lines.merger.late:
-            message += f", {self.lines.merger.late} worker intervals too late to merge"
-        if dropped:
-            logger.warning("%s; last error: %s", message, stats.last_error or "-")
-        else:
-            logger.info("%s", message)
+        self.emit([self._process_point(_now_ms())])
+        lingering = gevent.spawn(self.endpoint.close) if self.endpoint is not None else None
+        late = f", {self.lines.merger.late} worker intervals too late to merge" if self.lines.merger.late else ""
+        if self.writer is not None and self.settings is not None:
+            unsent = self.writer.close(self.settings.flush_timeout)
+            stats = self.writer.stats
+            dropped = stats.dropped + unsent
+            message = (
+                f"mqusers: influx: {stats.written} points written to {self.settings.url}, {dropped} dropped "
+                f"({stats.overflowed} buffer full, {stats.rejected} rejected, {unsent} unsent at exit){late}"
+            )
+            if dropped:
+                logger.warning("%s; last error: %s", message, stats.last_error or "-")
+            else:
+                logger.info("%s", message)
+        if lingering is not None and self.endpoint is not None:
+            where = f"mqusers: prometheus: {self.endpoint.url}: {self.endpoint.exposition.scrapes} scrapes{late}"
+            if lingering.get():
+                logger.info("%s, the last one read the final figures", where)
+            elif not self.endpoint.settings.linger:
+                logger.info("%s (--prometheus-linger 0: the final figures were not waited for)", where)
+            else:
+                linger = self.endpoint.settings.linger
+                logger.warning("%s; no scrape read the final figures within --prometheus-linger (%g s)", where, linger)
 
     # ----------------------------------------------------------------------------- per interval
 
@@ -228,16 +262,18 @@ class InfluxSink:
             gevent.sleep((boundary - now) / 1000.0)
             last = boundary
             try:
-                lines = self.lines.own_interval(boundary) if self.running and self.role != "master" else []
+                found = self.lines.own_interval(boundary) if self.running and self.role != "master" else []
                 if self.role != "worker" and self.running:
-                    lines += self.lines.run_lines(boundary - self.interval_ms, _now_ms())
-                lines.append(self._process_line(boundary - self.interval_ms))
-                self.writer.add(lines)
+                    found += self.lines.run_points(boundary - self.interval_ms, _now_ms())
+                found.append(self._process_point(boundary - self.interval_ms))
+                self.emit(found)
             except Exception:  # a bug here must cost one interval, not the listener or the test
                 logger.exception("mqusers: influx: interval at %d lost", boundary)
 
-    def _process_line(self, ts: int) -> str:
-        return self.lines.process_line(ts, self.writer.buffered, self.writer.stats.dropped)
+    def _process_point(self, ts: int) -> schema.Point:
+        if self.writer is None:
+            return self.lines.process_point(ts, 0, 0)
+        return self.lines.process_point(ts, self.writer.buffered, self.writer.stats.dropped)
 
     # ----------------------------------------------------------------------------- Locust events
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 FieldType = Literal["int", "float", "str"]
 FieldValue = int | float | str
@@ -201,6 +201,63 @@ MEASUREMENTS: dict[str, Measurement] = {
     m.name: m for m in (OPS, MERGED, DESTINATIONS, RUNS, PROCESSES, AUDIT, SUMMARY, EVENTS, BROKER, BROKER_DESTINATIONS)
 }
 
+# ---------------------------------------------------------------------------------- Prometheus
+
+#: The interval measurements: each point's counts add to a Prometheus counter, and the interval's rate is a gauge.
+INTERVAL_MEASUREMENTS = (OPS.name, MERGED.name)
+#: Fields that are running totals already (since test start, or since the broker started): counters at their
+#: last value. Every other number is a gauge at its last value (the audit's totals too: in flight goes down).
+RUNNING_TOTALS: dict[str, tuple[str, ...]] = {
+    DESTINATIONS.name: ("sent", "received", "errors"),
+    BROKER_DESTINATIONS.name: ("enqueued", "dequeued", "dispatched", "expired", "killed"),
+    BROKER.name: ("gc_count", "gc_seconds"),
+}
+#: Fields whose name would break Prometheus' conventions (a gauge ending in ``_total``), renamed there only.
+PROMETHEUS_RENAMES = {"fd_total": "fd_limit"}
+#: An interval measurement's derived gauge: the last interval's ``count`` per second of its ``interval_s``.
+RATE = "rate"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One Prometheus metric family: a measurement's numeric field, labelled by the measurement's tags.
+
+    Named ``<measurement>_<field>`` (:data:`PROMETHEUS_RENAMES` aside), latency fields with ``_ms`` (the
+    schema's milliseconds, the report's figures); a counter's samples end in ``_total``. Text (events,
+    alarm names) has no family.
+    """
+
+    name: str
+    kind: Literal["counter", "gauge"]
+    measurement: Measurement
+    field: str
+    summed: bool  # a counter each point adds to (an interval's count); else the last point's value
+    per_second: bool = False  # the field divided by the point's interval_s (an interval's rate)
+
+    @property
+    def sample(self) -> str:
+        return self.name + "_total" if self.kind == "counter" else self.name
+
+
+def _families() -> dict[str, Family]:
+    found: dict[str, Family] = {}
+    for m in MEASUREMENTS.values():
+        interval = m.name in INTERVAL_MEASUREMENTS
+        for name, kind in m.fields.items():
+            if kind == "str":
+                continue
+            summed = interval and name in COUNTS
+            counter = summed or name in RUNNING_TOTALS.get(m.name, ())
+            family = f"{m.name}_{PROMETHEUS_RENAMES.get(name, name)}{'_ms' if name in LATENCY else ''}"
+            found[family] = Family(family, "counter" if counter else "gauge", m, name, summed)
+        if interval:
+            found[f"{m.name}_{RATE}"] = Family(f"{m.name}_{RATE}", "gauge", m, "count", False, per_second=True)
+    return found
+
+
+#: Every Prometheus family the endpoint can expose, by name (the one place their names come from).
+PROMETHEUS: dict[str, Family] = _families()
+
 # ------------------------------------------------------------------------------ line protocol
 
 # A backslash only escapes in front of a special character, so one at the end of a tag value would
@@ -210,36 +267,51 @@ _TAG_ESCAPES = str.maketrans({",": "\\,", "=": "\\=", " ": "\\ ", "\n": " ", "\\
 _STRING_ESCAPES = str.maketrans({'"': '\\"', "\\": "\\\\", "\n": " "})
 
 
-def _field(name: str, kind: FieldType, value: FieldValue) -> str | None:
+def _field(name: str, kind: FieldType, value: FieldValue) -> str:
     if kind == "str":
         return f'{name}="{str(value).translate(_STRING_ESCAPES)}"'
-    if kind == "int":
-        return f"{name}={int(value)}i"
-    number = float(value)
-    # Line protocol has no NaN or infinity; a missing field is the honest encoding.
-    return f"{name}={number!r}" if math.isfinite(number) else None
+    return f"{name}={int(value)}i" if kind == "int" else f"{name}={float(value)!r}"
 
 
-def line(measurement: Measurement, tags: Mapping[str, str], fields: Mapping[str, FieldValue], ts_ms: int) -> str:
-    """One point in InfluxDB line protocol (millisecond precision).
+class Point(NamedTuple):
+    """One validated point: what the listener's outputs take (InfluxDB's writer encodes it with :meth:`line`,
+    the Prometheus endpoint reads its fields), so both show the same figures by construction."""
 
-    Raises ``KeyError`` for a tag or field the measurement does not declare, so nothing outside
-    the schema can reach the store. Empty tag values are left out (line protocol forbids them).
+    measurement: Measurement
+    tags: Mapping[str, str]
+    fields: Mapping[str, FieldValue]
+    ts_ms: int
+
+    def line(self) -> str:
+        """The point in InfluxDB line protocol (millisecond precision)."""
+        encoded_tags = "".join(
+            f",{key}={self.tags[key].translate(_TAG_ESCAPES)}" for key in sorted(self.tags)
+        )  # sorted: the order InfluxDB stores series keys in, cheapest for it to parse
+        fields = ",".join(_field(name, self.measurement.fields[name], value) for name, value in self.fields.items())
+        return f"{self.measurement.name.translate(_MEASUREMENT_ESCAPES)}{encoded_tags} {fields} {self.ts_ms}"
+
+
+def point(measurement: Measurement, tags: Mapping[str, str], fields: Mapping[str, FieldValue], ts_ms: int) -> Point:
+    """A point of ``measurement``; raises ``KeyError`` for a tag or field it does not declare.
+
+    So nothing outside the schema can reach a store. Empty tag values are left out (line protocol
+    forbids them), and so are non-finite numbers (line protocol has no NaN: absent is the honest form).
     """
     for tag in tags:
         if tag not in measurement.tags:
             raise KeyError(f"{measurement.name} has no tag {tag!r}")
-    encoded_tags = "".join(
-        f",{key}={tags[key].translate(_TAG_ESCAPES)}" for key in sorted(tags) if tags[key]
-    )  # sorted: the order InfluxDB stores series keys in, cheapest for it to parse
-    parts = []
+    kept: dict[str, FieldValue] = {}
     for name, value in fields.items():
         kind = measurement.fields.get(name)
         if kind is None:
             raise KeyError(f"{measurement.name} has no field {name!r}")
-        encoded = _field(name, kind, value)
-        if encoded is not None:
-            parts.append(encoded)
-    if not parts:
+        if kind != "float" or math.isfinite(float(value)):
+            kept[name] = value
+    if not kept:
         raise ValueError(f"{measurement.name}: a point needs at least one field")
-    return f"{measurement.name.translate(_MEASUREMENT_ESCAPES)}{encoded_tags} {','.join(parts)} {ts_ms}"
+    return Point(measurement, {key: value for key, value in tags.items() if value}, kept, ts_ms)
+
+
+def line(measurement: Measurement, tags: Mapping[str, str], fields: Mapping[str, FieldValue], ts_ms: int) -> str:
+    """One point in InfluxDB line protocol: :func:`point`'s checks, then :meth:`Point.line`."""
+    return point(measurement, tags, fields, ts_ms).line()

@@ -1,4 +1,5 @@
-"""The ``--influx-*`` options, each declared once in :data:`OPTIONS`, and the InfluxDB v2 HTTP sender.
+"""The ``--influx-*`` and ``--prometheus-*`` options, each declared once (:data:`OPTIONS`,
+:data:`PROMETHEUS_OPTIONS`), and the InfluxDB v2 HTTP sender.
 
 Like ``--mq-*``, every value is a string in the parser and is validated once into a frozen
 settings object; a bad value is one :class:`~mqusers.options.parsing.OptionError` line. None of them is in
@@ -114,9 +115,48 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class PrometheusSettings:
+    port: int
+    host: str = "127.0.0.1"
+    linger: float = 15.0
+
+
+PROMETHEUS_PORT = "prometheus-port"
+_PORT = Option(
+    PROMETHEUS_PORT,
+    "port",
+    whole(65_535, minimum=1, unit="port"),
+    "serve the live figures on http://HOST:PORT/metrics for Prometheus (empty: off); taken from a process's "
+    "own command line (a worker's serves its own figures), never from the master",
+    ui=False,
+)
+#: Every ``--prometheus-*`` option; the port first, as without it the rest is not read.
+PROMETHEUS_OPTIONS: tuple[Option, ...] = (
+    _PORT,
+    Option(
+        "prometheus-host",
+        "host",
+        text,
+        "address the /metrics endpoint binds (0.0.0.0: every interface)",
+        default="127.0.0.1",
+        ui=False,
+    ),
+    Option(
+        "prometheus-linger",
+        "linger",
+        decimal(3_600, unit="seconds"),
+        "at exit, keep /metrics up until one scrape has read the final figures, at most this long (0 to 3,600)",
+        default="15",
+        ui=False,
+    ),
+)
+
+
 def add_influx_arguments(group: Any) -> None:
-    """Register ``--influx-*`` on an argument group (or a parser) of Locust's configargparse parser."""
+    """Register ``--influx-*`` and ``--prometheus-*`` on an argument group (or a parser) of Locust's parser."""
     register(group, OPTIONS)
+    register(group, PROMETHEUS_OPTIONS)
 
 
 def read_influx_settings(options: Any) -> InfluxSettings | None:
@@ -124,6 +164,13 @@ def read_influx_settings(options: Any) -> InfluxSettings | None:
     if not text_of(options, _URL.name):
         return None
     return InfluxSettings(**read(options, OPTIONS))
+
+
+def read_prometheus_settings(options: Any) -> PrometheusSettings | None:
+    """Validated ``--prometheus-*`` values, or None when ``--prometheus-port`` is empty (no endpoint)."""
+    if not text_of(options, _PORT.name):
+        return None
+    return PrometheusSettings(**read(options, PROMETHEUS_OPTIONS))
 
 
 def http_sender(settings: InfluxSettings) -> Callable[[str], None]:

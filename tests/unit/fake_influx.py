@@ -15,6 +15,7 @@ from gevent.event import Event
 from mqusers.brokers.model import BrokerSample
 from mqusers.measure.recorder import Recorder
 from mqusers.run.context import Shipping
+from mqusers.sinks import schema
 
 
 class Store:
@@ -51,3 +52,15 @@ def environment(runner_kind: str = "local") -> Environment:
     else:
         env.create_master_runner("127.0.0.1", 0)  # port 0: Locust's server binds a random free port itself
     return env
+
+
+def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], int]]:
+    """(measurement, tags, fields, ts) of simple lines (no escaped separators; event text kept whole)."""
+    out = []
+    for text in points:
+        head, rest = text.split(" ", 1)
+        body, ts = rest.rsplit(" ", 1)
+        name, *tags = head.split(",")
+        pairs = [body] if name == schema.EVENTS.name else body.split(",")
+        out.append((name, dict(t.split("=", 1) for t in tags), dict(f.split("=", 1) for f in pairs), int(ts)))
+    return out

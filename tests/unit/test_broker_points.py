@@ -13,7 +13,7 @@ import pytest
 from mqusers.brokers.model import BrokerSample
 from mqusers.sinks import schema
 from mqusers.sinks.listener import InfluxSink
-from mqusers.sinks.points import broker_lines
+from mqusers.sinks.points import broker_points
 from mqusers.sinks.settings import InfluxSettings
 from tests import broker_samples
 from tests.unit.fake_influx import Ctx, Store, environment
@@ -31,7 +31,7 @@ def fields(line: str) -> dict[str, str]:
 
 def test_an_activemq_sample_writes_its_figures_exactly_at_the_samples_millisecond() -> None:
     sample = broker_samples.activemq(TS_NS, 2, "/queue/orders")
-    broker, destination = broker_lines(TAGS, sample, TS_NS // 1_000_000)
+    broker, destination = [p.line() for p in broker_points(TAGS, sample, TS_NS // 1_000_000)]
     assert broker == (
         "mqusers_broker,run=r1,scenario=pubsub,source=activemq "
         "memory_percent=3.0,store_percent=0.5,temp_percent=0.0,connections=5i,memory_bytes=1202000i,store_bytes=33554432i,"
@@ -47,7 +47,7 @@ def test_an_activemq_sample_writes_its_figures_exactly_at_the_samples_millisecon
 
 def test_figures_a_source_does_not_report_are_absent_never_zero() -> None:
     sample = broker_samples.rabbitmq(TS_NS, 0, "/queue/orders")
-    broker, destination = broker_lines(TAGS, sample, 1)
+    broker, destination = [p.line() for p in broker_points(TAGS, sample, 1)]
     assert set(fields(broker)) == {"memory_percent", "connections", "memory_bytes", "fd_used", "fd_total", "alarms",
                                    "alarm_names"}  # fmt: skip
     assert fields(broker)["alarms"] == "0i" and fields(broker)["alarm_names"] == '""'  # reported: none
@@ -55,19 +55,21 @@ def test_figures_a_source_does_not_report_are_absent_never_zero() -> None:
     # Nothing at all about the broker, a destination it does not know yet: no point rather than an empty one.
     quiet: BrokerSample = {"ts_ns": TS_NS, "source": "activemq", "broker": {}, "jvm": None, "destinations": {}}
     quiet["destinations"] = {"/queue/new": {}, "/queue/known": {"depth": 0}}
-    [only] = broker_lines(TAGS, quiet, 1)
+    [only] = [p.line() for p in broker_points(TAGS, quiet, 1)]
     assert (
         only == "mqusers_broker_destination,destination=/queue/known,run=r1,scenario=pubsub,source=activemq depth=0i 1"
     )
     # A JVM without a broker figure still gets its point; NaN (no such figure in line protocol) is left out.
     quiet["jvm"] = {"threads": 12, "cpu_percent": float("nan")}
-    assert broker_lines(TAGS, quiet, 1)[0] == "mqusers_broker,run=r1,scenario=pubsub,source=activemq threads=12i 1"
+    assert (
+        broker_points(TAGS, quiet, 1)[0].line() == "mqusers_broker,run=r1,scenario=pubsub,source=activemq threads=12i 1"
+    )
 
 
 def test_alarms_are_a_count_and_the_sorted_names() -> None:
     sample = broker_samples.rabbitmq(TS_NS, 0, "/queue/orders", alarms=("memory", "disk"))
-    assert fields(broker_lines(TAGS, sample, 1)[0])["alarms"] == "2i"
-    assert fields(broker_lines(TAGS, sample, 1)[0])["alarm_names"] == '"disk,memory"'
+    assert fields(broker_points(TAGS, sample, 1)[0].line())["alarms"] == "2i"
+    assert fields(broker_points(TAGS, sample, 1)[0].line())["alarm_names"] == '"disk,memory"'
 
 
 def test_destinations_are_escaped_sorted_and_only_declared_names_are_written() -> None:
@@ -75,10 +77,10 @@ def test_destinations_are_escaped_sorted_and_only_declared_names_are_written() -
     sample["destinations"]["/topic/a b,c=d"] = {"depth": 1}
     sample["destinations"]["/queue/b"]["bogus"] = 1  # type: ignore[typeddict-unknown-key]
     sample["broker"]["uptime"] = 5  # type: ignore[typeddict-unknown-key]
-    _, first, second = broker_lines(TAGS, sample, 1)
+    _, first, second = [p.line() for p in broker_points(TAGS, sample, 1)]
     assert first.startswith("mqusers_broker_destination,destination=/queue/b,")
     assert second.startswith(r"mqusers_broker_destination,destination=/topic/a\ b\,c\=d,run=r1,")
-    for line in broker_lines(TAGS, sample, 1):
+    for line in [p.line() for p in broker_points(TAGS, sample, 1)]:
         measurement = schema.MEASUREMENTS[line.split(",", 1)[0]]
         assert set(fields(line)) <= set(measurement.fields)
 

@@ -17,9 +17,15 @@ from mqusers.options.optionspec import Option, env_var
 from mqusers.options.settings import Settings, read_settings
 from mqusers.options.table import OPTIONS as MQ_OPTIONS
 from mqusers.sinks.settings import OPTIONS as INFLUX_OPTIONS
-from mqusers.sinks.settings import InfluxSettings, read_influx_settings
+from mqusers.sinks.settings import (
+    PROMETHEUS_OPTIONS,
+    InfluxSettings,
+    PrometheusSettings,
+    read_influx_settings,
+    read_prometheus_settings,
+)
 
-DECLARED = [*MQ_OPTIONS, *BROKER_OPTIONS, *INFLUX_OPTIONS]
+DECLARED = [*MQ_OPTIONS, *BROKER_OPTIONS, *INFLUX_OPTIONS, *PROMETHEUS_OPTIONS]
 # Every name on the parser that a declaration puts there: the options and their secrets' file options.
 NAMES = [option.name for option in DECLARED] + [option.file for option in DECLARED if option.file]
 
@@ -38,8 +44,13 @@ def parse(parser: LocustArgumentParser, *args: str) -> Any:
 
 @pytest.mark.parametrize(
     ("options", "settings"),
-    [(MQ_OPTIONS, Settings), (BROKER_OPTIONS, BrokerMetricsSettings), (INFLUX_OPTIONS, InfluxSettings)],
-    ids=["mq", "broker", "influx"],
+    [
+        (MQ_OPTIONS, Settings),
+        (BROKER_OPTIONS, BrokerMetricsSettings),
+        (INFLUX_OPTIONS, InfluxSettings),
+        (PROMETHEUS_OPTIONS, PrometheusSettings),
+    ],
+    ids=["mq", "broker", "influx", "prometheus"],
 )
 def test_every_settings_field_is_filled_by_exactly_one_option(options: tuple[Option, ...], settings: type[Any]) -> None:
     filled = Counter(option.field for option in options)
@@ -51,6 +62,7 @@ def test_names_are_unique_and_in_their_own_families() -> None:
     assert len(NAMES) == len(set(NAMES))
     assert all(option.name.startswith("mq-") for option in [*MQ_OPTIONS, *BROKER_OPTIONS])
     assert all(option.name.startswith("influx-") for option in INFLUX_OPTIONS)
+    assert all(option.name.startswith("prometheus-") for option in PROMETHEUS_OPTIONS)
 
 
 @pytest.mark.parametrize("option", DECLARED, ids=lambda option: option.name)
@@ -68,7 +80,7 @@ def test_every_option_is_on_locusts_parser_as_declared(parser: LocustArgumentPar
 
 
 def test_the_parser_holds_no_option_that_is_not_declared(parser: LocustArgumentParser) -> None:
-    ours = {action.dest for action in parser._actions if action.dest.startswith(("mq_", "influx_"))}
+    ours = {action.dest for action in parser._actions if action.dest.startswith(("mq_", "influx_", "prometheus_"))}
     assert ours == {name.replace("-", "_") for name in NAMES}
 
 
@@ -86,6 +98,8 @@ def test_the_declared_defaults_read_as_the_settings_defaults(parser: LocustArgum
     assert read_broker_metrics_settings(parse(parser)) == BrokerMetricsSettings()
     url = "http://127.0.0.1:8086"
     assert read_influx_settings(parse(parser, "--influx-url", url)) == InfluxSettings(url=url)
+    assert read_prometheus_settings(parse(parser)) is None
+    assert read_prometheus_settings(parse(parser, "--prometheus-port", "9646")) == PrometheusSettings(port=9646)
 
 
 @pytest.mark.parametrize(

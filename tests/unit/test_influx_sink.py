@@ -26,7 +26,7 @@ from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_in
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.writer import LineWriter, StoreRejected
 from tests import broker_samples
-from tests.unit.fake_influx import Ctx, Store, environment
+from tests.unit.fake_influx import Ctx, Store, environment, parse
 
 
 def fire(
@@ -159,18 +159,6 @@ def test_backlog_counts_fan_out_on_topics() -> None:
 
 
 # ------------------------------------------------------------------------------------- listener
-
-
-def parse(points: list[str]) -> list[tuple[str, dict[str, str], dict[str, str], int]]:
-    """(measurement, tags, fields, ts) of simple lines (no escaped separators; event text kept whole)."""
-    out = []
-    for text in points:
-        head, rest = text.split(" ", 1)
-        body, ts = rest.rsplit(" ", 1)
-        name, *tags = head.split(",")
-        pairs = [body] if name == schema.EVENTS.name else body.split(",")
-        out.append((name, dict(t.split("=", 1) for t in tags), dict(f.split("=", 1) for f in pairs), int(ts)))
-    return out
 
 
 def test_local_runner_writes_own_and_merged_points_a_summary_and_events(caplog: pytest.LogCaptureFixture) -> None:
