@@ -1,4 +1,4 @@
-"""Metrics stores: VictoriaMetrics and InfluxDB 1.x (Debian packages)."""
+"""Metrics stores: VictoriaMetrics (one written to, one scraping mqusers' /metrics) and InfluxDB 1.x (Debian packages)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,35 @@ def _vm_launch(ctx: Ctx) -> int:
 def _vm_ready(ctx: Ctx) -> bool:
     status, body = http_status(f"http://127.0.0.1:{ctx.ports['http']}/health")
     return status == 200 and body.strip() == b"OK"
+
+
+# ----------------------------------------------- VictoriaMetrics, scraping a run
+
+#: How often the scraping instance reads each target: the listener's interval, so no interval's figures are skipped.
+SCRAPE_INTERVAL = "1s"
+
+
+def scrape_config(ctx: Ctx) -> str:
+    """A Prometheus scrape configuration: job ``mqusers``, the master's and one worker's ``/metrics``."""
+    targets = ", ".join(f'"127.0.0.1:{ctx.ports[role]}"' for role in ("master", "worker"))
+    return (
+        "scrape_configs:\n"
+        "  - job_name: mqusers\n"
+        f"    scrape_interval: {SCRAPE_INTERVAL}\n"
+        f"    static_configs:\n      - targets: [{targets}]\n"
+    )
+
+
+def _scrape_launch(ctx: Ctx) -> int:
+    config = ctx.dir / "scrape.yml"
+    config.write_text(scrape_config(ctx))
+    argv = [
+        "victoria-metrics",
+        f"-httpListenAddr=127.0.0.1:{ctx.ports['http']}",
+        f"-storageDataPath={ctx.dir / 'data'}",
+        f"-promscrape.config={config}",
+    ]
+    return spawn(ctx, argv)
 
 
 # -------------------------------------------------------------------- InfluxDB
@@ -93,6 +122,15 @@ SERVICES = [
         package="victoria-metrics",
         base_ports={"http": 8428},
         launch=_vm_launch,
+        ready=_vm_ready,
+    ),
+    # Scrapes the master's (port "master") and a worker's ("worker") --prometheus-port; those two only
+    # name where it looks: nothing listens there until a run does (tests/integration/test_prometheus.py).
+    Service(
+        name="victoria-scrape",
+        package="victoria-metrics",
+        base_ports={"http": 8438, "master": 9646, "worker": 9647},
+        launch=_scrape_launch,
         ready=_vm_ready,
     ),
     Service(

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Every page whose commands are run and whose links are checked.
 PAGES = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")))
 
-#: Prefixes of commands run here -> the test of tests/integration/test_readme_commands.py that runs them.
+#: Prefixes of commands run here -> the test of tests/integration/test_readme_commands.py that runs them
+#: (``file::test`` for a test of another file of tests/integration/).
 RUN_HERE = {
     "make demo": "test_make_demo_and_the_headless_example_and_mqusers_report",
     "locust -f locustfiles/queue_balance.py --host": "test_make_demo_and_the_headless_example_and_mqusers_report",
@@ -47,6 +48,9 @@ RUN_HERE = {
     "mqusers report reports/": "test_the_repeat_and_history_examples_run",
     "locust -f locustfiles/put_get.py --headless": "test_the_compare_examples_run",
     "mqusers compare base.json": "test_the_compare_examples_run",
+    "locust -f locustfiles/queue_balance.py --prometheus-port": (
+        "test_prometheus.py::test_a_scraped_run_equals_its_report"
+    ),
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {

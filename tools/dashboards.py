@@ -1,13 +1,15 @@
 """The Grafana dashboards, generated from :mod:`mqusers.sinks.schema`: ``python -m tools.dashboards``.
 
-Writes the repository's ``grafana/dashboards/{overview,drilldown,comparison,broker}.json`` (committed; a test checks
-that regenerating changes nothing). Every query is raw InfluxQL, so the same dashboards work on InfluxDB
-1.x, 2.x (DBRP / v1 compatibility) and 3.x. Every selected value is aliased (``AS "p99"``): the
-alias is the column a panel shows, and the column the tests expect back from a real InfluxDB.
+Writes the repository's ``grafana/dashboards/{overview,drilldown,comparison,broker}.json`` and, for a
+Prometheus datasource, ``grafana/prometheus/prometheus.json`` (``tools/promdashboard.py``; a folder of its
+own, as the Compose stack provisions InfluxDB only) (committed; a test checks that regenerating changes
+nothing). Every query is raw InfluxQL, so the same dashboards work on InfluxDB 1.x, 2.x (DBRP / v1
+compatibility) and 3.x. Every selected value is aliased (``AS "p99"``): the alias is the column a panel shows,
+and the column the tests expect back from a real InfluxDB.
 
-Rates divide a bucket's summed counts by its length (``$__interval_ms``), so they are exact for any
-zoom at or above the listener's interval (the datasource's minimum interval, 1 s by default).
-Percentile panels show the worst interval in each bucket: interval percentiles cannot be merged.
+Rates divide a bucket's summed counts by its length (``$__interval_ms``), so they are exact for any zoom at or
+above the listener's interval (the datasource's minimum interval, 1 s by default). Percentile panels show the
+worst interval in each bucket: interval percentiles cannot be merged.
 
 Broker counters (``enqueued``, ``gc_count``...) are cumulative since the broker started: their rate is
 ``non_negative_derivative(last(...), 1s)``, per second whatever the bucket, a broker restart a gap, not a dip.
@@ -69,7 +71,9 @@ def latency(function: str = "max") -> list[tuple[str, str]]:
 
 
 class Board:
-    """Panels laid out left to right, 24 columns wide, in the order added."""
+    """Panels laid out left to right, 24 columns wide, in the order added; InfluxQL targets (see :meth:`target`)."""
+
+    datasource: dict[str, str] = DATASOURCE
 
     def __init__(self, uid: str, title: str, description: str):
         self.uid, self.title, self.description = uid, title, description
@@ -103,19 +107,10 @@ class Board:
             "id": len(self.panels) + 1,
             "type": kind,
             "title": title,
-            "datasource": DATASOURCE,
+            "datasource": self.datasource,
             "gridPos": {"x": self._x, "y": self._y, "w": width, "h": height},
             "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-            "targets": [
-                {
-                    "refId": chr(ord("A") + index),
-                    "datasource": DATASOURCE,
-                    "rawQuery": True,
-                    "query": query,
-                    "resultFormat": "table" if kind == "table" else "time_series",
-                }
-                for index, query in enumerate(queries)
-            ],
+            "targets": [self.target(chr(ord("A") + index), query, kind) for index, query in enumerate(queries)],
             **extra,
         }
         if kind == "timeseries":
@@ -125,8 +120,31 @@ class Board:
         self._x += width
         self._row_height = max(self._row_height, height)
 
-    def render(self, variables: list[dict[str, Any]], events_where: str) -> dict[str, Any]:
+    def target(self, ref: str, query: str, kind: str) -> dict[str, Any]:
+        return {
+            "refId": ref,
+            "datasource": self.datasource,
+            "rawQuery": True,
+            "query": query,
+            "resultFormat": "table" if kind == "table" else "time_series",
+        }
+
+    def annotations(self, events_where: str) -> list[dict[str, Any]]:
+        """The test's events (start, stop, faults, outages) marked on every panel."""
         text = f'SELECT "text" AS "text" FROM "{s.EVENTS.name}" WHERE {events_where} AND $timeFilter'
+        return [
+            {
+                "name": "mqusers events",
+                "datasource": self.datasource,
+                "enable": True,
+                "iconColor": "orange",
+                "query": text,
+                "textColumn": "text",
+                "tagsColumn": f"{s.KIND},{s.WORKER}",
+            }
+        ]
+
+    def render(self, variables: list[dict[str, Any]], events_where: str) -> dict[str, Any]:
         return {
             "uid": self.uid,
             "title": self.title,
@@ -140,19 +158,7 @@ class Board:
             "refresh": "5s",
             "timezone": "",
             "templating": {"list": variables},
-            "annotations": {
-                "list": [
-                    {
-                        "name": "mqusers events",
-                        "datasource": DATASOURCE,
-                        "enable": True,
-                        "iconColor": "orange",
-                        "query": text,
-                        "textColumn": "text",
-                        "tagsColumn": f"{s.KIND},{s.WORKER}",
-                    }
-                ]
-            },
+            "annotations": {"list": self.annotations(events_where)},
             "panels": self.panels,
         }
 
@@ -477,12 +483,15 @@ def render_all() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tools import promdashboard  # built on this module's Board
+
     args = sys.argv[1:] if argv is None else argv
     target = Path(args[0]) if args else OUTPUT
-    target.mkdir(parents=True, exist_ok=True)
-    for name, text in render_all().items():
-        (target / name).write_text(text, encoding="utf-8")
-        print(f"wrote {target / name}")
+    for folder, rendered in ((target, render_all()), (target.parent / "prometheus", promdashboard.render_all())):
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in rendered.items():
+            (folder / name).write_text(text, encoding="utf-8")
+            print(f"wrote {folder / name}")
     return 0
 
 

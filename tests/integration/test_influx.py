@@ -202,7 +202,7 @@ def broker_points(run_id: str, scenario: str, destination: str, start_ms: int, e
             broker_samples.rabbitmq(ts_ns, second, destination, alarms=alarms),
             broker_samples.artemis(ts_ns, second, destination),
         ):
-            lines += sink_points.broker_lines(tags, sample, ts_ms)
+            lines += [p.line() for p in sink_points.broker_points(tags, sample, ts_ms)]
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from mqusers.sinks import schema
-from tools import dashboards
+from tools import dashboards, promdashboard
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "grafana"
@@ -108,7 +108,7 @@ def test_every_selected_value_is_aliased_and_only_influxql_is_used(path: Path) -
 
 
 def test_panels_do_not_overlap() -> None:
-    for name, build in dashboards.DASHBOARDS.items():
+    for name, build in {**dashboards.DASHBOARDS, "prometheus": promdashboard.prometheus}.items():
         cells: set[tuple[int, int]] = set()
         for panel in build()["panels"]:
             grid = panel["gridPos"]
@@ -143,3 +143,38 @@ def test_the_broker_dashboard_shows_every_broker_figure_and_the_overview_has_a_b
     assert any('non_negative_derivative(last("enqueued"), 1s)' in q for q in broker_queries)
     assert any(f'FROM "{schema.MERGED.name}"' in q and "'receive'" in q for q in broker_queries)
     assert {"memory_percent", "store_percent", "temp_percent", "connections"} <= fields_shown(overview, schema.BROKER)
+
+
+PROMETHEUS_BOARD = GRAFANA / "prometheus" / "prometheus.json"
+
+
+def test_the_prometheus_dashboard_is_current_and_queries_only_the_samples_the_endpoint_exposes() -> None:
+    [(name, text)] = promdashboard.render_all().items()
+    assert PROMETHEUS_BOARD.name == name and PROMETHEUS_BOARD.read_text() == text, "run `make dashboards`"
+    board = load(PROMETHEUS_BOARD)
+    assert board["uid"] == "mqusers-prometheus" and board["annotations"]["list"] == []  # events are InfluxDB's
+    expressions = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    expressions += [v["query"] for v in board["templating"]["list"]]
+    named = set(re.findall(r"\bmqusers_[a-z0-9_]+", " ".join(expressions)))
+    samples = {family.sample for family in schema.PROMETHEUS.values()}
+    assert named and named <= samples, named - samples
+    for expression in expressions:
+        # A counter is read as a rate (its raw value grows for ever); a gauge never is.
+        for counter in re.findall(r"(\w*\()?(mqusers_[a-z0-9_]+_total)\{", expression):
+            assert counter[0] in ("rate(", "label_values("), expression  # a variable reads only labels
+        assert not re.search(r"rate\(mqusers_[a-z0-9_]+(?<!_total)\{", expression), expression
+        assert '$run"' in expression or "label_values(mqusers_run_users{}" in expression, expression
+    for panel in board["panels"]:
+        if panel["type"] != "row":
+            assert panel["datasource"] == promdashboard.DATASOURCE
+            assert all(t["datasource"] == promdashboard.DATASOURCE for t in panel["targets"])
+    assert {v["name"] for v in board["templating"]["list"]} == {"run", "destination", "worker"}
+    # The run-wide figures the brief asks for each have a panel: rates, percentiles, audit, generator and broker.
+    for wanted in ("mqusers_merged_count_total", "mqusers_merged_p99_ms", "mqusers_audit_lost",
+                   "mqusers_process_cpu_percent", "mqusers_broker_destination_depth"):  # fmt: skip
+        assert wanted in named
+
+
+def test_a_name_outside_the_schema_is_refused_when_the_dashboard_is_generated() -> None:
+    with pytest.raises(KeyError, match="not a Prometheus sample"):
+        promdashboard.metric("mqusers_merged_p99")  # the schema's family is mqusers_merged_p99_ms

@@ -127,9 +127,11 @@ def test_every_shown_command_is_run_or_says_why_not() -> None:
 
 def test_each_run_here_names_the_test_that_runs_it() -> None:
     """RUN_HERE's test exists and asks for its commands by a prefix of theirs."""
-    tests = {node.name: node for node in ast.parse(RUNNER.read_text()).body if isinstance(node, ast.FunctionDef)}
-    for prefix, name in RUN_HERE.items():
-        assert name in tests, name
+    for prefix, named in RUN_HERE.items():
+        file, _, name = named.rpartition("::")
+        runner = RUNNER.with_name(file) if file else RUNNER
+        tests = {node.name: node for node in ast.parse(runner.read_text()).body if isinstance(node, ast.FunctionDef)}
+        assert name in tests, named
         asked = [n.value for n in ast.walk(tests[name]) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
         assert any(len(a) > 8 and (prefix.startswith(a) or a.startswith(prefix)) for a in asked), (prefix, name)
         assert any(c.startswith(prefix) for _, c in shown_commands()), f"{prefix!r}: no page shows it any more"
