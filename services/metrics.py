@@ -1,4 +1,4 @@
-"""Metrics stores: VictoriaMetrics (one written to, one scraping mqusers' /metrics) and InfluxDB 1.x (Debian packages)."""
+"""Metrics stores: VictoriaMetrics (written to, or scraping mqusers' /metrics) and InfluxDB 1.x (Debian packages)."""
 
 from __future__ import annotations
 

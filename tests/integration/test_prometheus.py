@@ -53,6 +53,7 @@ def replaced(command: str, replacements: dict[str, str]) -> list[str]:
 
 @dataclass
 class Run:
+    commands: list[str]  # the page's, as shown
     destination: str
     output: str
     report: dict[str, Any]
@@ -93,7 +94,7 @@ def run(scraper: dict[str, int], tmp_path_factory: pytest.TempPathFactory) -> Ru
                 process.communicate()
     assert boss.returncode == 0 and hand.returncode == 0, output[-4000:]
     report = json.loads((tmp / "report.json").read_text())
-    return Run(destination, output, report, began, time.time())
+    return Run(shown, destination, output, report, began, time.time())
 
 
 def export(port: int, name: str, **labels: str) -> list[dict[str, Any]]:
@@ -113,6 +114,8 @@ def last(series: dict[str, Any]) -> float:
 @pytest.mark.victoria
 def test_a_scraped_run_equals_its_report(run: Run, scraper: dict[str, int]) -> None:
     port, row, run_id = scraper["http"], run.row(), run.report["run_id"]
+    assert len(run.commands) == 2  # the page's master and worker, with their endpoints
+    assert all(c.startswith("locust -f locustfiles/queue_balance.py --prometheus-port") for c in run.commands)
     # Each process's endpoint stayed up until a scrape had read its final figures.
     assert run.output.count("the last one read the final figures") == 2, run.output[-4000:]
     assert row["sent"] > 300 and row["received"] == row["sent"] and row["lost"] == 0
