@@ -62,14 +62,17 @@ def attach(
     options = environment.parsed_options
     settings = read_influx_settings(options)
     prometheus = read_prometheus_settings(options)
+    waits = isinstance(environment.runner, WorkerRunner) and settings is None
+    if waits and environment not in _waiting:
+        # Before the endpoint: binding a host name yields to the loop, and a worker's test may start meanwhile.
+        _waiting.add(environment)
+        listen(environment.events.test_start, lambda **_: _attach_late(environment, ctx, audit, send))
     if prometheus is not None and environment not in _endpoints:
-        _endpoints[environment] = Endpoint(prometheus)  # bound now, before any load
-    if isinstance(environment.runner, WorkerRunner) and settings is None:
-        if environment not in _waiting:
-            _waiting.add(environment)
-            listen(environment.events.test_start, lambda **_: _attach_late(environment, ctx, audit, send))
-        return None
-    if settings is None and prometheus is None:
+        endpoint = _endpoints[environment] = Endpoint(prometheus)  # bound now, before any load
+        started = _sinks.get(environment)
+        if started is not None and started.endpoint is None:  # the test started while it was bound
+            started.endpoint = endpoint
+    if waits or (settings is None and prometheus is None):
         return None
     return _start(environment, ctx, settings, audit, send)
 

@@ -94,7 +94,9 @@ class Endpoint:
         self.exposition = Exposition()
         registry = CollectorRegistry(auto_describe=False)  # only mqusers' families: the schema's names
         registry.register(self.exposition)
-        self.server = WSGIServer((settings.host, settings.port), make_wsgi_app(registry), log=None)
+        # SERVER_NAME given: pywsgi would look the host's name up (getfqdn), yielding to the loop mid-start-up.
+        environ = {"SERVER_NAME": settings.host, "SERVER_PORT": str(settings.port)}
+        self.server = WSGIServer((settings.host, settings.port), make_wsgi_app(registry), log=None, environ=environ)
         try:
             self.server.start()
         except OSError as error:

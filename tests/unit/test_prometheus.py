@@ -230,3 +230,15 @@ def test_attach_starts_the_listener_for_prometheus_alone_and_binds_before_the_te
         assert attach(plain, Ctx()) is None
     finally:
         plain.runner.quit()
+
+
+def test_starting_the_endpoint_never_yields_to_the_loop() -> None:
+    # A worker's test may start (its spawn message handled) whenever init yields: the endpoint is bound
+    # at init, and a yield there once let a test start before the listener was waiting for it.
+    ran: list[int] = []
+    gevent.spawn(ran.append, 1)
+    endpoint = Endpoint(PrometheusSettings(port=free_port(), linger=0))
+    try:
+        assert ran == []
+    finally:
+        endpoint.server.stop()
