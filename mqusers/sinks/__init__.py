@@ -1,23 +1,31 @@
-"""Where live figures go while a test runs: the InfluxDB listener and its schema.
+"""Where live figures go while a test runs: the listener, its outputs (InfluxDB, a Prometheus endpoint), its schema.
 
-``schema`` names every measurement, tag and field; ``influx`` is the listener (:func:`attach`
-from mqusers' init listener, :func:`register` from a locustfile); the repository's
-``tools/dashboards.py`` generates the Grafana dashboards from the schema. Nothing here imports
-influxdb-client until a listener starts.
+``schema`` names every measurement, tag and field, and every Prometheus family; ``influx`` is the
+listener's entry (:func:`attach` from mqusers' init listener, :func:`register` from a locustfile);
+the repository's ``tools/dashboards.py`` generates the Grafana dashboards from the schema. Nothing
+here imports influxdb-client or prometheus-client until an output starts.
 """
 
 from __future__ import annotations
 
 from mqusers.sinks.influx import AuditSource, InfluxSink, RunInfo, attach, register
-from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
+from mqusers.sinks.settings import (
+    InfluxSettings,
+    PrometheusSettings,
+    add_influx_arguments,
+    read_influx_settings,
+    read_prometheus_settings,
+)
 
 __all__ = [
     "AuditSource",
     "InfluxSettings",
     "InfluxSink",
+    "PrometheusSettings",
     "RunInfo",
     "add_influx_arguments",
     "attach",
     "read_influx_settings",
+    "read_prometheus_settings",
     "register",
 ]
