@@ -79,11 +79,14 @@ def option_value(args: Sequence[str], *names: str) -> str | None:
 
 def parse_plan(argv: Sequence[str]) -> tuple[Plan, str, str]:
     """The plan, the --json and --html paths; refuses bad input in one line with exit 2."""
-    if "--" not in argv:
+    if "--" not in argv and not {"-h", "--help"} & set(argv):
         refuse("mqusers repeat: give the locust arguments after --: mqusers repeat N -- -f FILE --headless -t 30s ...")
-    split = list(argv).index("--")
-    parser = Parser(prog="mqusers repeat", description="Run one locust test N times; each headline figure's median, "
-                    "95 % confidence interval and spread.")  # fmt: skip
+    split = list(argv).index("--") if "--" in argv else len(argv)
+    parser = Parser(prog="mqusers repeat", usage="mqusers repeat N [options] -- LOCUST ARGS (with --headless, -t)",
+                    description="Run one locust test N times; each headline figure's median, 95 % confidence "
+                    "interval and spread (docs/repeat.md).",
+                    epilog="exit 0; 1: a run failed or Ctrl-C; 2: bad input or a run refused before load; 3: a "
+                    "run's own gate failed")  # fmt: skip
     parser.add_argument("count", type=int, help="how many runs (at least 2)")
     parser.add_argument("--results", default="", help="the folder of each run's JSON and log (default: a new "
                         "reports/repeat-<UTC time>)")  # fmt: skip

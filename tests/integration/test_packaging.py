@@ -113,6 +113,7 @@ RUN_BY = {
     "curve": "test_the_installed_find_max_and_curve_run_a_shipped_scenario",
     "cluster-compare": "test_the_installed_cluster_compare_measures_one_configuration",
     "report": "test_the_installed_report_command_inlines_the_shipped_charting_library",
+    "repeat": "test_the_installed_repeat_runs_a_shipped_scenario_twice",
     "locustfiles": "test_mqusers_locustfiles_names_the_installed_folder",
     "options": "test_every_listed_subcommand_answers_help_and_is_run_here",
 }
@@ -180,3 +181,18 @@ def test_the_installed_cluster_compare_measures_one_configuration(installed: Ins
     assert (row["config"], figures["sent"], figures["received"], figures["lost"]) == ("local", 100, 100, 0), row
     assert figures["msgs"] > 0 and row["failover"] is None
     assert re.search(r"^\| local \| [\d,]+ \| - \| - \|", run.stdout, re.MULTILINE), run.stdout
+
+
+@pytest.mark.activemq
+def test_the_installed_repeat_runs_a_shipped_scenario_twice(installed: Installed) -> None:
+    broker = started("activemq")
+    topic = f"/topic/mqusers.wheel.{uuid.uuid4().hex[:6]}"
+    run = installed.run(
+        "mqusers", "repeat", "2", "--results", "repeat", "--json", "repeat.json", "--", "-f",
+        shipped(installed, "pubsub.py"), "--host", broker.url, "--headless", "-u", "2", "-r", "2", "-t", "3s",
+        "--mq-consumers", "1", "--mq-rate", "200", "--mq-destination", topic, "--only-summary",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    summary = json.loads((installed.elsewhere / "repeat.json").read_text())
+    assert [r["counted"] for r in summary["runs"]] == [True, True] and f"receive {topic}" in summary["operations"]
+    assert len(list((installed.elsewhere / "repeat").glob("*.json"))) == 2

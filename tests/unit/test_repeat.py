@@ -177,3 +177,10 @@ def test_ctrl_c_ends_with_the_statistics_of_the_runs_done(
     truth = [run_headlines(run_from_document(d, "run"))[OPERATION]["p99"] for d in documents[:2]]
     assert summary["operations"][OPERATION]["p99"]["median"] == statistics.median(truth)
     assert "interrupted after 3 run(s); statistics of the 2 measured to their end" in capsys.readouterr().out
+
+
+def test_help_exits_0_and_shows_where_the_locust_arguments_go(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        repeat.main(["--help"])
+    assert ended.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: mqusers repeat N [options] -- LOCUST ARGS")
