@@ -69,6 +69,11 @@ class Interval:
         """The tallies encoded, without unsealing (the live book keeps its own)."""
         return self._packed if self._book is None else self._book.encoded()
 
+    def packed(self) -> EncodedTallies:
+        """The tallies encoded, sealed: for an interval about to be dropped."""
+        self.seal()
+        return self._packed
+
 
 class Intervals:
     """Per-interval tallies of every event name; see the module's docstring."""
@@ -104,6 +109,7 @@ class Intervals:
     def _coarsen(self) -> None:
         """Double the width, merging each pair of neighbours (their histograms added)."""
         self.width_s *= 2
+        horizon = self._newest - max(SEAL_AFTER_S, 2 * self.width_s)
         merged: dict[int, Interval] = {}
         for key in sorted(self.intervals):
             interval = self.intervals[key]
@@ -111,9 +117,10 @@ class Intervals:
             if (into := merged.get(target)) is None:
                 merged[target] = interval
             else:
-                into.book.merge(interval.encoded())
+                into.book.merge(interval.packed())
+                if target < horizon:
+                    into.seal()  # old: encoded at once, so no more than one is decoded at a time
         self.intervals = merged
-        self._seal_old()
 
     def add_batches(self, batches: Sequence[Batch]) -> None:
         """The recorder's successes, each batch into its second's interval."""
@@ -136,7 +143,7 @@ class Intervals:
 
     def drain(self) -> IntervalsPayload:
         """Everything since the last drain, for the master; then start afresh."""
-        intervals = [IntervalPayload(t=key, tallies=i.encoded()) for key, i in sorted(self.intervals.items())]
+        intervals = [IntervalPayload(t=key, tallies=i.packed()) for key, i in sorted(self.intervals.items())]
         self.intervals = {}
         return {"width_s": self.width_s, "intervals": intervals}
 

@@ -22,6 +22,8 @@ from urllib.parse import unquote
 
 from hdrh.histogram import HdrHistogram
 
+from mqusers.measure.book import release
+
 LOG_FORMAT_VERSION = "1.3"
 _NOT_IN_TAGS = re.compile(r"[%\s,]")
 
@@ -54,7 +56,9 @@ def hdr_log(intervals: Mapping[str, Any], run_id: str) -> str:
         '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"',
     ]
     for start, tag, seconds, encoded in sorted(lines):
-        top = HdrHistogram.decode(encoded.encode("ascii")).get_max_value() / 1000.0
+        histogram = HdrHistogram.decode(encoded.encode("ascii"))
+        top = histogram.get_max_value() / 1000.0
+        release(histogram)
         text.append(f"Tag={tag},{start - base:.3f},{seconds:.3f},{top:.3f},{encoded}")
     return "\n".join(text) + "\n"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 from collections import Counter
 from typing import Any
@@ -165,3 +166,21 @@ def test_the_interval_holding_measured_from_starts_there() -> None:
     assert [row[0] for row in rows] == [T0 + 0.25, T0 + 1.0, T0 + 2.0]
     assert [row[1] for row in rows] == [pytest.approx(0.75), 1.0, pytest.approx(0.9)]
     assert intervals.document(T0 + 0.25)["measured_from"] == T0 + 0.25
+
+
+def test_dropped_histograms_are_freed_without_waiting_for_the_cycle_collector() -> None:
+    """hdrh's histogram and its encoder refer to each other: each ~190 KB; an hour reached 1 GB unfreed."""
+    gc.collect()
+    gc.disable()
+    try:
+        intervals, master = Intervals(max_intervals=16), Intervals(max_intervals=16)
+        for n, flush in enumerate(batches(8, 60)):
+            intervals.add_batches(flush)
+            if n % 3 == 2:
+                master.merge(shipped(intervals))
+        histograms = sum(isinstance(o, HdrHistogram) for o in gc.get_objects())
+        live = sum(len(i.book.tallies) for i in [*intervals.intervals.values(), *master.intervals.values()]
+                   if not i.sealed)  # fmt: skip
+        assert histograms <= live + 4, (histograms, live)
+    finally:
+        gc.enable()
