@@ -1,9 +1,11 @@
 """The ``--mq-*`` options of a run's reports and gates: where the JSON, CSV and HTML reports go, and the
-figures that end a run with exit 3. Declared once here; :data:`mqusers.options.table.OPTIONS` includes them.
+figures that end a run with exit 3 (a regression against a baseline too). Declared once here;
+:data:`mqusers.options.table.OPTIONS` includes them.
 """
 
 from __future__ import annotations
 
+from mqusers.options.gatespec import parse_baseline, parse_regressions
 from mqusers.options.optionspec import Option
 from mqusers.options.parsing import MAX_COUNT, MAX_RATE, MAX_SECONDS, decimal, parse_bool, whole
 from mqusers.options.paths import writable_file, writable_folder
@@ -81,5 +83,29 @@ REPORT_OPTIONS: tuple[Option, ...] = (
         parse_bool,
         "gate: exit 3 when the generator's verdict is saturated or contended (true/false)",
         default="false",
+    ),
+    Option(
+        "mq-baseline",
+        "baseline",
+        parse_baseline,
+        "the regression gate's baseline: a run JSON (--mq-report-json) or a folder of them (docs/compare.md)",
+        ui=False,
+        master_writes=True,
+    ),
+    Option(
+        "mq-gate-regression",
+        "gate_regression",
+        parse_regressions,
+        "gate: exit 3 when a figure is worse than --mq-baseline's by more than its percent at the gate's "
+        "confidence (the whole interval beyond it): FIGURE:PERCENT items, e.g. p50:20,p99:20,throughput:10 "
+        "(throughput, p50, p90, p99, p99.9)",
+        ui=False,
+    ),
+    Option(
+        "mq-gate-confidence",
+        "gate_confidence",
+        decimal(99.9, minimum=50, unit="%"),
+        "the regression gate's confidence in percent (default 95)",
+        ui=False,
     ),
 )

@@ -84,6 +84,9 @@ class Settings:
     key_file: str | None = None
     other_runs: str | None = None
     fail_on_saturation: bool = False
+    baseline: str | None = None
+    gate_regression: tuple[tuple[str, float], ...] = ()
+    gate_confidence: float = 95.0
     request_events: str = "bulk"
     #: Commands may carry secrets: never in a repr (reports show them masked, from the fault records).
     faults: tuple[Fault, ...] = field(default=(), repr=False)
@@ -143,4 +146,8 @@ def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ())
         check_selection(values["labels"], values["select"])
     if values.get("nack_ratio") and values.get("ack") not in (None, "client-individual"):
         raise OptionError(f"--mq-nack-ratio: NACK needs --mq-ack client-individual, not {values['ack']}")
+    if values.get("baseline") and not values.get("gate_regression"):
+        raise OptionError("--mq-baseline is the regression gate's: give --mq-gate-regression (e.g. p99:10%) too")
+    if values.get("gate_regression") and not values.get("baseline"):
+        raise OptionError("--mq-gate-regression compares the run with a baseline: give --mq-baseline too")
     return Settings(**values)

@@ -1,4 +1,5 @@
-"""The run's gates: one line per gate it failed (``--mq-max-*``, ``--mq-min-rate``, the violations that always fail).
+"""The run's gates: one line per gate it failed (``--mq-max-*``, ``--mq-min-rate``, ``--mq-gate-regression``, the
+violations that always fail).
 
 Read from the report :func:`mqusers.report.build.build_report` computed once; an exit code 3 follows.
 """
@@ -10,6 +11,8 @@ from typing import Any
 from mqusers.options.settings import Settings
 from mqusers.report.build import RunReport
 from mqusers.report.transactionsreport import aborted_delivered
+from mqusers.stats.bootstrap import REGRESSIONS, differences, verdict
+from mqusers.stats.samples import RunFileError, common_operations, load_runs, run_from_document
 
 
 def pattern_gate_failures(section: dict[str, Any], settings: Settings) -> list[str]:
@@ -62,7 +65,37 @@ def gate_failures(report: RunReport) -> list[str]:
     errors = report.errors
     if settings.max_errors is not None and errors > settings.max_errors:
         failures.append(f"{errors:,} errors in all operations > --mq-max-errors {settings.max_errors}")
-    verdict = report.facts.generator["verdict"]
-    if settings.fail_on_saturation and verdict in ("saturated", "contended"):
-        failures.append(f"the load generator's verdict is {verdict} and --mq-fail-on-saturation is set")
+    generator = report.facts.generator["verdict"]
+    if settings.fail_on_saturation and generator in ("saturated", "contended"):
+        failures.append(f"the load generator's verdict is {generator} and --mq-fail-on-saturation is set")
+    return failures + regression_failures(report)
+
+
+def regression_failures(report: RunReport) -> list[str]:
+    """``--mq-gate-regression`` against ``--mq-baseline``: a figure fails when the whole interval of its difference
+    (this run against the baseline's, at ``--mq-gate-confidence``) lies beyond its threshold, the worse way."""
+    settings = report.settings
+    if not settings.baseline or not settings.gate_regression:
+        return []
+    confidence = settings.gate_confidence / 100.0
+    try:
+        baseline = load_runs([settings.baseline])
+        document = {"intervals": report.intervals, "scenario": report.facts.scenario}
+        run = [run_from_document(document, "this run")]
+        operations = common_operations(baseline, run)
+    except RunFileError as error:
+        return [f"--mq-gate-regression: cannot compare this run with --mq-baseline: {error}"]
+    # One baseline run shows its own within-run noise only: said with each failure (docs/compare.md).
+    alone = "; one baseline run: the run-to-run noise is not in the interval" if len(baseline) == 1 else ""
+    failures = []
+    for operation in operations:
+        found = differences(baseline, run, operation, confidence)
+        for figure, threshold in settings.gate_regression:
+            difference = found[figure]
+            words = verdict(figure, difference.low, difference.high, threshold)
+            if words in REGRESSIONS:
+                percent, low, high = difference.percent
+                failures.append(f"{operation}: {figure} {words} than --mq-baseline by {percent:+,.1f} % ("
+                                f"{low:+,.1f} to {high:+,.1f} at {confidence * 100:g} %), beyond "
+                                f"--mq-gate-regression {figure}:{threshold * 100:g}%{alone}")  # fmt: skip
     return failures

@@ -16,8 +16,9 @@ from mqusers.options.destpattern import parse_pattern
 from mqusers.options.parsing import OptionError, parse_destination
 from mqusers.options.settings import Settings, read_settings
 from mqusers.run.context import client_config, context
+from mqusers.stats.samples import RunFileError, load_runs
 from mqusers.stomp.client import MqError, StompClient
-from mqusers.wiring import fdlimit, roles
+from mqusers.wiring import endscreen, fdlimit, roles
 
 
 def preflight(settings: Settings, user_classes: Iterable[type] = ()) -> None:
@@ -73,12 +74,28 @@ def problem(environment: Environment, settings: Settings, users: int | None) -> 
     """The one line that refuses this test's role split or its open files; None when it may start."""
     arranged = arrangement(environment, settings, users)
     return (
-        backlog_problem(environment, settings)
+        baseline_problem(environment, settings)
+        or backlog_problem(environment, settings)
         or nack_problem(environment, settings)
         or pattern_problem(environment, settings, arranged)
         or arranged.problem
         or files_problem(environment, users)
     )
+
+
+def baseline_problem(environment: Environment, settings: Settings) -> str | None:
+    """``--mq-baseline``'s runs read now: each with intervals, of this run's locustfile; else the one line why not."""
+    if not settings.baseline:
+        return None
+    try:
+        runs = load_runs([settings.baseline])
+    except RunFileError as error:
+        return f"--mq-baseline: {error}"
+    locustfile = endscreen.locustfile_names(environment)
+    other = next((run for run in runs if run.locustfile != locustfile), None)
+    if other is not None:
+        return f"--mq-baseline: {other.name} ran {other.locustfile or '?'}, this run {locustfile or '?'}"
+    return None
 
 
 def backlog_problem(environment: Environment, settings: Settings) -> str | None:

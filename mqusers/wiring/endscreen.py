@@ -32,13 +32,18 @@ class Summary:
     failures: list[str]
 
 
+def locustfile_names(environment: Environment) -> str:
+    """The run's locustfiles by file name (``-f`` may give several, comma-separated)."""
+    paths = getattr(environment.parsed_options, "locustfile", None) or ""
+    return ",".join(os.path.basename(p) for p in str(paths).split(",") if p)
+
+
 def scenario_of(environment: Environment, ctx: RunContext) -> dict[str, Any]:
     """What ran, for the summary's first lines and the JSON's ``scenario``."""
-    options, runner = environment.parsed_options, environment.runner
-    paths = getattr(options, "locustfile", None) or ""
+    runner = environment.runner
     users = dict(runner.target_user_classes_count) if runner is not None else {}
     classes = environment.user_classes
-    return {"locustfile": ",".join(os.path.basename(p) for p in str(paths).split(",") if p),
+    return {"locustfile": locustfile_names(environment),
             "server": ctx.broker_server, "users": {name: n for name, n in users.items() if n},
             "rate": rate_asked(classes, ctx.settings), "size": message_size(classes),
             "payload": payload_of(classes, ctx.settings)}  # fmt: skip
