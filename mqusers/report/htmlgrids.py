@@ -25,13 +25,13 @@ def _heading(title: str | None) -> str:
 
 
 def msgs(cell: Mapping[str, Any] | None) -> Html | None:
-    """The median msg/s, its interval beneath (a saved document without one: the figure alone)."""
+    """The median msg/s, its 95 % interval beneath in brackets (a saved document without one: the figure alone)."""
     if not cell or cell.get("msgs") is None:
         return None
     interval = cell.get("msgs_interval") or [None, None]
     under = ""
     if None not in interval:
-        under = f'<br><span class="interval">{number(interval[0], "msg/s")}-{number(interval[1], "msg/s")}</span>'
+        under = f'<br><span class="interval">({number(interval[0], "msg/s")}-{number(interval[1], "msg/s")})</span>'
     return Html(f"{number(cell['msgs'], 'msg/s')}{under}", numeric=True)
 
 
