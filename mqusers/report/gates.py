@@ -87,15 +87,20 @@ def regression_failures(report: RunReport) -> list[str]:
         return [f"--mq-gate-regression: cannot compare this run with --mq-baseline: {error}"]
     # One baseline run shows its own within-run noise only: said with each failure (docs/compare.md).
     alone = "; one baseline run: the run-to-run noise is not in the interval" if len(baseline) == 1 else ""
+    # The gate makes one test per operation and figure; each at the confidence divided among them
+    # (Bonferroni), so the stated confidence is the whole gate's, not each figure's.
+    tests = len(operations) * len(settings.gate_regression)
+    each = 1.0 - (1.0 - confidence) / max(1, tests)
+    stated = f"{each * 100:.4g} %, {confidence * 100:g} % over the gate's {tests} figures"
     failures = []
     for operation in operations:
-        found = differences(baseline, run, operation, confidence)
+        found = differences(baseline, run, operation, each)
         for figure, threshold in settings.gate_regression:
             difference = found[figure]
             words = verdict(figure, difference.low, difference.high, threshold)
             if words in REGRESSIONS:
                 percent, low, high = difference.percent
                 failures.append(f"{operation}: {figure} {words} than --mq-baseline by {percent:+,.1f} % ("
-                                f"{low:+,.1f} to {high:+,.1f} at {confidence * 100:g} %), beyond "
+                                f"{low:+,.1f} to {high:+,.1f} at {stated}), beyond "
                                 f"--mq-gate-regression {figure}:{threshold * 100:g}%{alone}")  # fmt: skip
     return failures

@@ -37,12 +37,14 @@ def _verdict(words: str) -> Html:
 
 def _section(operation: str, figures: dict[str, Any], confidence: str) -> str:
     scale = max(10.0, *(max(abs(f["difference_low_pct"]), abs(f["difference_high_pct"])) for f in figures.values()))
-    rows = [[name, _side(figure["base"], figure["unit"]), _side(figure["new"], figure["unit"]),
+    # The verdict beside the figure's name: the first thing read, on a phone too (the table scrolls sideways).
+    rows = [[name, _verdict(figure["verdict"]),
+             _side(figure["base"], figure["unit"]), _side(figure["new"], figure["unit"]),
              Html(f"{figure['difference_pct']:+,.1f}", numeric=True),
              Html(f"{figure['difference_low_pct']:+,.1f} to {figure['difference_high_pct']:+,.1f}", numeric=True),
-             _bar(figure, scale), _verdict(figure["verdict"])]
+             _bar(figure, scale)]
             for name, figure in figures.items()]  # fmt: skip
-    header = ["figure", "base", "new", "difference %", f"{confidence} interval %", f"±{scale:,.0f} %", "verdict"]
+    header = ["figure", "verdict", "base", "new", "difference %", f"{confidence} interval %", f"±{scale:,.0f} %"]
     return f"<section><h2>{escape(operation)}</h2>{table(header, rows, 'comparison')}</section>"
 
 

@@ -92,18 +92,22 @@ def test_the_installed_report_command_inlines_the_shipped_charting_library(insta
     assert "uPlot.LICENSE" in str(zipfile.ZipFile(installed.wheel).namelist())
 
 
+#: The grids' shortest runs: one repeat of 1 s after a 1 s warm-up (test_grids.py checks their repeats).
+SHORT_GRID = ["--repeats", "1", "--warmup-seconds", "1", "--seconds", "1", "--steady-after", "0.5"]
+
+
 @pytest.mark.activemq
 def test_the_installed_matrix_runs_the_shipped_scenarios(installed: Installed) -> None:
     broker = started("activemq")
     run = installed.run(
         "mqusers", "matrix", "--host", broker.url, "--modes", "queue", "--sizes", "1KB", "--messages", "200",
-        "--mq-drain", "0.5",
+        "--mq-drain", "0.5", *SHORT_GRID,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     # The test broker keeps messages in memory: its persistent cells say the store held nothing.
     assert "| no | no | 1KB |" in run.stdout and "| yes (store 0 B) | no | 1KB |" in run.stdout
-    [row] = json.loads((installed.elsewhere / "reports/matrix/queue-n-1KB.json").read_text())["destinations"]
-    assert (row["sent"], row["received"], row["lost"]) == (200, 200, 0)
+    [row] = json.loads((installed.elsewhere / "reports/matrix/queue-n-1KB-1.json").read_text())["destinations"]
+    assert row["sent"] == row["received"] >= 200 and row["lost"] == 0  # --messages: at least
 
 
 #: Every subcommand ``mqusers --help`` lists, and the test below that runs it from the installed wheel.
@@ -113,7 +117,8 @@ RUN_BY = {
     "curve": "test_the_installed_find_max_and_curve_run_a_shipped_scenario",
     "cluster-compare": "test_the_installed_cluster_compare_measures_one_configuration",
     "report": "test_the_installed_report_command_inlines_the_shipped_charting_library",
-    "repeat": "test_the_installed_repeat_runs_a_shipped_scenario_twice",
+    "repeat": "test_the_installed_repeat_runs_a_shipped_scenario_twice_and_compare_reads_its_runs",
+    "compare": "test_the_installed_repeat_runs_a_shipped_scenario_twice_and_compare_reads_its_runs",
     "locustfiles": "test_mqusers_locustfiles_names_the_installed_folder",
     "options": "test_every_listed_subcommand_answers_help_and_is_run_here",
 }
@@ -173,18 +178,19 @@ def test_the_installed_cluster_compare_measures_one_configuration(installed: Ins
     broker = started("activemq")
     run = installed.run(
         "mqusers", "cluster-compare", "--config", f"local={broker.url}", "--schemes", "nonpersistent",
-        "--messages", "100", "--out", "cluster", "--json", "cc.json", "--mq-drain", "0.5",
+        "--messages", "100", "--out", "cluster", "--json", "cc.json", "--mq-drain", "0.5", *SHORT_GRID,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     [row] = json.loads((installed.elsewhere / "cc.json").read_text())["rows"]
-    figures = row["schemes"]["nonpersistent"]
-    assert (row["config"], figures["sent"], figures["received"], figures["lost"]) == ("local", 100, 100, 0), row
-    assert figures["msgs"] > 0 and row["failover"] is None
-    assert re.search(r"^\| local \| [\d,]+ \| - \| - \|", run.stdout, re.MULTILINE), run.stdout
+    cell = row["schemes"]["nonpersistent"]
+    [figures] = cell["runs"]
+    assert (row["config"], figures["lost"]) == ("local", 0) and figures["sent"] == figures["received"] >= 100, row
+    assert cell["msgs"] > 0 and row["failover"] is None
+    assert re.search(r"^\| local \| [\d,]+ .*\| - \| - \|", run.stdout, re.MULTILINE), run.stdout
 
 
 @pytest.mark.activemq
-def test_the_installed_repeat_runs_a_shipped_scenario_twice(installed: Installed) -> None:
+def test_the_installed_repeat_runs_a_shipped_scenario_twice_and_compare_reads_its_runs(installed: Installed) -> None:
     broker = started("activemq")
     topic = f"/topic/mqusers.wheel.{uuid.uuid4().hex[:6]}"
     run = installed.run(
@@ -195,4 +201,8 @@ def test_the_installed_repeat_runs_a_shipped_scenario_twice(installed: Installed
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     summary = json.loads((installed.elsewhere / "repeat.json").read_text())
     assert [r["counted"] for r in summary["runs"]] == [True, True] and f"receive {topic}" in summary["operations"]
-    assert len(list((installed.elsewhere / "repeat").glob("*.json"))) == 2
+    first, second = sorted((installed.elsewhere / "repeat").glob("*.json"))
+    compared = installed.run("mqusers", "compare", str(first), str(second), "--json", "compare.json")
+    assert compared.returncode == 0, compared.stdout[-2000:] + compared.stderr[-2000:]
+    figures = json.loads((installed.elsewhere / "compare.json").read_text())["operations"][f"receive {topic}"]
+    assert figures["throughput"]["verdict"] in ("no significant difference", "higher", "lower"), figures
