@@ -21,6 +21,11 @@ from mqusers.commands.cluster import SCHEMES
 from tests.integration.locust_runs import ROOT, steady_rate
 
 MESSAGES = 2000
+#: Each scheme's producer paced (passed on to every run, after cluster-compare's own unpaced --mq-rate 0): unpaced
+#: sends into a JDBC durable subscription outrun its store (~500 msg/s here) and leave a debt of acknowledgements
+#: that blocked the next run's producer by flow control for all its seconds (CI at 18c62e9). This test checks the
+#: schemes and the failover, not the store's ceiling.
+RATE = 300
 #: The slave took over at most this long before a client was back on it (issue: within 2 s).
 RECONNECT_AFTER_READY_S = 2.0
 
@@ -65,7 +70,7 @@ def test_cluster_compare_measures_the_schemes_and_a_failover_of_a_pair(kind: str
                "--failover", f"{kind}={failover}", "--messages", str(MESSAGES), "--repeats", "1", "--seconds", "1",
                "--steady-after", "1", "--warmup-seconds", "1", "--failover-seconds", "16",
                "--fault-at", "5", "--failover-rate", "200", "--out", str(tmp_path), "--json", str(tmp_path / "cc.json"),
-               "--mq-drain", "3"]  # fmt: skip
+               "--mq-drain", "3", "--mq-rate", str(RATE)]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         takeover.start()

@@ -1,8 +1,13 @@
 """Comparisons of real runs on ActiveMQ (issue 27, items 3 and 4): ``mqusers compare`` and the regression gate.
 
-Five identical put/get runs (10 s, 2 s warm-up, 2 producers x 500 msg/s = 1,000 msg/s, one queue) on the
+Five identical put/get runs (10 s, 2 s warm-up, 2 producers x 1,500 msg/s = 3,000 msg/s, one queue) on the
 local non-persistent ActiveMQ, runs 2-5 gated against run 1; then one persistent run with receipts on its
 KahaDB twin (``activemq-persistent``) gated against run 1 too. Every run is a real locust process.
+
+The slower configuration is slower by construction, whatever the machine's load: a producer waiting for each
+RECEIPT of a stored message sends at most 1 / round trip (~2 ms here: ~500 msg/s), a third of what it is asked.
+Its latency is higher on a quiet machine, but on CI's busy one the non-persistent runs' p50 reached 2.1 ms
+(0.37 ms quiet), as high as the persistent run's 1.8 ms: latency alone is not a test that holds.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ RUNS = 5
 #: p50 is the figure a persistent store moves most (fsync per message); p99's interval on a 10 s run is wide. Both at
 #: 20 %: above the 10-15 % by which the p50 of identical runs on a warm broker differed here.
 GATE = "p50:20%,p99:20%,throughput:10%"
-ARGS = ("--mq-rate", "500", "--mq-warmup", "2")
+ARGS = ("--mq-rate", "1500", "--mq-warmup", "2")
 
 
 def compare(*args: str) -> subprocess.CompletedProcess[str]:
@@ -70,21 +75,25 @@ def test_persistent_with_receipts_is_found_slower_and_fails_the_gate(
     done = compare(str(folder / "run-1.json"), str(folder / "persistent.json"), "--json", str(folder / "slower.json"),
                    "--html", str(folder / "slower.html"))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    p50 = figures(folder / "slower.json", f"receive {queue}")["p50"]
-    # The truth, independently: each run's own report (its merged histogram) has the persistent p50 above.
+    found = figures(folder / "slower.json", f"receive {queue}")
+    throughput, p50 = found["throughput"], found["p50"]
+    # The truth, independently: each run's own report (its merged histogram) gives the two p50s compared.
     base_p50, slower_p50 = identical[0].row(queue)["latency_ms"]["p50"], slower.row(queue)["latency_ms"]["p50"]
     assert (p50["base"]["point"], p50["new"]["point"]) == (base_p50, slower_p50)
-    assert p50["verdict"] == "slower" and p50["difference_low_pct"] > 20, p50
-    line = next(line for line in done.stdout.splitlines() if line.startswith("p50 ms ") and "slower" in line)
-    assert f"{p50['difference_pct']:+,.1f} % ({p50['difference_low_pct']:+,.1f} to" in line
+    # And the report's own receive rates: the persistent run's is well below run 1's (its producers wait for RECEIPTs).
+    assert slower.row(queue)["receive_rate_msgs"] < 0.8 * identical[0].row(queue)["receive_rate_msgs"]
+    assert throughput["verdict"] == "lower" and throughput["difference_high_pct"] < -10, throughput
+    line = next(line for line in done.stdout.splitlines() if line.startswith("throughput msg/s ") and "lower" in line)
+    assert f"{throughput['difference_pct']:+,.1f} % ({throughput['difference_low_pct']:+,.1f} to" in line
     assert "note: not compared, measured by one side only: receipt " + queue in done.stdout
     # The gate, at the end of the persistent run itself: exit 3, the figure, its difference and interval named.
     assert slower.code == 3, slower.output[-3000:]
     summary = " ".join(slower.output.split())
-    assert f"receive {queue}: p50 slower than --mq-baseline by +" in summary
+    assert f"receive {queue}: throughput lower than --mq-baseline by -" in summary
     # 6 figures gated (p50, p99, throughput of send and receive): each at 99.17 %, 95 % over the gate (Bonferroni).
     assert (
-        "at 99.17 %, 95 % over the gate's 6 figures), beyond --mq-gate-regression p50:20%; one baseline run" in summary
+        "at 99.17 %, 95 % over the gate's 6 figures), beyond --mq-gate-regression throughput:10%; one baseline run"
+        in summary
     )
 
 
@@ -137,16 +146,17 @@ def test_the_comparison_page_fits_a_laptop_and_a_phone(
                    str(compared))  # fmt: skip
     assert done.returncode == 0, done.stderr
     operations = json.loads(compared.read_text())["operations"]
-    slower = sum(figure["verdict"] == "slower" for figures in operations.values() for figure in figures.values())
+    verdicts = [figure["verdict"] for figures in operations.values() for figure in figures.values()]
+    worse = verdicts.count("slower") + verdicts.count("lower")
     with opened(page_file, width=width, height=height) as browser:
         browser.page.screenshot(path=str(folder / f"compare-{width}.png"), full_page=True)
         fit = browser.page.evaluate("""() => ({scroll: document.documentElement.scrollWidth, inner: innerWidth,
           hidden: [...document.querySelectorAll("div.table")].filter(d => d.scrollWidth > d.clientWidth).length,
           bars: document.querySelectorAll("span.ci span").length,
-          slower: document.querySelectorAll("span.change-slower").length})""")
+          worse: document.querySelectorAll("span.change-slower, span.change-lower").length})""")
     assert browser.errors == []
     assert fit["scroll"] <= fit["inner"] == width, fit
     if width >= 1280:
         assert fit["hidden"] == 0, fit  # every column in view, no scroll bar on the table
-    # One interval bar per figure and operation; each "slower" of the JSON shown as one.
-    assert fit["bars"] == 5 * len(operations) and fit["slower"] == slower >= 1, (fit, slower)
+    # One interval bar per figure and operation; each "slower" or "lower" of the JSON shown as one; throughput surely.
+    assert fit["bars"] == 5 * len(operations) and fit["worse"] == worse >= 1, (fit, worse)
