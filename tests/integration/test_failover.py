@@ -26,6 +26,8 @@ RECONNECT_AFTER_READY_S = 2.0
 #: After SIGKILL what the dead broker had written can still be read for a moment; the restart script
 #: prints its time once the readiness probe passed (its polling interval late at most).
 SLACK_NS = 500_000_000
+#: How long before the readiness probe passed a client may already be served (the probe checks more than STOMP).
+PROBE_LAG_NS = 1_500_000_000
 RESTART = "import services, time; services.start(%r); print(time.time_ns())"
 #: ActiveMQ's run again with two workers: their outages reach the master's report.
 WORKERS = pytest.param("activemq-persistent --processes 2", marks=pytest.mark.activemq, id="activemq-workers")
@@ -86,8 +88,11 @@ def test_a_broker_killed_and_restarted_mid_run_loses_nothing_acknowledged(restar
         [(queue, "producer"), (queue, "consumer"), (topic, "producer"), (topic, "consumer")]
     )
     for outage in failover["listed"]:
-        # Back, and only once the broker was: its readiness probe passed just before the script printed.
-        assert outage["first_ok_ns"] > ready_ns - SLACK_NS, outage
+        # Back, and only once the broker was: never before its restart began, and about when its readiness probe
+        # passed (Artemis's probe waits for more than its STOMP acceptor: clients were served 0.71 s before it
+        # passed on CI's busy machine).
+        assert outage["first_ok_ns"] > restart["started_ns"], outage
+        assert outage["first_ok_ns"] > ready_ns - PROBE_LAG_NS, outage
         late_s = (outage["reconnected_ns"] - ready_ns) / 1e9
         print(f"{restarted.broker.name} {outage['destination']} {outage['role']}: "
               f"window {outage['window_ms']:,.0f} ms, reconnected {late_s:+.2f} s after ready")  # fmt: skip
