@@ -92,7 +92,8 @@ def test_the_installed_report_command_inlines_the_shipped_charting_library(insta
     assert "uPlot.LICENSE" in str(zipfile.ZipFile(installed.wheel).namelist())
 
 
-#: The grids' shortest runs: one repeat of 1 s after a 1 s warm-up (test_grids.py checks their repeats).
+#: The grids' shortest runs: one repeat of 1 s after a 1 s warm-up (test_grids.py checks their repeats); paced
+#: below, as test_grids.py says why.
 SHORT_GRID = ["--repeats", "1", "--warmup-seconds", "1", "--seconds", "1", "--steady-after", "0.5"]
 
 
@@ -101,7 +102,7 @@ def test_the_installed_matrix_runs_the_shipped_scenarios(installed: Installed) -
     broker = started("activemq")
     run = installed.run(
         "mqusers", "matrix", "--host", broker.url, "--modes", "queue", "--sizes", "1KB", "--messages", "200",
-        "--mq-drain", "0.5", *SHORT_GRID,
+        "--mq-drain", "0.5", "--rate", "1000", *SHORT_GRID,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     # The test broker keeps messages in memory: its persistent cells say the store held nothing.
@@ -178,7 +179,8 @@ def test_the_installed_cluster_compare_measures_one_configuration(installed: Ins
     broker = started("activemq")
     run = installed.run(
         "mqusers", "cluster-compare", "--config", f"local={broker.url}", "--schemes", "nonpersistent",
-        "--messages", "100", "--out", "cluster", "--json", "cc.json", "--mq-drain", "0.5", *SHORT_GRID,
+        "--messages", "100", "--out", "cluster", "--json", "cc.json", "--mq-drain", "0.5", "--mq-rate", "1000",
+        *SHORT_GRID,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     [row] = json.loads((installed.elsewhere / "cc.json").read_text())["rows"]
