@@ -34,7 +34,7 @@ from mqusers.commands.matrix import shipped_locustfiles
 from mqusers.options.faultspec import parse_fault
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
 from mqusers.report.htmlgrids import NOISE
-from mqusers.stats.samples import Run, RunFileError
+from mqusers.stats.samples import Run
 
 #: scheme: (title, locustfile, persistent, durable)
 SCHEMES = {
@@ -232,10 +232,8 @@ def _measure(plan: Plan, config: Config, schemes: list[str]) -> tuple[dict[str, 
             failed += 1
             continue
         found = scheme_figures(document)
-        try:
-            run = grids.steady_run(document, found["destination"], str(report))
-        except RunFileError as error:
-            print(f"  not counted: {error}")
+        run = grids.counted_run(document, found["destination"], str(report))
+        if run is None:
             failed += 1
             continue
         runs[scheme].append(run)

@@ -103,6 +103,15 @@ def steady_run(document: Mapping[str, Any], destination: str, name: str) -> Run:
     return Run(name, "", {OPERATION: samples})
 
 
+def counted_run(document: Mapping[str, Any], destination: str, name: str) -> Run | None:
+    """:func:`steady_run`, or None (said: "not counted" and why) when the run has no steady receives."""
+    try:
+        return steady_run(document, destination, name)
+    except RunFileError as error:
+        print(f"  not counted: {error}")
+        return None
+
+
 def throughput(run: Run) -> float:
     """A run's steady throughput: its receives over its intervals' seconds."""
     return headline(run.operations[OPERATION])[THROUGHPUT]

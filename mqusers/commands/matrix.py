@@ -26,7 +26,7 @@ from mqusers.commands import grids
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
 from mqusers.report.htmlgrids import NOISE
 from mqusers.report.htmlreport import write_html
-from mqusers.stats.samples import Run, RunFileError
+from mqusers.stats.samples import Run
 
 
 def shipped_locustfiles() -> Path:
@@ -228,10 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             failed += 1
             continue
         found = {"repeat": repeat, "report": str(report), **figures(cell, document)}
-        try:
-            run = grids.steady_run(document, found["destination"], str(report))
-        except RunFileError as error:
-            print(f"  not counted: {error}")
+        run = grids.counted_run(document, found["destination"], str(report))
+        if run is None:
             failed += 1
             continue
         measured[cell].append(({**found, "msgs": grids.throughput(run)}, run))
