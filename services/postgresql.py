@@ -141,7 +141,7 @@ def shutdown(ctx: Ctx, pid: int) -> None:
 SERVICE = Service(
     name="postgresql",
     package="postgresql",
-    base_ports={"postgres": 55432},
+    base_ports={"postgres": 25432},  # below the ephemeral range (32768-60999): a client socket may hold a port there
     launch=launch,
     ready=ready,
     wait=wait,
