@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from mqusers.commands import grids
-from mqusers.commands.locustchild import StepFailed, run_locust
+from mqusers.commands.locustchild import Stop, interruptible
 from mqusers.commands.matrix import shipped_locustfiles
 from mqusers.options.faultspec import parse_fault
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
-from mqusers.report.htmlgrids import NOISE
+from mqusers.report.htmlgrids import INTERRUPTED, NOISE
 from mqusers.stats.samples import Run
 
 #: scheme: (title, locustfile, persistent, durable)
@@ -43,8 +42,6 @@ SCHEMES = {
     "durable": ("persistent, durable", "durable_topic.py", True, True),
 }
 TITLES = {scheme: title for scheme, (title, *_) in SCHEMES.items()}
-#: A run may overrun its count or -t by the drain and start-up.
-RUN_SLACK_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -189,47 +186,56 @@ def main(argv: Sequence[str]) -> int:
     plan = Plan(args.locustfiles, args.size, steady, args.failover_rate, args.failover_seconds, args.fault_at, out,
                 tuple(extra))  # fmt: skip
     rows, failed = [], 0
-    for config in configs:
-        row, missing = _measure(plan, config, schemes)
-        failed += missing
-        if config.failover:
-            report = out / f"{config.name}-failover.json"
-            document = _attempt(f"{config.name} failover", plan.failover_run(config, report), report,
-                                plan.failover_seconds)  # fmt: skip
-            row["failover"] = failover_figures(document) if document is not None else None
-            failed += document is None
-        rows.append(row)
+    with interruptible() as stop:
+        for config in configs:
+            if stop.requested:
+                break
+            row, missing = _measure(plan, config, schemes, stop)
+            failed += missing
+            if config.failover and not stop.requested:
+                report = out / f"{config.name}-failover.json"
+                document = grids.attempt(f"{config.name} failover", plan.failover_run(config, report), report,
+                                         plan.failover_seconds, stop)  # fmt: skip
+                row["failover"] = failover_figures(document) if document is not None else None
+                failed += document is None and not stop.requested
+            rows.append(row)
     table = markdown(rows)
-    print("\n" + table + "\n\n" + steady.legend())
+    print("\n" + table + "\n\n" + steady.legend() + (f"\n{INTERRUPTED}" if stop.requested else ""))
     if args.json:
         document = {"kind": "cluster-compare", "size": args.size, **steady.document(), "titles": TITLES, "rows": rows,
-                    "table": table}  # fmt: skip
+                    "table": table, "interrupted": stop.requested}  # fmt: skip
         Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
-    return 1 if failed else 0
+    return 1 if failed or stop.requested else 0
 
 
-def _measure(plan: Plan, config: Config, schemes: list[str]) -> tuple[dict[str, Any], int]:
-    """One configuration's row: each scheme's warm-up, then its repeats interleaved; and how many runs failed."""
+def _measure(plan: Plan, config: Config, schemes: list[str], stop: Stop) -> tuple[dict[str, Any], int]:
+    """One configuration's row: each scheme's warm-up, then its repeats interleaved; and how many runs failed.
+
+    After a Ctrl-C or SIGTERM (``stop``), the row of the runs that ended before it."""
     row: dict[str, Any] = {"config": config.name, "url": config.url, "warmup": {}, "schemes": {}, "failover": None}
     failed, rates = 0, {}
     for scheme in schemes:
+        if stop.requested:
+            break
         report = plan.out / f"{config.name}-{scheme}-warmup.json"
-        document = _attempt(f"{config.name} {scheme} warm-up (left out)", plan.warmup(scheme, config, report), report,
-                            plan.steady.warmup_seconds)  # fmt: skip
+        document = grids.attempt(f"{config.name} {scheme} warm-up (left out)", plan.warmup(scheme, config, report),
+                                 report, plan.steady.warmup_seconds, stop)  # fmt: skip
         if document is not None:
             row["warmup"][scheme] = {**scheme_figures(document), "report": str(report)}
             rates[scheme] = row["warmup"][scheme]["msgs"]
-        failed += document is None
+        failed += document is None and not stop.requested
     runs: dict[str, list[Run]] = {scheme: [] for scheme in schemes}
     figures: dict[str, list[dict[str, Any]]] = {scheme: [] for scheme in schemes}
     repeats = plan.steady.repeats
     for repeat, scheme in grids.interleaved(schemes, repeats):
+        if stop.requested:
+            break
         report = plan.out / f"{config.name}-{scheme}-{repeat}.json"
         command = plan.throughput(scheme, config, report, rates.get(scheme))
-        document = _attempt(f"{config.name} {scheme} run {repeat}/{repeats}", command, report,
-                            plan.steady.run_seconds(rates.get(scheme)))  # fmt: skip
+        document = grids.attempt(f"{config.name} {scheme} run {repeat}/{repeats}", command, report,
+                                 plan.steady.run_seconds(rates.get(scheme)), stop)  # fmt: skip
         if document is None:
-            failed += 1
+            failed += not stop.requested
             continue
         found = scheme_figures(document)
         run = grids.counted_run(document, found["destination"], str(report))
@@ -242,18 +248,3 @@ def _measure(plan: Plan, config: Config, schemes: list[str]) -> tuple[dict[str, 
         row["schemes"][scheme] = {**grids.summary(runs[scheme]), "runs": figures[scheme]}
     row["noise"] = [list(pair) for pair in grids.indistinct(runs)]
     return row, failed
-
-
-def _attempt(title: str, command: list[str], report: Path, seconds: float) -> dict[str, Any] | None:
-    """Run one step, printing its title and how it went; None when it produced no report."""
-    started = time.monotonic()
-    print(f"{title} ...", end=" ", flush=True)
-    try:
-        document = run_locust(command, report, seconds + RUN_SLACK_S).document
-    except StepFailed as error:
-        print(f"failed: {error}")
-        return None
-    [row] = document.get("destinations") or [{}]
-    rate = row.get("receive_rate_msgs")
-    print(f"done in {time.monotonic() - started:.1f} s" + (f", {rate:,.0f} msg/s" if rate else ""))
-    return document

@@ -16,10 +16,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
+from mqusers.commands.locustchild import Interrupted, StepFailed, Stop, run_locust
 from mqusers.measure.names import RECEIVE, event_name
 from mqusers.options.parsing import OptionError
 from mqusers.report.htmlgrids import NOISE
@@ -31,6 +34,8 @@ K = TypeVar("K", bound=Hashable)
 
 #: What a cell's runs are compared on: the receives at the table's destination, one name for every cell.
 OPERATION = RECEIVE
+#: A run may overrun its count or -t by the drain (at most --mq-drain-max) and its start-up.
+RUN_SLACK_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,26 @@ def steady(args: argparse.Namespace) -> Steady:
 def interleaved(cells: Sequence[K], repeats: int) -> list[tuple[int, K]]:
     """``(repeat, cell)`` in running order: each repeat runs every cell once, starting one cell later than the last."""
     return [(r, cells[(r - 1 + i) % len(cells)]) for r in range(1, repeats + 1) for i in range(len(cells))]
+
+
+def attempt(title: str, command: list[str], report: Path, seconds: float, stop: Stop) -> dict[str, Any] | None:
+    """One run, bounded, its title and how it went printed; its report, or None when it wrote none or was stopped
+    (``stop.requested`` then says so: the grid ends there and reports what it measured)."""
+    started = time.monotonic()
+    print(f"{title} ...", end=" ", flush=True)
+    try:
+        finished = run_locust(command, report, seconds + RUN_SLACK_S, stop=stop)
+    except StepFailed as error:
+        print(f"failed: {error}")
+        return None
+    except Interrupted:
+        print("interrupted")
+        return None
+    [row] = finished.document.get("destinations") or [{}]
+    rate = row.get("receive_rate_msgs")
+    took = f"done in {time.monotonic() - started:.1f} s (exit {finished.code})"
+    print(took + (f", {rate:,.0f} msg/s" if rate else ""))
+    return finished.document
 
 
 def steady_run(document: Mapping[str, Any], destination: str, name: str) -> Run:

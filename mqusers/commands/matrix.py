@@ -15,7 +15,6 @@ import argparse
 import itertools
 import json
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -23,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from mqusers.commands import grids
+from mqusers.commands.locustchild import interruptible
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
-from mqusers.report.htmlgrids import NOISE
+from mqusers.report.htmlgrids import INTERRUPTED, NOISE
 from mqusers.report.htmlreport import write_html
 from mqusers.stats.samples import Run
 
@@ -206,33 +206,39 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     failed, rates, warmups = 0, {}, {}
-    for index, cell in enumerate(grid, 1):
-        report = out / f"{cell.slug}-warmup.json"
-        title = f"[warm-up {index}/{len(grid)}] {cell.slug} (left out)"
-        run_args = command(cell, args.locustfiles, args.host, args.rate, report, steady.warmup_args(), extra)
-        document = _run(title, run_args, report)
-        if document is None:
-            failed += 1
-            continue
-        warmups[cell] = {**figures(cell, document), "report": str(report)}
-        rates[cell] = warmups[cell]["msgs"]
     measured: dict[Cell, list[tuple[dict[str, Any], Run]]] = {cell: [] for cell in grid}
     order = grids.interleaved(grid, steady.repeats)
-    for index, (repeat, cell) in enumerate(order, 1):
-        report = out / f"{cell.slug}-{repeat}.json"
-        run_args = command(
-            cell, args.locustfiles, args.host, args.rate, report, steady.run_args(rates.get(cell)), extra
-        )
-        document = _run(f"[{index}/{len(order)}] {cell.slug} run {repeat}/{steady.repeats}", run_args, report)
-        if document is None:
-            failed += 1
-            continue
-        found = {"repeat": repeat, "report": str(report), **figures(cell, document)}
-        run = grids.counted_run(document, found["destination"], str(report))
-        if run is None:
-            failed += 1
-            continue
-        measured[cell].append(({**found, "msgs": grids.throughput(run)}, run))
+    with interruptible() as stop:
+        for index, cell in enumerate(grid, 1):
+            if stop.requested:
+                break
+            report = out / f"{cell.slug}-warmup.json"
+            title = f"[warm-up {index}/{len(grid)}] {cell.slug} (left out)"
+            run_args = command(cell, args.locustfiles, args.host, args.rate, report, steady.warmup_args(), extra)
+            document = grids.attempt(title, run_args, report, steady.warmup_seconds, stop)
+            if document is None:
+                failed += not stop.requested
+                continue
+            warmups[cell] = {**figures(cell, document), "report": str(report)}
+            rates[cell] = warmups[cell]["msgs"]
+        for index, (repeat, cell) in enumerate(order, 1):
+            if stop.requested:
+                break
+            report = out / f"{cell.slug}-{repeat}.json"
+            seconds = steady.run_seconds(rates.get(cell))
+            run_args = command(cell, args.locustfiles, args.host, args.rate, report, steady.run_args(rates.get(cell)),
+                               extra)  # fmt: skip
+            title = f"[{index}/{len(order)}] {cell.slug} run {repeat}/{steady.repeats}"
+            document = grids.attempt(title, run_args, report, seconds, stop)
+            if document is None:
+                failed += not stop.requested
+                continue
+            found = {"repeat": repeat, "report": str(report), **figures(cell, document)}
+            run = grids.counted_run(document, found["destination"], str(report))
+            if run is None:
+                failed += 1
+                continue
+            measured[cell].append(({**found, "msgs": grids.throughput(run)}, run))
     marks = noise({cell: [run for _, run in runs] for cell, runs in measured.items()})
     results: dict[str, list[tuple[Cell, dict[str, Any]]]] = {m: [] for m in modes}
     for cell in grid:
@@ -241,34 +247,22 @@ def main(argv: list[str] | None = None) -> int:
                                               "warmup": warmups.get(cell)}))  # fmt: skip
     print()
     print("\n\n".join(markdown(mode, rows) for mode, rows in results.items() if rows))
-    document = matrix_document(results, steady, args.rate)
+    document = matrix_document(results, steady, args.rate, stop.requested)
     print("\n" + "\n".join(document["notes"]))
     if args.json:
         Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
     if args.html:
         write_html(args.html, [document], ["matrix"])
-    return 1 if failed else 0
-
-
-def _run(title: str, argv: list[str], report: Path) -> dict[str, Any] | None:
-    """One run, its title and how it went printed; its report, None when it wrote none."""
-    started = time.monotonic()
-    print(f"{title} ...", end=" ", flush=True)
-    run = subprocess.run(argv, capture_output=True, text=True)
-    if not report.exists():
-        last = (run.stdout + run.stderr).strip().splitlines()[-1:] or ["no output"]
-        print(f"failed (exit {run.returncode}): {last[0]}")
-        return None
-    print(f"done in {time.monotonic() - started:.1f} s (exit {run.returncode})")
-    document: dict[str, Any] = json.loads(report.read_text())
-    return document
+    return 1 if failed or stop.requested else 0
 
 
 def matrix_document(
-    results: dict[str, list[tuple[Cell, dict[str, Any]]]], steady: grids.Steady, rate: float
+    results: dict[str, list[tuple[Cell, dict[str, Any]]]], steady: grids.Steady, rate: float, interrupted: bool = False
 ) -> dict[str, Any]:
     """The grid's figures as a JSON document (``kind: matrix``), each cell with its runs and their reports."""
     cells = [{"mode": cell.mode, "persistent": cell.persistent, "durable": cell.durable, "size": cell.size, **figures}
              for rows in results.values() for cell, figures in rows]  # fmt: skip
-    notes = [steady.legend(), *([NOT_PERSISTED] if any(cell.get("persisted") is False for cell in cells) else [])]
-    return {"kind": "matrix", **steady.document(), "rate": rate, "cells": cells, "notes": notes}
+    notes = [steady.legend(), *([NOT_PERSISTED] if any(cell.get("persisted") is False for cell in cells) else []),
+             *([INTERRUPTED] if interrupted else [])]  # fmt: skip
+    return {"kind": "matrix", **steady.document(), "rate": rate, "cells": cells, "notes": notes,
+            "interrupted": interrupted}  # fmt: skip

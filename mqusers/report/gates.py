@@ -11,8 +11,6 @@ from typing import Any
 from mqusers.options.settings import Settings
 from mqusers.report.build import RunReport
 from mqusers.report.transactionsreport import aborted_delivered
-from mqusers.stats.bootstrap import REGRESSIONS, differences, verdict
-from mqusers.stats.samples import RunFileError, common_operations, load_runs, run_from_document
 
 
 def pattern_gate_failures(section: dict[str, Any], settings: Settings) -> list[str]:
@@ -77,6 +75,10 @@ def regression_failures(report: RunReport) -> list[str]:
     settings = report.settings
     if not settings.baseline or not settings.gate_regression:
         return []
+    # Here, not at the top: the statistics import numpy, which every locust process would pay for at start.
+    from mqusers.stats.bootstrap import REGRESSIONS, differences, verdict
+    from mqusers.stats.samples import RunFileError, common_operations, load_runs, run_from_document
+
     confidence = settings.gate_confidence / 100.0
     try:
         baseline = load_runs([settings.baseline])

@@ -18,6 +18,8 @@ SCHEMES = ("nonpersistent", "persistent", "durable")
 #: Between two cells of a row whose difference is not told apart from noise (the console's too).
 NOISE = "≈"
 WARMUP = "warm-up (left out)"
+#: Said under a grid's table when a Ctrl-C or SIGTERM stopped it (the console's too).
+INTERRUPTED = "interrupted: the table holds the runs that ended before the Ctrl-C or SIGTERM; the rest did not run"
 
 
 def _heading(title: str | None) -> str:
@@ -43,8 +45,8 @@ def _runs_table(runs: Iterable[tuple[str, Any, Mapping[str, Any]]]) -> str:
 
 
 def _legend(document: Mapping[str, Any]) -> str:
-    legend = document.get("legend")
-    return f'<p class="note">{escape(str(legend))}</p>' if legend else ""
+    notes = [document.get("legend"), INTERRUPTED if document.get("interrupted") else None]
+    return "".join(f'<p class="note">{escape(str(note))}</p>' for note in notes if note)
 
 
 def cluster_section(index: int, title: str | None, document: dict[str, Any]) -> str:

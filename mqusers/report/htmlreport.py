@@ -22,7 +22,6 @@ from mqusers.report.htmlgrids import cluster_section, matrix_section
 from mqusers.report.htmlpage import page
 from mqusers.report.htmlrun import marks, receive_plots, run_section, run_summary
 from mqusers.report.htmltables import Html, link, number, table
-from mqusers.report.htmltrend import write_trend
 
 KINDS = ("run", "find-max", "curve", "cluster-compare", "matrix")
 #: What each kind of document is, for the page's heading.
@@ -137,6 +136,9 @@ def write_html(path: str, documents: Sequence[dict[str, Any]], titles: Sequence[
 
 def _trend(folders: Sequence[str], html: str, parser: argparse.ArgumentParser) -> int:
     """``mqusers report DIR``: the trend page of the runs of one or more results folders."""
+    # Here, not at the top: the trend's statistics import numpy, which every locust process would pay for at start.
+    from mqusers.report.htmltrend import write_trend
+
     runs, skipped = [], []
     for folder in folders:
         found = read_folder(Path(folder))

@@ -16,7 +16,6 @@ from mqusers.options.destpattern import parse_pattern
 from mqusers.options.parsing import OptionError, parse_destination
 from mqusers.options.settings import Settings, read_settings
 from mqusers.run.context import client_config, context
-from mqusers.stats.samples import RunFileError, load_runs
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.wiring import endscreen, fdlimit, roles
 
@@ -87,6 +86,9 @@ def baseline_problem(environment: Environment, settings: Settings) -> str | None
     """``--mq-baseline``'s runs read now: each with intervals, of this run's locustfile; else the one line why not."""
     if not settings.baseline:
         return None
+    # Here, not at the top: the statistics import numpy, which every locust process would pay for at start.
+    from mqusers.stats.samples import RunFileError, load_runs
+
     try:
         runs = load_runs([settings.baseline])
     except RunFileError as error:

@@ -10,6 +10,7 @@ the same work for it).
 from __future__ import annotations
 
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 
 import services
 from tests.integration.brokers import started
-from tests.integration.locust_runs import ROOT, steady_rate
+from tests.integration.locust_runs import ROOT, steady_rate, wait_for
 
 REPEATS = 3
 STEADY_AFTER = 1.0
@@ -71,3 +72,29 @@ def test_cluster_compare_warms_up_repeats_interleaved_and_marks_identical_scheme
     # The same work for this broker: not told apart from noise, in the JSON and the table.
     assert row["noise"] == [["nonpersistent", "persistent"]]
     assert "| non-persistent, non-durable ≈ persistent, non-durable |" in done.stdout
+
+
+@pytest.mark.activemq
+def test_ctrl_c_mid_grid_ends_with_the_table_of_the_runs_that_ended(tmp_path: Path) -> None:
+    broker = started("activemq")
+    command = [sys.executable, "-m", "mqusers.commands.cli", "cluster-compare", "--config", f"single={broker.url}",
+               "--schemes", "nonpersistent,persistent", "--repeats", "3", "--warmup-seconds", "1", "--seconds", "2",
+               "--steady-after", "0.5", "--messages", "100", "--out", str(tmp_path), "--json",
+               str(tmp_path / "cc.json"), "--mq-drain", "1", "--mq-rate", "1000"]  # fmt: skip
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as grid:
+        # The first measured run has its report; the second is under way (its log says its users are spawned).
+        second = tmp_path / "single-persistent-1.log"
+        wait_for(lambda: second.exists() and "All users spawned" in second.read_text(), 120, "second run under way")
+        grid.send_signal(signal.SIGINT)
+        output, _ = grid.communicate(timeout=60)
+    assert grid.returncode == 1, output
+    document = json.loads((tmp_path / "cc.json").read_text())
+    [row] = document["rows"]
+    assert document["interrupted"] is True
+    # The run that ended is the table's; the one stopped mid-way is in no cell, and no run started after it.
+    assert [run["repeat"] for run in row["schemes"]["nonpersistent"]["runs"]] == [1]
+    assert row["schemes"]["persistent"]["runs"] == [] and row["schemes"]["persistent"]["msgs"] is None
+    assert sorted(path.name for path in tmp_path.glob("single-*-[0-9].json")) == [
+        "single-nonpersistent-1.json", "single-persistent-1.json"]  # fmt: skip
+    assert "single persistent run 1/3 ... interrupted" in output
+    assert "interrupted: the table holds the runs that ended before the Ctrl-C or SIGTERM" in output

@@ -8,6 +8,7 @@ are saved under the test's tmp_path for a person to look at.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -15,6 +16,10 @@ from typing import Any
 
 import pytest
 
+from mqusers.commands.cluster import TITLES
+from mqusers.commands.grids import Steady
+from mqusers.commands.matrix import MODES, cells, matrix_document
+from mqusers.report.htmlgrids import INTERRUPTED, WARMUP
 from mqusers.report.htmlreport import main
 from mqusers.report.htmlrun import AUDIT_COLUMNS, receive_plots
 from tests.integration.brokers import started
@@ -200,20 +205,61 @@ CLUSTER_CONFIGS = {
 }
 
 
+#: The widest figures a grid cell shows: a median, its 95 % interval and its runs' reports in a long folder.
+CELL = {"msgs": 126502.2, "msgs_interval": [98639.4, 131086.9], "msgs_spread": [97001.0, 131500.0], "repeats": 3}
+STEADY = Steady(warmup_seconds=10, steady_after=3, seconds=20, messages=20000, repeats=3)
+
+
+def grid_runs(folder: Path, name: str) -> list[dict[str, Any]]:
+    return [{"repeat": repeat, "report": str(folder / "a-long-folder-name-for-the-runs" / f"{name}-{repeat}.json"),
+             "msgs": 126502.2, "sent": 2_530_044, "received": 2_530_044, "lost": 0, "p99_ms": 1234.567}
+            for repeat in (1, 2, 3)]  # fmt: skip
+
+
+def fits(html: Path, width: int, height: int, shot: Path) -> dict[str, Any]:
+    """The page opened at ``width``: no console error, nothing wider than the window; how its tables fit."""
+    with opened(html, width=width, height=height) as browser:
+        browser.page.screenshot(path=str(shot), full_page=True)
+        fit: dict[str, Any] = browser.page.evaluate(FIT_JS)
+        fit["text"] = browser.page.inner_text("body")
+    assert browser.errors == []
+    assert fit["scroll"] <= fit["inner"] == width, fit
+    if width >= 1280:
+        assert fit["hidden"] == [], fit  # every column in view, no scroll bar on a table
+    return fit
+
+
 @pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
 def test_a_six_configuration_cluster_comparison_fits(tmp_path: Path, width: int, height: int) -> None:
     failover = {"window_ms": 15449.079, "reconnect_ms": 15392.879, "after_ready_ms": 1187.407, "lost": 10000,
                 "unconfirmed": 1000, "dup_after_reconnect": 35000}  # fmt: skip
-    rows = [{"config": name, "url": url, "schemes": {s: {"msgs": 126502.2} for s in ("nonpersistent", "persistent",
-             "durable")}, "failover": failover} for name, url in CLUSTER_CONFIGS.items()]  # fmt: skip
+    schemes = ("nonpersistent", "persistent", "durable")
+    rows = [{"config": name, "url": url, "failover": failover,
+             "schemes": {s: {**CELL, "runs": grid_runs(tmp_path, f"{name}-{s}")} for s in schemes},
+             "warmup": {s: {**grid_runs(tmp_path, f"{name}-{s}")[0], "repeat": None} for s in schemes},
+             "noise": [list(pair) for pair in itertools.combinations(schemes, 2)]}  # the widest: every pair
+            for name, url in CLUSTER_CONFIGS.items()]  # fmt: skip
     saved = tmp_path / "cluster.json"
-    saved.write_text(json.dumps({"kind": "cluster-compare", "size": "646", "messages": 20000, "rows": rows}))
+    saved.write_text(json.dumps({"kind": "cluster-compare", "size": "646", **STEADY.document(), "titles": TITLES,
+                                 "rows": rows, "interrupted": True}))  # fmt: skip
     html = tmp_path / "cluster.html"
     assert main([str(saved), "--html", str(html)]) == 0
-    with opened(html, width=width, height=height) as browser:
-        browser.page.screenshot(path=str(tmp_path / f"cluster-{width}.png"), full_page=True)
-        fit = browser.page.evaluate(FIT_JS)
-    assert browser.errors == []
-    assert fit["scroll"] <= fit["inner"] == width, fit
-    if width >= 1280:
-        assert fit["hidden"] == [], fit  # every column in view, no scroll bar on the table
+    text = fits(html, width, height, tmp_path / f"cluster-{width}.png")["text"]
+    assert "126,502\n(98,639-131,086)" in text and STEADY.legend() in text and INTERRUPTED in text
+    assert "persistent, non-durable ≈ persistent, durable" in text and WARMUP in text
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_a_seed_matrix_fits(tmp_path: Path, width: int, height: int) -> None:
+    """The seed grid: three modes, every persistence variant, 1, 10 and 20 KB, each cell with its runs."""
+    grid = cells(list(MODES), ["1KB", "10KB", "20KB"])
+    results = {mode: [(cell, {**CELL, "mean": 1234.567, "p99": 12345.678, "mbit": 12345.67, "lost": 0,
+                              "persisted": True, "noise": ["non-persistent", "persistent durable"],
+                              "runs": grid_runs(tmp_path, cell.slug), "warmup": grid_runs(tmp_path, cell.slug)[0]})
+                       for cell in grid if cell.mode == mode] for mode in MODES}  # fmt: skip
+    saved = tmp_path / "matrix.json"
+    saved.write_text(json.dumps(matrix_document(results, STEADY, 0.0, interrupted=True)))
+    html = tmp_path / "matrix.html"
+    assert main([str(saved), "--html", str(html)]) == 0
+    text = fits(html, width, height, tmp_path / f"matrix-{width}.png")["text"]
+    assert "126,502\n(98,639-131,086)" in text and STEADY.legend() in text and INTERRUPTED in text

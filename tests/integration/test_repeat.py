@@ -14,9 +14,7 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ import pytest
 
 from tests.integration.brokers import started
 from tests.integration.browser import opened, unavailable_reason
-from tests.integration.locust_runs import LOCUSTFILES, ROOT
+from tests.integration.locust_runs import LOCUSTFILES, ROOT, wait_for
 
 pytestmark = pytest.mark.activemq
 
@@ -93,13 +91,6 @@ def test_three_runs_each_a_json_and_the_medians_are_the_medians_of_their_figures
     printed = " ".join(result.stdout.split())
     assert f"p99 ms {statistics.median(t['p99'] for t in truth):,.3f} " in printed
     assert "how the runs differ: each run is a fresh locust process with its own run id, its first 1 s" in printed
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
-        time.sleep(0.1)
 
 
 def test_ctrl_c_mid_repeat_ends_with_the_statistics_of_the_runs_done(tmp_path: Path) -> None:
