@@ -13,8 +13,8 @@ from typing import Any
 
 from mqusers.report.htmltables import Html, link, number, table
 
-#: cluster-compare's schemes, in its columns' order (their titles are in the document).
-SCHEMES = ("nonpersistent", "persistent", "durable")
+#: cluster-compare's schemes, in its columns' order, as its columns name them (the noise column's words too).
+SCHEMES = {"nonpersistent": "non-persistent", "persistent": "persistent", "durable": "persistent durable"}
 #: Between two cells of a row whose difference is not told apart from noise (the console's too).
 NOISE = "≈"
 WARMUP = "warm-up (left out)"
@@ -50,22 +50,26 @@ def _legend(document: Mapping[str, Any]) -> str:
 
 
 def cluster_section(index: int, title: str | None, document: dict[str, Any]) -> str:
+    """The schemes' table, then the failover runs' (two tables: in one, 12 columns did not fit 1280 px)."""
     failover = ("window_ms", "reconnect_ms", "after_ready_ms", "lost", "unconfirmed", "dup_after_reconnect")
-    rows, runs, titles = [], [], document.get("titles") or {}
+    rows, failovers, runs, titles = [], [], [], document.get("titles") or {}
     for r in document.get("rows", []):
-        noise = "; ".join(f"{titles.get(a, a)} {NOISE} {titles.get(b, b)}" for a, b in r.get("noise", [])) or None
+        noise = "; ".join(f"{SCHEMES.get(a, a)} {NOISE} {SCHEMES.get(b, b)}" for a, b in r.get("noise", [])) or None
         # A failover URL wraps at its commas: six configurations' URLs unwrapped pushed the table past 1280 px.
-        rows.append([r["config"], r["url"].replace(",", ", "), *(msgs(r["schemes"].get(s)) for s in SCHEMES), noise,
-                     *((r.get("failover") or {}).get(k) for k in failover)])  # fmt: skip
+        rows.append([r["config"], r["url"].replace(",", ", "), *(msgs(r["schemes"].get(s)) for s in SCHEMES), noise])
+        if r.get("failover"):
+            failovers.append([r["config"], *(r["failover"].get(k) for k in failover)])
         for scheme, run in (r.get("warmup") or {}).items():
             runs.append((f"{r['config']} {titles.get(scheme, scheme)}", None, run))
         for scheme, cell in r["schemes"].items():
             runs.extend((f"{r['config']} {titles.get(scheme, scheme)}", run.get("repeat"), run)
                         for run in cell.get("runs", []))  # fmt: skip
-    header = ["configuration", "broker", "non-persistent msg/s", "persistent msg/s", "persistent durable msg/s",
-              f"{NOISE} noise", "failover window ms", "reconnect ms", "after ready ms", "lost", "unconfirmed",
-              "dup after reconnect"]  # fmt: skip
+    header = ["configuration", "broker", *(f"{name} msg/s" for name in SCHEMES.values()), f"{NOISE} noise"]
     configurations = table(header, rows, "cluster")
+    if failovers:
+        configurations += "<h3>Failover</h3>" + table(
+            ["configuration", "failover window ms", "reconnect ms", "after ready ms", "lost", "unconfirmed",
+             "dup after reconnect"], failovers, "cluster-failover")  # fmt: skip
     return f"""<section class="cluster-compare" id="doc-{index}">{_heading(title)}
 <p class="facts">1 producer, 1 subscriber, 1 topic, {escape(str(document.get("size", "?")))}-byte messages,
 {number(document.get("repeats", 1))} run(s) per scheme</p>{configurations}{_legend(document)}{_runs_table(runs)}

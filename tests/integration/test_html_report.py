@@ -245,8 +245,8 @@ def test_a_six_configuration_cluster_comparison_fits(tmp_path: Path, width: int,
     html = tmp_path / "cluster.html"
     assert main([str(saved), "--html", str(html)]) == 0
     text = fits(html, width, height, tmp_path / f"cluster-{width}.png")["text"]
-    assert "126,502\n(98,639-131,086)" in text and STEADY.legend() in text and INTERRUPTED in text
-    assert "persistent, non-durable ≈ persistent, durable" in text and WARMUP in text
+    assert "126,502.2\n(98,639.4-131,086.9)" in text and STEADY.legend() in text and INTERRUPTED in text
+    assert "non-persistent ≈ persistent durable" in text and WARMUP in text
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
@@ -262,4 +262,4 @@ def test_a_seed_matrix_fits(tmp_path: Path, width: int, height: int) -> None:
     html = tmp_path / "matrix.html"
     assert main([str(saved), "--html", str(html)]) == 0
     text = fits(html, width, height, tmp_path / f"matrix-{width}.png")["text"]
-    assert "126,502\n(98,639-131,086)" in text and STEADY.legend() in text and INTERRUPTED in text
+    assert "126,502.2\n(98,639.4-131,086.9)" in text and STEADY.legend() in text and INTERRUPTED in text
