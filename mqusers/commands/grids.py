@@ -113,8 +113,8 @@ def attempt(title: str, command: list[str], report: Path, seconds: float, stop: 
     except Interrupted:
         print("interrupted")
         return None
-    [row] = finished.document.get("destinations") or [{}]
-    rate = row.get("receive_rate_msgs")
+    rows = finished.document.get("destinations") or []
+    rate = rows[0].get("receive_rate_msgs") if len(rows) == 1 else None  # request-reply: its replies' queues too
     took = f"done in {time.monotonic() - started:.1f} s (exit {finished.code})"
     print(took + (f", {rate:,.0f} msg/s" if rate else ""))
     return finished.document

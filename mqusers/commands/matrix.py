@@ -2,11 +2,11 @@
 
 mode (topic / queue / request-reply) x persistent x durable (topics only) x message size, by
 default 1, 10 and 20 KB. Every cell runs once as the broker's warm-up, then ``--repeats`` times,
-interleaved, each run long enough for a steady state (:mod:`mqusers.commands.grids`), writing its
-JSON report; a Markdown table per mode is printed at the end: latency (mean, p99: the runs' medians),
-msg/s (the median with its interval), Mbit/s, lost, and which variants of a size are not told apart
-from noise. A persistent cell on a broker whose store held 0 B (a memory-only ActiveMQ) is marked
-``store 0 B`` (JSON: ``persisted`` false).
+interleaved, each run long enough for a steady state and bounded (:mod:`mqusers.commands.grids`),
+writing its JSON report; a Markdown table per mode is printed at the end (after a Ctrl-C too: of the
+runs that ended): latency (mean, p99: the runs' medians), msg/s (the median with its interval),
+Mbit/s, lost, and which variants of a size are not told apart from noise. A persistent cell on a
+broker whose store held 0 B (a memory-only ActiveMQ) is marked ``store 0 B`` (JSON: ``persisted`` false).
 """
 
 from __future__ import annotations
