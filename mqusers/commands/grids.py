@@ -64,8 +64,9 @@ class Steady:
         """What the table's figures are, said under it (console, page)."""
         return (
             f"msg/s: each cell's median of {self.repeats} run(s), its 95 % interval in brackets (docs/matrix.md); "
-            f"each run's first {self.steady_after:g} s left out (--mq-warmup), then at least {self.seconds:g} s "
-            f"and {self.messages:,} messages. {NOISE}: two cells whose difference is not told apart from noise. "
+            f"each run's first {self.steady_after:g} s left out (--mq-warmup), then at least {self.seconds:g} s, "
+            f"longer where {self.messages:,} messages took longer in the cell's warm-up. "
+            f"{NOISE}: two cells whose difference is not told apart from noise. "
             f"Warm-up: each cell ran {self.warmup_seconds:g} s first on each configuration, left out."
         )
 
