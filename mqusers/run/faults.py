@@ -28,6 +28,8 @@ from mqusers.options.faultspec import Fault
 FAULT_TIMEOUT_S = 120.0
 #: Output kept per command: its last characters.
 OUTPUT_CHARS = 2000
+#: A fault's output when the test ended while its command ran: the command was killed.
+STILL_RUNNING = "(still running when the test ended: killed)"
 MASK = "***"
 #: Environment variables whose values are secrets a command might print.
 _SECRET_ENV = re.compile(r"PASSWORD|PASSCODE|TOKEN|SECRET", re.IGNORECASE)
@@ -78,19 +80,26 @@ class FaultSchedule:
         self._annotate = annotate
         self.records: list[FaultRecord] = []
         self._greenlets: list[Any] = []
+        self._started: dict[float, int] = {}  # at_s: when its command started (time_ns), while it runs
 
     def start(self) -> None:
         self.records = []
+        self._started = {}
         self._greenlets = [gevent.spawn_later(f.at_s, self._run, f) for f in self.faults]
 
     def stop(self) -> None:
-        """The test ended: faults not due yet never run; one still running is killed."""
+        """The test ended: faults not due yet never run; one still running is killed (its command too)."""
         for greenlet in self._greenlets:
             greenlet.kill(block=True, timeout=5)
         ran = {r["at_s"] for r in self.records}
         for fault in self.faults:
-            if fault.at_s not in ran:
+            if fault.at_s in ran:
+                continue
+            started = self._started.get(fault.at_s)
+            if started is None:
                 self.records.append(self._record(fault, False, 0, 0, None, ""))
+            else:
+                self.records.append(self._record(fault, True, started, time.time_ns(), None, STILL_RUNNING))
         self.records.sort(key=lambda r: r["at_s"])
         self._greenlets = []
 
@@ -100,7 +109,7 @@ class FaultSchedule:
                            output=mask(out, self._secrets)[-OUTPUT_CHARS:])  # fmt: skip
 
     def _run(self, fault: Fault) -> None:
-        started = time.time_ns()
+        started = self._started[fault.at_s] = time.time_ns()
         code: int | None = None
         try:
             done = gsubprocess.run(fault.argv, stdin=gsubprocess.DEVNULL, stdout=gsubprocess.PIPE,

@@ -226,7 +226,7 @@ def run(network: Network, broker: Broker, tmp_path_factory: pytest.TempPathFacto
             c["inflightCount"] == 0 and c["enqueueCount"] == c["dequeueCount"] + c["size"] for c in counts.values()
         )
 
-    broker_stats.wait_for(settled, timeout=10, interval=0.2)
+    broker_stats.wait_for(settled, timeout=30, interval=0.2)
     result = PartitionRun(
         code, output, seconds, down, up, accepted, json.loads(report_path.read_text()), counts, broker.url, queues
     )

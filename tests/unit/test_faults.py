@@ -5,7 +5,10 @@ from __future__ import annotations
 import locust  # noqa: F401  (gevent first)
 
 import sys
+import time
+from pathlib import Path
 
+import gevent
 import pytest
 from gevent.event import Event
 
@@ -97,4 +100,20 @@ def test_a_command_that_hangs_is_killed_at_the_timeout(monkeypatch: pytest.Monke
     assert seen.ran.wait(timeout=10), "the hanging command was not killed"
     (record,) = schedule.records
     assert record["exit_code"] is None and "killed after 0.2 s" in record["output"]
+    assert "-> killed in " in fault_line(record)
+
+
+def test_a_command_still_running_when_the_test_ends_is_killed_and_said_so(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    command = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(30)"
+    schedule = FaultSchedule([Fault(0.0, (sys.executable, "-c", command))], [], Announced())
+    schedule.start()
+    deadline = time.monotonic() + 10
+    while not started.exists():  # the command under way
+        assert time.monotonic() < deadline, "the fault's command did not start"
+        gevent.sleep(0.05)
+    schedule.stop()
+    (record,) = schedule.records
+    assert (record["ran"], record["exit_code"], record["output"]) == (True, None, faults.STILL_RUNNING), record
+    assert 0 < record["started_ns"] <= record["ended_ns"]
     assert "-> killed in " in fault_line(record)
