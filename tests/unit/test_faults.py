@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import locust  # noqa: F401  (gevent first)
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -104,12 +105,12 @@ def test_a_command_that_hangs_is_killed_at_the_timeout(monkeypatch: pytest.Monke
 
 
 def test_a_command_still_running_when_the_test_ends_is_killed_and_said_so(tmp_path: Path) -> None:
-    started = tmp_path / "started"
-    command = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(30)"
+    started = tmp_path / "pid"
+    command = f"import os, pathlib, time; pathlib.Path({str(started)!r}).write_text(str(os.getpid())); time.sleep(30)"
     schedule = FaultSchedule([Fault(0.0, (sys.executable, "-c", command))], [], Announced())
     schedule.start()
     deadline = time.monotonic() + 10
-    while not started.exists():  # the command under way
+    while not (started.exists() and started.read_text()):  # the command under way
         assert time.monotonic() < deadline, "the fault's command did not start"
         gevent.sleep(0.05)
     schedule.stop()
@@ -117,3 +118,5 @@ def test_a_command_still_running_when_the_test_ends_is_killed_and_said_so(tmp_pa
     assert (record["ran"], record["exit_code"], record["output"]) == (True, None, faults.STILL_RUNNING), record
     assert 0 < record["started_ns"] <= record["ended_ns"]
     assert "-> killed in " in fault_line(record)
+    with pytest.raises(ProcessLookupError):  # the command itself is gone, not left running
+        os.kill(int(started.read_text()), 0)
