@@ -110,8 +110,11 @@ def test_a_search_that_never_failed_is_a_lower_bound_and_states_its_latency_boun
 def test_curve_reports_latency_against_offered_load(tmp_path: Path) -> None:
     broker = started("activemq")
     queue = f"/queue/mqusers.curve.{uuid.uuid4().hex[:6]}"
+    # The lag bound loosened as in find-max's test above: this machine's loop lag p99 reached 5.7-11.5 ms at 1,000
+    # msg/s today, with CPU to spare (this test failed in a full run at a3ed2ea, passed alone).
     done = mqusers("curve", "-f", str(LOCUSTFILES / "put_get.py"), "--host", broker.url, "--destination", queue,
-                   "--max-rate", "2000", "--percents", "25,50", "--json", str(tmp_path / "c.json"), *SHORT)  # fmt: skip
+                   "--max-rate", "2000", "--percents", "25,50", "--json", str(tmp_path / "c.json"),
+                   "--max-lag-ms", str(LAG_MS), *SHORT)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     points = json.loads((tmp_path / "c.json").read_text())["points"]
     assert [(p["percent"], p["offered"]) for p in points] == [(25.0, 500.0), (50.0, 1000.0)]

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from mqusers.stats.figures import FIGURES
 from tests.integration.brokers import started
 from tests.integration.browser import opened, unavailable_reason
 from tests.integration.locust_runs import ROOT, LocustRun, run_locust
@@ -127,9 +128,15 @@ def test_two_identical_runs_show_no_significant_difference(runs: tuple[Path, lis
         (folder / name).mkdir()
         for i in members:
             (folder / name / f"run-{i}.json").write_text((folder / f"run-{i}.json").read_text())
-    done = compare(str(folder / "base"), str(folder / "new"), "--json", str(folder / "repeats.json"))
+    # Every figure at once: each interval at 1 - 5 % / the figures' count (Bonferroni), so that the claim "none
+    # differs" holds at 95 %; at 95 % each, one of five figures is flagged falsely up to 23 % of the time (this
+    # test failed in a full run at a3ed2ea, passed alone).
+    confidence = 100 - 5 / len(FIGURES)
+    done = compare(str(folder / "base"), str(folder / "new"), "--json", str(folder / "repeats.json"), "--confidence",
+                   f"{confidence:g}")  # fmt: skip
     assert done.returncode == 0, done.stderr
     repeats = figures(folder / "repeats.json", f"receive {queue}")
+    assert set(repeats) == set(FIGURES)
     assert {figure["verdict"] for figure in repeats.values()} == {"no significant difference"}, repeats
     assert "one run a side" not in done.stdout and "BASE 3 runs" in done.stdout
 
