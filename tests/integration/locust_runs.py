@@ -1,8 +1,7 @@
 """Locust run as a user types it, from this checkout: ``locust -f locustfiles/... --headless``, its JSON report.
 
 ``run_locust`` runs one to completion; ``start_locust`` in the background, for a test that acts on it
-mid-run (signals, a frozen broker); ``free_port`` for a process that needs its port number up front;
-``wait_for`` a condition such a test waits on before it acts, bounded.
+mid-run (signals, a frozen broker); ``free_port`` for a process that needs its port number up front.
 """
 
 from __future__ import annotations
@@ -14,23 +13,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUSTFILES = ROOT / "locustfiles"
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    """Until ``condition()`` holds; fails naming ``what`` after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
-        time.sleep(0.1)
 
 
 def free_port() -> int:

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 import services
+from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import started
-from tests.integration.locust_runs import ROOT, steady_rate, wait_for
+from tests.integration.locust_runs import ROOT, steady_rate
 
 REPEATS = 3
 STEADY_AFTER = 1.0
@@ -84,7 +85,8 @@ def test_ctrl_c_mid_grid_ends_with_the_table_of_the_runs_that_ended(tmp_path: Pa
     with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as grid:
         # The first measured run has its report; the second is under way (its log says its users are spawned).
         second = tmp_path / "single-persistent-1.log"
-        wait_for(lambda: second.exists() and "All users spawned" in second.read_text(), 120, "second run under way")
+        under_way = wait_for(lambda: second.exists() and "All users spawned" in second.read_text(), 120, 0.1)
+        assert under_way, "no second run under way within 120 s"
         grid.send_signal(signal.SIGINT)
         output, _ = grid.communicate(timeout=60)
     assert grid.returncode == 1, output

@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
+from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import started
 from tests.integration.browser import opened, unavailable_reason
-from tests.integration.locust_runs import LOCUSTFILES, ROOT, wait_for
+from tests.integration.locust_runs import LOCUSTFILES, ROOT
 
 pytestmark = pytest.mark.activemq
 
@@ -104,7 +105,7 @@ def test_ctrl_c_mid_repeat_ends_with_the_statistics_of_the_runs_done(tmp_path: P
             logs = sorted(runs.glob("*.log"))
             return len(logs) == 2 and "All users spawned" in logs[1].read_text()
 
-        wait_for(second_spawned, 60, "second run under way")
+        assert wait_for(second_spawned, timeout=60, interval=0.1), "no second run under way within 60 s"
         repeat.send_signal(signal.SIGINT)
         output, _ = repeat.communicate(timeout=60)
     assert repeat.returncode == 1, output
