@@ -34,16 +34,15 @@ demo: install
 		-u 6 -r 6 -t $(DEMO_SECONDS)s --mq-consumers 3 --mq-rate 1000 --mq-warmup 5 --only-summary \
 		--mq-report-html reports/demo.html)
 
-# Everything CI runs: lint, types, unit and integration tests against real brokers.
-# faketime gives one test a worker with a really skewed clock; ip netns needs root; the HTML report is
-# tested in Debian's chromium, driven by playwright (a dev extra).
-test: install lint
-	@command -v faketime >/dev/null || apt-get install -y -qq faketime
-	@command -v chromium >/dev/null || apt-get install -y -qq chromium
-	$(call with_services,$(BROKERS),$(PY) -m pytest tests)
+# Everything CI runs, in timed phases (tools/testrun.py; ARCHITECTURE.md, "How to test"): the services installed
+# and started in the background while lint and the unit tests run, then the integration tests on xdist workers,
+# then those marked `alone`, one at a time. Ends with each phase's seconds and the 30 slowest tests.
+test: install
+	$(PY) -m tools.testrun --brokers "$(BROKERS)"
 
+# The inner loop: no brokers, under a minute.
 unit: install
-	$(PY) -m pytest tests/unit
+	$(PY) -m tools.testrun unit
 
 lint: install
 	$(VENV)/bin/ruff check .

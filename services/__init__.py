@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from . import activemq, activemq6, artemis, artemis_pairs, cluster, control, metrics, postgresql, rabbitmq
-from .base import ServiceError, live_pid, port_offset, state_dir
+from .base import ServiceError, ensure_packages, live_pid, port_offset, state_dir
 from .control import Service
 
 SERVICES: dict[str, Service] = {
@@ -55,6 +55,7 @@ __all__ = [
     "PORTS",
     "SERVICES",
     "ServiceError",
+    "install",
     "is_running",
     "master_of",
     "pid",
@@ -98,6 +99,15 @@ def start(name: str, timeout: float = control.START_TIMEOUT) -> bool:
     Returns True if it was started, False if it already ran (then a no-op).
     """
     return control.start(_service(name), timeout)
+
+
+def install(names: Iterable[str], debian: Iterable[str] = ()) -> None:
+    """What ``start`` of each of ``names`` would install or download first, without starting any: their Debian
+    packages (and ``debian``) in one ``apt-get`` run, then their downloads (Artemis, Classic 6's jars)."""
+    chosen = [_service(name) for name in names]
+    ensure_packages([*(service.package for service in chosen), *debian])
+    for prepare in dict.fromkeys(service.prepare for service in chosen if service.prepare is not None):
+        prepare()
 
 
 def stop(name: str) -> bool:

@@ -1,4 +1,4 @@
-"""CLI: python -m services start [--started FILE] NAME... | stop NAME... | stop all | status
+"""CLI: python -m services start [--started FILE] NAME... | stop NAME... | stop all | install NAME... | status
 | running NAME | port NAME KEY | pid NAME | fail-over NAME [NAME] | hdr-jar
 """
 
@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TextIO
 
-from . import SERVICES, ServiceError, hdrtools, is_running, master_of, pid, ports, start, status, stop
+from . import SERVICES, ServiceError, hdrtools, install, is_running, master_of, pid, ports, start, status, stop
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -30,6 +30,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         if command == "start":
             # So that a caller (make test, make demo) stops only what it started, not a broker someone else runs.
             cmd.add_argument("--started", metavar="FILE", help="write the names this call started to FILE, one a line")
+    setup = sub.add_parser("install", help="install and download what NAME... needs, start nothing")
+    setup.add_argument("names", nargs="+", metavar="NAME", help=f"one of: {', '.join(SERVICES)}")
+    setup.add_argument("--debian", nargs="*", default=[], metavar="PACKAGE", help="more Debian packages, same apt run")
     sub.add_parser("status", help="show what runs")
     running = sub.add_parser("running", help="exit 0 if NAME runs, 1 if not")
     running.add_argument("name", metavar="NAME")
@@ -132,6 +135,17 @@ def _hdr_jar() -> int:
     return 0
 
 
+def _install(names: list[str], debian: list[str]) -> int:
+    began = time.monotonic()
+    try:
+        install(names, debian)
+    except ServiceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"installed what {', '.join(names)} need ({time.monotonic() - began:.1f} s)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if args.command == "status":
@@ -147,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail_over(args.names)
     if args.command == "hdr-jar":
         return _hdr_jar()
+    if args.command == "install":
+        return _install(args.names, args.debian)
     if args.command == "start" and args.started:
         with open(args.started, "w", encoding="utf-8") as started:
             return _run("start", args.names, started)

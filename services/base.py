@@ -336,16 +336,22 @@ def package_installed(package: str) -> bool:
 
 
 def ensure_package(package: str) -> None:
-    """apt-get install when missing; ``apt-get update`` only after a first failure."""
-    if package_installed(package):
+    ensure_packages([package])
+
+
+def ensure_packages(packages: list[str]) -> None:
+    """One ``apt-get install`` for those missing (dpkg's triggers run once); ``apt-get update`` only after a
+    first failure."""
+    missing = sorted({package for package in packages if not package_installed(package)})
+    if not missing:
         return
     if shutil.which("apt-get") is None:
-        raise ServiceError(f"{package} is not installed and apt-get is unavailable")
+        raise ServiceError(f"{' '.join(missing)}: not installed and apt-get is unavailable")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", package]
-    print(f"installing Debian package {package} ...", file=sys.stderr)
-    if subprocess.run(install, env=env, check=False).returncode == 0:
+    install = ["apt-get", "install", "-y", "-qq", *missing]
+    print(f"installing Debian packages {' '.join(missing)} ...", file=sys.stderr)
+    if subprocess.run(install, env=env, check=False, stdout=subprocess.DEVNULL).returncode == 0:
         return
-    subprocess.run(["apt-get", "update"], env=env, check=False)
-    if subprocess.run(install, env=env, check=False).returncode != 0:
-        raise ServiceError(f"apt-get install -y {package} failed")
+    subprocess.run(["apt-get", "update", "-qq"], env=env, check=False)
+    if subprocess.run(install, env=env, check=False, stdout=subprocess.DEVNULL).returncode != 0:
+        raise ServiceError(f"apt-get install -y {' '.join(missing)} failed")

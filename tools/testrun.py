@@ -1,0 +1,204 @@
+"""`make test`: lint, unit and integration tests in timed phases, then what each cost and the 30 slowest tests.
+
+The phases (ARCHITECTURE.md, "How to test"):
+
+- ``services`` (in the background from the start): the Debian packages in one apt run, the Maven downloads,
+  then the shared brokers started; it waits on the network and the disk, so it overlaps the next two.
+- ``lint``: ruff, ruff format --check, mypy.
+- ``unit``: tests/unit in two pytest processes, half the files each (no services, no timing assertions).
+- ``integration``: tests/integration not marked ``alone``, three pytest processes at a time, one test file each,
+  the biggest files first: exact counts, refusals, reports and pages hold however busy the machine is.
+- ``alone``: the tests marked ``alone``, one at a time with nothing beside them: they assert on timing, CPU or
+  latency, or kill, freeze or fail over a broker the others share.
+
+Parallel pytest processes, not pytest-xdist: xdist's worker waits on a threading.Event that Locust's gevent
+patching turns into a greenlet's, which its I/O thread never wakes (every worker hangs). Each process writes its
+JUnit XML; the table at the end reads them all. Every phase runs even when one before it failed (a CI run says
+everything it found); the exit status is the first failure's. ``python -m tools.testrun unit`` runs one phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Started on demand by the tests that use them; installed up front so that no test waits on apt.
+ON_DEMAND = ["victoria-metrics", "influxdb", "postgresql"]
+#: faketime gives one test a worker with a skewed clock; chromium renders the pages; the JDBC pair needs the driver.
+DEBIAN = ["faketime", "chromium", "libpostgresql-jdbc-java"]
+SLOWEST = 30
+#: A test longer than this belongs in benchmarks/ (or asks its question on a shorter run): named at the end.
+TEST_BUDGET_S = 60.0
+PHASES = ("lint", "unit", "integration", "alone")
+#: pytest processes at once: the unit tests are CPU-bound (two cores); integration tests mostly wait on runs.
+UNIT_PROCESSES, INTEGRATION_PROCESSES = 2, 3
+#: pytest's exit status when a selection holds no test (a file whose tests are all marked ``alone``).
+NO_TESTS = 5
+
+
+@dataclass
+class Phase:
+    name: str
+    seconds: float = 0.0
+    status: int = 0
+    junits: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def failed(self, status: int) -> None:
+        self.status = self.status or status
+
+
+def _python(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def _pytest(junit: Path, *args: str) -> list[str]:
+    # -p no:cacheprovider: processes side by side would race on .pytest_cache; addopts without --durations: the
+    # table at the end covers every process.
+    return _python("-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=-ra", f"--junitxml={junit}", *args)
+
+
+def _test_files(folder: str) -> list[Path]:
+    """The folder's test files, biggest first (a proxy for slowest: it starts the long ones early)."""
+    return sorted((ROOT / folder).glob("test_*.py"), key=lambda path: (-path.stat().st_size, path.name))
+
+
+def _run_at_once(phase: Phase, commands: list[list[str]], slots: int, work: Path) -> None:
+    """Run ``commands`` ``slots`` at a time, each one's output printed whole once it ends (never interleaved)."""
+    pending, running = list(commands), []
+    while pending or running:
+        while pending and len(running) < slots:
+            command = pending.pop(0)
+            out = (work / f"{phase.name}-{len(pending)}.log").open("w+b")
+            running.append((subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT), out))
+        for process, out in [entry for entry in running if entry[0].poll() is not None]:
+            running.remove((process, out))
+            out.seek(0)
+            sys.stdout.write(out.read().decode(errors="replace"))
+            sys.stdout.flush()
+            out.close()
+            if process.returncode != NO_TESTS:
+                phase.failed(process.returncode)
+        time.sleep(0.2)
+
+
+def _tests(phase: Phase, work: Path) -> Phase:
+    began = time.monotonic()
+    print(f"\n== {phase.name}", flush=True)
+    if phase.name == "unit":
+        files = _test_files("tests/unit")
+        shards = [[str(path) for path in files[i::UNIT_PROCESSES]] for i in range(UNIT_PROCESSES)]
+        phase.junits = [work / f"unit-{i}.xml" for i in range(UNIT_PROCESSES)]
+        _run_at_once(phase, [_pytest(j, "-q", *s) for j, s in zip(phase.junits, shards, strict=True)], 2, work)
+    elif phase.name == "integration":
+        files = _test_files("tests/integration")
+        phase.junits = [work / f"integration-{path.stem}.xml" for path in files]
+        commands = [_pytest(j, "-q", "-m", "not alone", str(path)) for j, path in zip(phase.junits, files, strict=True)]
+        _run_at_once(phase, commands, INTEGRATION_PROCESSES, work)
+    else:
+        phase.junits = [work / "alone.xml"]
+        phase.failed(subprocess.run(_pytest(phase.junits[0], "-m", "alone", "tests/integration"), cwd=ROOT).returncode)
+    phase.seconds = time.monotonic() - began
+    return phase
+
+
+def _lint() -> Phase:
+    phase, began = Phase("lint"), time.monotonic()
+    tools = Path(sys.executable).parent
+    for command in ([tools / "ruff", "check", "."], [tools / "ruff", "format", "--check", "."], [tools / "mypy"]):
+        print(f"\n== lint: {' '.join(str(part) for part in command)}", flush=True)
+        phase.failed(subprocess.run(command, cwd=ROOT, check=False).returncode)
+    phase.seconds = time.monotonic() - began
+    return phase
+
+
+def _start_services(brokers: list[str], log: Path, started: Path) -> subprocess.Popen[bytes]:
+    """Install everything, then start the shared brokers: one background shell, its output in ``log``."""
+    install = _python("-m", "services", "install", *brokers, *ON_DEMAND, "--debian", *DEBIAN)
+    start = _python("-m", "services", "start", "--started", str(started), *brokers)
+    with log.open("wb") as out:
+        script = f"{' '.join(install)} && {' '.join(start)}"
+        return subprocess.Popen(["bash", "-c", script], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _services_ready(background: subprocess.Popen[bytes], began: float, log: Path) -> Phase:
+    ready = Phase("services", status=background.wait(), notes=["in the background from the start"])
+    ready.seconds = time.monotonic() - began
+    print(f"\n== services ({ready.seconds:.1f} s, exit {ready.status}):\n{log.read_text()}", flush=True)
+    return ready
+
+
+def slowest(junits: list[Path], count: int = SLOWEST) -> list[tuple[float, str]]:
+    """The ``count`` slowest tests of these JUnit XML files (setup, call and teardown together), slowest first."""
+    cases: list[tuple[float, str]] = []
+    for junit in junits:
+        if not junit.exists():
+            continue
+        for case in ElementTree.parse(junit).iter("testcase"):
+            name = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+            cases.append((float(case.get("time") or 0.0), name))
+    return sorted(cases, reverse=True)[:count]
+
+
+def summary(phases: list[Phase], wall_s: float) -> str:
+    lines = ["", "== make test: what it cost", f"{'phase':<12} {'seconds':>8}  result"]
+    for phase in phases:
+        result = "ok" if phase.status == 0 else f"FAILED (exit {phase.status})"
+        lines.append(f"{phase.name:<12} {phase.seconds:>8.1f}  {result}" + "".join(f"; {n}" for n in phase.notes))
+    lines.append(f"{'wall':<12} {wall_s:>8.1f}")
+    table = slowest([junit for phase in phases for junit in phase.junits])
+    if table:
+        lines += ["", f"== the {len(table)} slowest tests (setup + call + teardown)"]
+        lines += [f"{seconds:8.1f} s  {name}" for seconds, name in table]
+        over = [name for seconds, name in table if seconds > TEST_BUDGET_S]
+        if over:
+            lines.append(f"over the {TEST_BUDGET_S:.0f} s a test may take (to benchmarks/, or a shorter run): "
+                         + ", ".join(over))  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.testrun", description=__doc__.splitlines()[0])
+    parser.add_argument("phases", nargs="*", metavar="PHASE", help=f"some of {', '.join(PHASES)} (default: all)")
+    shared = "the brokers the integration tests share, started once (the Makefile's BROKERS)"
+    parser.add_argument("--brokers", default="", metavar="NAMES", help=shared)
+    args = parser.parse_args(argv)
+    chosen = args.phases or list(PHASES)
+    unknown = [name for name in chosen if name not in PHASES]
+    if unknown:
+        parser.error(f"no phase {', '.join(unknown)} (phases: {', '.join(PHASES)})")
+    began = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="mqusers-test-"))
+    started, log = work / "started", work / "services.log"
+    background = None
+    if {"integration", "alone"} & set(chosen):
+        background = _start_services(args.brokers.split(), log, started)
+    phases: list[Phase] = []
+    try:
+        if "lint" in chosen:
+            phases.append(_lint())
+        for name in ("unit", "integration", "alone"):
+            if name != "unit" and background is not None and not any(p.name == "services" for p in phases):
+                phases.append(_services_ready(background, began, log))
+            if name in chosen:
+                phases.append(_tests(Phase(name), work))
+    finally:
+        if background is not None:
+            background.wait()
+            names = started.read_text().split() if started.exists() else []
+            if names:
+                subprocess.run(_python("-m", "services", "stop", *names), cwd=ROOT, check=False)
+    print(summary(phases, time.monotonic() - began), flush=True)
+    failed = [phase.status for phase in phases if phase.status != 0]
+    return failed[0] if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
