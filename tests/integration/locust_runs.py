@@ -62,6 +62,11 @@ def steady_rate(report: dict[str, Any], destination: str) -> float:
 
 
 def locust_command(locustfile: str, host: str, *args: str, users: int, seconds: float, report: Path) -> list[str]:
+    if {"--processes", "--master"} & set(args) and "--master-bind-port" not in args:
+        # A port of its own, not Locust's default 5557: runs side by side (make test's parallel phase) would
+        # otherwise share a master port, or their workers join another run's master.
+        port = str(free_port())
+        args = (*args, "--master-bind-port", port, "--master-port", port)
     return [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile), "--host", host, "--headless",
         "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary", "--mq-report-json", str(report),

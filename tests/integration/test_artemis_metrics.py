@@ -85,6 +85,7 @@ class Arrivals(reference_client.Inbox):
             self.done.set()
 
 
+@pytest.mark.alone  # the JVM's CPU and broker-wide connections and memory, moved by other tests
 def test_the_sources_figures_equal_the_brokers_attributes(artemis: int, destination: Any) -> None:
     queue = destination("queue")
     address = artemis_jolokia.address_of(queue)

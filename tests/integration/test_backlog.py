@@ -51,6 +51,7 @@ class DepthPoll:
 # Not on RabbitMQ yet: its management API read 2,775 of the 3,000 confirmed messages just before the switch
 # (its depth is sampled), unresolved.
 @pytest.mark.parametrize("broker", broker_params("activemq", "activemq6", "artemis"), indirect=True)
+@pytest.mark.alone  # times and rates of a build and a drain
 def test_backlog_at_the_switch_is_the_brokers_depth_and_empties_when_the_broker_does(
     broker: Broker, destination, tmp_path: Path
 ) -> None:
@@ -96,6 +97,7 @@ def test_backlog_at_the_switch_is_the_brokers_depth_and_empties_when_the_broker_
     assert "backlog: 3,000 messages at the switch (time passed), emptied in" in run.output
 
 
+@pytest.mark.alone  # times and rates of a build and a drain
 def test_backlog_and_new_messages_apart(destination, tmp_path: Path) -> None:
     """Producers at 500 msg/s each go on after a 2 s build: the backlog's deliveries and the new ones add up
     to what was sent, each exactly once; the backlog's messages waited, the new ones did not."""
@@ -127,6 +129,7 @@ RATE, BACKLOG = 500, 2000
 # Every broker paces the same way (a prefetch, one more per ACK). RabbitMQ's depth is not polled: its
 # management API samples it (see above); its own counts at the end are.
 @pytest.mark.parametrize("broker", broker_params("activemq", "artemis", "rabbitmq"), indirect=True)
+@pytest.mark.alone  # times and rates of a build and a drain
 def test_a_paced_drain_takes_the_rate_asked_and_the_broker_empties_at_that_rate(
     broker: Broker, destination, tmp_path: Path
 ) -> None:

@@ -107,6 +107,7 @@ def test_a_source_that_refuses_is_one_line_and_the_run_goes_on(
 
 @pytest.mark.rabbitmq
 @pytest.mark.parametrize("processes", [[], ["--processes", "2"]], ids=["local", "master and workers"])
+@pytest.mark.alone  # the run must end within 4 s of its last send
 def test_time_running_out_while_the_last_broker_reading_settles_still_writes_the_report(
     processes: list[str], destination: Any, tmp_path: Path
 ) -> None:
@@ -138,6 +139,7 @@ def queue_depth(node: Any, name: str) -> int:
 
 
 @pytest.mark.rabbitmq
+@pytest.mark.alone  # it sets the shared RabbitMQ's memory alarm, blocking every publisher
 def test_a_memory_alarm_is_reported_and_its_blocked_publishers_still_end_the_run(
     destination: Any, tmp_path: Path
 ) -> None:

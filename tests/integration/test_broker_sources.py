@@ -149,6 +149,7 @@ def test_activemq_topic_figures_equal_the_brokers_counters(
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # broker-wide memory between two reads, moved by other tests' traffic
 def test_activemq_broker_figures_are_the_brokers_own(activemq: ActiveMQStatistics) -> None:
     def independent() -> dict[str, Any]:
         [stats] = broker_stats.activemq_statistics(ACTIVEMQ, "/queue/ActiveMQ.Statistics.Broker", replies=1)
@@ -180,6 +181,7 @@ def test_activemq_with_a_wrong_password_is_one_line_without_it() -> None:
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # JVM threads against /proc, and a forced full GC of the shared broker
 def test_the_activemq_jvm_figures_are_the_jvms_own() -> None:
     services.start("activemq")
     pid = services.pid("activemq")

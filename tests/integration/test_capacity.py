@@ -25,6 +25,7 @@ def mqusers(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
 
 
+@pytest.mark.alone  # find-max and curve verdicts are rates and latencies
 def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) -> None:
     broker = started("activemq")
     locustfile = str(LOCUSTFILES / "put_get.py")
@@ -79,6 +80,7 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
     assert not above.sustained, above  # the broker's limit, or on a small machine the generator's
 
 
+@pytest.mark.alone  # find-max and curve verdicts are rates and latencies
 def test_a_search_that_never_failed_is_a_lower_bound_and_states_its_latency_bound(tmp_path: Path) -> None:
     broker = started("activemq")
     queue = f"/queue/mqusers.findmax.low.{uuid.uuid4().hex[:6]}"
@@ -107,6 +109,7 @@ def test_a_search_that_never_failed_is_a_lower_bound_and_states_its_latency_boun
         assert f"p99 {row['latency_ms']['p99']:,.3f} ms > 0.001 ms" in out
 
 
+@pytest.mark.alone  # find-max and curve verdicts are rates and latencies
 def test_curve_reports_latency_against_offered_load(tmp_path: Path) -> None:
     broker = started("activemq")
     queue = f"/queue/mqusers.curve.{uuid.uuid4().hex[:6]}"

@@ -14,6 +14,9 @@ from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import Broker, on_four
 from tests.integration.locust_runs import LocustRun, run_locust
 
+# alone: its checks count the broker's connections, which any other test's clients would add to
+pytestmark = pytest.mark.alone
+
 CHURN_PRODUCERS = Path(__file__).parent / "locustfiles" / "churn_producers.py"
 #: Scripts and the messages each sends.
 SCRIPTS, MESSAGES = 4, 30

@@ -20,6 +20,9 @@ import services
 from mqusers.commands.cluster import SCHEMES
 from tests.integration.locust_runs import ROOT, steady_rate
 
+# alone: it fails over the pairs and times the clients' reconnection
+pytestmark = pytest.mark.alone
+
 MESSAGES = 2000
 #: Each scheme's producer paced (passed on to every run, after cluster-compare's own unpaced --mq-rate 0): unpaced
 #: sends into a JDBC durable subscription outrun its store (~500 msg/s here) and leave a debt of acknowledgements

@@ -20,6 +20,9 @@ from tests.integration.brokers import Broker, broker_params, on_four, started
 from tests.integration.browser import opened, unavailable_reason
 from tests.integration.locust_runs import LocustRun, run_locust
 
+# alone: it kills and restarts the shared brokers and times the reconnection
+pytestmark = pytest.mark.alone
+
 LOCUSTFILE = Path(__file__).parent / "locustfiles" / "failover.py"
 #: Reconnected at most this long after the broker was ready again (issue: within 2 s).
 RECONNECT_AFTER_READY_S = 2.0

@@ -28,6 +28,7 @@ STEADY_AFTER = 1.0
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # a noise verdict between runs and the warm-up's timing
 def test_cluster_compare_warms_up_repeats_interleaved_and_marks_identical_schemes_as_noise(tmp_path: Path) -> None:
     broker = started("activemq")
     assert 'persistent="false"' in (services.state_dir() / "activemq" / "conf" / "activemq.xml").read_text()

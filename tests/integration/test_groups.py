@@ -15,6 +15,9 @@ from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import Broker, on_four, started
 from tests.integration.locust_runs import LocustRun, assert_refused_before_load, run_locust
 
+# alone: paced producers must send every message before -t ends, with about 1 s to spare
+pytestmark = pytest.mark.alone
+
 LOCUSTFILE = "groups.py"
 #: Four producers (one group each) of this many messages, three consumers.
 EACH = 100

@@ -87,6 +87,7 @@ def non_null(*columns: list[Any]) -> int:
     return sum(value is not None for column in columns for value in column)
 
 
+@pytest.mark.alone  # the generator's CPU and the sampler's missed ticks
 def test_a_runs_page_draws_every_chart_and_shows_the_audit(run: tuple[LocustRun, Path, str], tmp_path: Path) -> None:
     result, html, destination = run
     document = result.report

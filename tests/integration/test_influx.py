@@ -145,6 +145,7 @@ def distributed(victoria: int, tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 @pytest.mark.activemq
 @pytest.mark.victoria
+@pytest.mark.alone  # a minimum sent count and p99 bound of a paced run
 def test_streamed_counts_match_the_runs_own_report(distributed: Run, victoria: int) -> None:
     row, run_id = distributed.row(), distributed.report["run_id"]
     # Producers send until --run-time ends: the last seconds travel in the workers' final messages.
@@ -275,6 +276,7 @@ def merged_send_counts(lines: str, run_id: str, destination: str) -> dict[int, t
 
 @pytest.mark.activemq
 @pytest.mark.victoria
+@pytest.mark.alone  # it stops the shared store and checks the send rate within 10 %
 def test_a_store_outage_costs_the_test_nothing_and_loses_only_what_the_bound_drops(
     victoria: int, tmp_path: Path
 ) -> None:

@@ -56,6 +56,7 @@ def limited(nofile: str, locustfile: str, *args: str, users: int, seconds: float
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # 400 users connect at once and a paced producer must finish before -t
 def test_a_soft_limit_below_the_users_needs_is_raised_when_the_hard_one_allows(destination, tmp_path: Path) -> None:
     broker = started("activemq")
     queue = destination("queue")

@@ -22,7 +22,8 @@ from tests.integration import broker_stats
 from tests.integration.brokers import started
 from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port
 
-pytestmark = pytest.mark.activemq
+# alone: it times how long the master takes to name a killed worker
+pytestmark = [pytest.mark.activemq, pytest.mark.alone]
 
 
 def test_a_killed_worker_is_named_and_its_messages_are_worker_lost_not_lost(destination: Any, tmp_path: Path) -> None:

@@ -14,6 +14,9 @@ from mqusers.commands.matrix import NOT_PERSISTED
 from tests.integration.brokers import started
 from tests.integration.locust_runs import LOCUSTFILES, ROOT
 
+# alone: 1 s cells with a 0.5 s drain, and its queue names are the second's (another grid would share them)
+pytestmark = pytest.mark.alone
+
 #: One short run per cell after a 1 s warm-up: these tests check the grid's cells, test_grids.py its repeats.
 SHORT = ["--repeats", "1", "--warmup-seconds", "1", "--seconds", "1", "--steady-after", "0.5"]
 

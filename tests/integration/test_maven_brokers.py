@@ -16,6 +16,9 @@ import stomp
 import services
 from services.base import pid_alive, port_open
 
+# alone: it stops and restarts the shared Artemis and Classic 6
+pytestmark = pytest.mark.alone
+
 FIRST_START_TIMEOUT = 240.0  # a download from Maven Central, then a JVM boot on a busy 2-core machine
 RECEIVE_TIMEOUT = 10.0
 

@@ -98,6 +98,7 @@ SHORT_GRID = ["--repeats", "1", "--warmup-seconds", "1", "--seconds", "1", "--st
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # 1 s cells with a 0.5 s drain; queue names by the second
 def test_the_installed_matrix_runs_the_shipped_scenarios(installed: Installed) -> None:
     broker = started("activemq")
     run = installed.run(
@@ -147,6 +148,7 @@ def shipped(installed: Installed, name: str) -> str:
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # find-max and curve verdicts are rates
 def test_the_installed_find_max_and_curve_run_a_shipped_scenario(installed: Installed) -> None:
     broker = started("activemq")
     short = ["--warmup", "1", "--window", "2", "-u", "2", "--consumers", "1"]
@@ -175,6 +177,7 @@ def test_the_installed_find_max_and_curve_run_a_shipped_scenario(installed: Inst
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # 1 s runs with a 0.5 s drain; queue names by the second
 def test_the_installed_cluster_compare_measures_one_configuration(installed: Installed) -> None:
     broker = started("activemq")
     run = installed.run(

@@ -39,7 +39,9 @@ from tests.integration.locust_runs import ROOT
 from tests.integration.netns import Network, network_or_skip, unavailable_reason
 
 _UNAVAILABLE = unavailable_reason()
+# alone: it takes a link down and times the detection and the reconnection
 pytestmark = [
+    pytest.mark.alone,
     pytest.mark.netns,
     pytest.mark.activemq,
     pytest.mark.skipif(_UNAVAILABLE is not None, reason=f"netns: {_UNAVAILABLE}"),

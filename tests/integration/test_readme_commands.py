@@ -201,6 +201,7 @@ def test_the_distributed_example_runs_and_ends(tmp_path: Path) -> None:
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # find-max and curve verdicts are rates
 def test_the_capacity_examples_run(tmp_path: Path) -> None:
     started("activemq")
     for command in [*commands_starting("mqusers find-max -f locustfiles/"),
@@ -234,6 +235,7 @@ def test_the_repeat_and_history_examples_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # 1 s cells with a 0.5 s drain; queue names by the second
 def test_the_matrix_examples_run(tmp_path: Path) -> None:
     started("activemq")
     for command in commands_starting("mqusers matrix --"):
@@ -263,6 +265,7 @@ def test_the_put_get_examples_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # 10,000 unpaced sends must finish inside -t 4s
 def test_the_backlog_example_runs(tmp_path: Path) -> None:
     """-t 4s ends the run within its 5 s build: the switch is the run's end, its drain the backlog's; the paced
     drain's 10,000 messages are sent at once and drained at 2,000 msg/s."""
@@ -301,6 +304,7 @@ def test_the_groups_example_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # a delivery 50 ms after its time to live counts as expired
 def test_the_expiry_example_runs(tmp_path: Path) -> None:
     """A backlog with a 1 s TTL: what waited longer expired, by the audit's count and the broker's; none lost."""
     started("activemq")

@@ -18,6 +18,7 @@ from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port, run_locu
 
 
 @pytest.mark.parametrize("broker", on_four("heart-beats"), indirect=True)
+@pytest.mark.alone  # 200 ms heart-beats must cause no reconnection
 def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tmp_path: Path) -> None:
     queue = destination("queue")
     # Nothing to receive for 3 s: only heart-beats cross the wire. 200 ms each way.
@@ -131,6 +132,7 @@ def test_tls_connection_verified_against_the_brokers_certificate(destination, tm
 
 
 @pytest.mark.skipif(shutil.which("faketime") is None, reason="needs Debian's faketime (make test installs it)")
+@pytest.mark.alone  # latency max < 100 ms once corrected
 def test_a_skewed_workers_clock_is_estimated_and_corrected(broker: Broker, destination, tmp_path: Path) -> None:
     topic = destination("topic")
     args = ("--mq-destination", topic, "--mq-total-messages", "400", "--mq-total-rate", "200")

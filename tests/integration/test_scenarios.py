@@ -42,6 +42,7 @@ def assert_broker_counted(broker: Broker, destination: str, before: dict[str, in
 
 
 @pytest.mark.parametrize("broker", on_four("pub/sub"), indirect=True)
+@pytest.mark.alone  # RabbitMQ's topic counts are amq.topic's, which other tests' topics add to
 def test_pubsub_fans_out_every_message_to_every_subscriber(broker: Broker, destination, tmp_path: Path) -> None:
     topic = destination("topic")
     before = broker.counters(topic)
@@ -75,6 +76,7 @@ def test_queue_consumers_compete(broker: Broker, destination, tmp_path: Path) ->
 
 @pytest.mark.parametrize("broker", on_four("request/reply"), indirect=True)
 @pytest.mark.parametrize("reply_to", ["temp", "queue"])
+@pytest.mark.alone  # 100 synchronous round trips per requester inside a 3 s run
 def test_request_reply_round_trips(broker: Broker, destination, tmp_path: Path, reply_to: str) -> None:
     queue = destination("queue")
     run = run_locust(
@@ -92,6 +94,7 @@ def test_request_reply_round_trips(broker: Broker, destination, tmp_path: Path, 
 
 @pytest.mark.parametrize("broker", on_four("receipts"), indirect=True)
 @pytest.mark.parametrize("in_flight", ["1", "32"])
+@pytest.mark.alone  # 300 receipts one at a time inside a 3 s run
 def test_sync_send_times_every_receipt(broker: Broker, in_flight: str, destination, tmp_path: Path) -> None:
     """Each send waits for its RECEIPT (a window of 1), or up to 32 await theirs at once: every one timed."""
     queue = destination("queue")
@@ -122,6 +125,7 @@ def test_put_only_then_get_only_drains_the_backlog(broker: Broker, destination, 
     assert wait_for(lambda: broker.counters(queue)["held"] == 0, timeout=10), broker.counters(queue)
 
 
+@pytest.mark.alone  # 2,000 messages at 1,000 msg/s inside a 3 s run
 def test_concurrent_put_get(broker: Broker, destination, tmp_path: Path) -> None:
     queue = destination("queue")
     run = run_locust(
@@ -134,6 +138,7 @@ def test_concurrent_put_get(broker: Broker, destination, tmp_path: Path) -> None
     assert_plausible_latency(run, queue)
 
 
+@pytest.mark.alone  # the receive span within 0.4-1.5 s
 def test_large_messages_arrive_intact(broker: Broker, destination, tmp_path: Path) -> None:
     queue = destination("queue")
     run = run_locust(

@@ -99,6 +99,7 @@ def test_activemq_topic_counts_are_separate_from_queue(activemq: dict[str, int])
 
 
 @pytest.mark.activemq
+@pytest.mark.alone  # it restarts the shared activemq-persistent
 def test_activemq_persistent_survives_restart() -> None:
     name, queue = "activemq-persistent", f"/queue/{unique('p')}"
     started = services.start(name)
@@ -149,6 +150,7 @@ def test_rabbitmq_queue_counts(rabbitmq: dict[str, int]) -> None:
 
 
 @pytest.mark.rabbitmq
+@pytest.mark.alone  # amq.topic's counts, which other tests' topics add to
 def test_rabbitmq_topic_counts(rabbitmq: dict[str, int]) -> None:
     port, mgmt, key = rabbitmq["stomp"], rabbitmq["management"], unique("k")
     before = bs.rabbitmq_exchange_stats(mgmt, "amq.topic")
@@ -183,6 +185,7 @@ def test_rabbitmq_topic_counts(rabbitmq: dict[str, int]) -> None:
         pytest.param("influxdb", "/ping", 204, marks=pytest.mark.influxdb),
     ],
 )
+@pytest.mark.alone  # it may stop the stores other tests stream to
 def test_metrics_store_answers(name: str, path: str, status: int) -> None:
     started = services.start(name)
     try:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.integration.brokers import started
 from tests.integration.locust_runs import run_locust
 from tests.integration.reference_client import read_left
+
+# alone: gaps between sends of 0.9-1.5 s and each profile step's count within 10 %
+pytestmark = pytest.mark.alone
 
 PRODUCERS, RATE = 20, 1.0
 

@@ -21,6 +21,9 @@ from tests.integration.brokers import Broker, on_four, started
 from tests.integration.locust_runs import run_locust, start_locust
 from tests.integration.reference_client import publish_outside
 
+# alone: it kills and freezes shared brokers and times how runs end
+pytestmark = pytest.mark.alone
+
 HERE = Path(__file__).parent / "locustfiles"
 
 

@@ -12,6 +12,9 @@ from services import artemis
 from tests.integration.brokers import Broker, on_four, started
 from tests.integration.locust_runs import run_locust
 
+# alone: 200 ms heart-beats must cause no reconnection
+pytestmark = pytest.mark.alone
+
 
 def assert_audited_and_counted(broker: Broker, run, queue: str, sent: int) -> None:
     assert run.code == 0, run.output[-3000:]

@@ -62,6 +62,7 @@ def test_the_web_ui_refuses_a_user_mix_that_cannot_run_the_scenario(web_ui) -> N
     assert stats(base) == {}
 
 
+@pytest.mark.alone  # it burns a core and waits for the word saturated
 def test_the_web_ui_says_when_the_generator_is_saturated(tmp_path: Path, destination) -> None:  # type: ignore[no-untyped-def]
     busy = str(Path(__file__).parent / "locustfiles" / "busy.py")
     with serve(busy, tmp_path) as (base, _):

@@ -161,6 +161,7 @@ def test_a_running_test_refuses_another_host_or_destination_and_the_header_keeps
     assert "stop it to change Host" in Path(log.name).read_text()
 
 
+@pytest.mark.alone  # live rates within 15 % of the final ones
 def test_the_mqusers_tab_shows_live_figures_then_the_reports_rows(tmp_path: Path, destination) -> None:  # type: ignore[no-untyped-def]
     topic = destination("topic")
     report_json, report_html = tmp_path / "run.json", tmp_path / "run.html"
