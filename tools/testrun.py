@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Started on demand by the tests that use them; installed up front so that no test waits on apt.
-ON_DEMAND = ["victoria-metrics", "influxdb", "postgresql"]
+#: The stores the tests share, started with the brokers: a module that starts one itself stops it at its end,
+#: under the feet of another module streaming to it.
+STORES = ["victoria-metrics", "influxdb", "postgresql"]
 #: faketime gives one test a worker with a skewed clock; chromium renders the pages; the JDBC pair needs the driver.
 DEBIAN = ["faketime", "chromium", "libpostgresql-jdbc-java"]
 SLOWEST = 30
@@ -121,8 +122,8 @@ def _lint() -> Phase:
 
 def _start_services(brokers: list[str], log: Path, started: Path) -> subprocess.Popen[bytes]:
     """Install everything, then start the shared brokers: one background shell, its output in ``log``."""
-    install = _python("-m", "services", "install", *brokers, *ON_DEMAND, "--debian", *DEBIAN)
-    start = _python("-m", "services", "start", "--started", str(started), *brokers)
+    install = _python("-m", "services", "install", *brokers, *STORES, "--debian", *DEBIAN)
+    start = _python("-m", "services", "start", "--started", str(started), *brokers, *STORES)
     with log.open("wb") as out:
         script = f"{' '.join(install)} && {' '.join(start)}"
         return subprocess.Popen(["bash", "-c", script], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)

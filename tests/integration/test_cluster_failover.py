@@ -23,7 +23,7 @@ from tests.integration.locust_runs import ROOT, steady_rate
 # alone: it fails over the pairs and times the clients' reconnection
 pytestmark = pytest.mark.alone
 
-MESSAGES = 2000
+MESSAGES = 600
 #: Each scheme's producer paced (passed on to every run, after cluster-compare's own unpaced --mq-rate 0): unpaced
 #: sends into a JDBC durable subscription outrun its store (~500 msg/s here) and leave a debt of acknowledgements
 #: that blocked the next run's producer by flow control for all its seconds (CI at 18c62e9). This test checks the
