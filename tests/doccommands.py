@@ -55,6 +55,7 @@ RUN_HERE = {
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {
     "make test": "the suite this test is part of (.ci/run runs it)",
+    "make unit": "make test's unit phase, the same command (tools/testrun.py); tests/unit/test_testrun.py checks both",
     "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
     "python -m services start activemq-persistent postgresql": "eleven services; test_cluster_*.py start them",
     "mqusers cluster-compare": "eleven services and six failovers: test_cluster_failover.py runs each pair",

@@ -27,6 +27,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The stores the tests share, started with the brokers: a module that starts one itself stops it at its end,
@@ -73,18 +74,19 @@ def _test_files(folder: str) -> list[Path]:
 
 def _run_at_once(phase: Phase, commands: list[list[str]], slots: int, work: Path) -> None:
     """Run ``commands`` ``slots`` at a time, each one's output printed whole once it ends (never interleaved)."""
-    pending, running = list(commands), []
+    pending = list(commands)
+    running: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
     while pending or running:
         while pending and len(running) < slots:
             command = pending.pop(0)
-            out = (work / f"{phase.name}-{len(pending)}.log").open("w+b")
-            running.append((subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT), out))
-        for process, out in [entry for entry in running if entry[0].poll() is not None]:
-            running.remove((process, out))
-            out.seek(0)
-            sys.stdout.write(out.read().decode(errors="replace"))
+            log: IO[bytes] = (work / f"{phase.name}-{len(pending)}.log").open("w+b")
+            running.append((subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT), log))
+        for process, done in [entry for entry in running if entry[0].poll() is not None]:
+            running.remove((process, done))
+            done.seek(0)
+            sys.stdout.write(done.read().decode(errors="replace"))
             sys.stdout.flush()
-            out.close()
+            done.close()
             if process.returncode != NO_TESTS:
                 phase.failed(process.returncode)
         time.sleep(0.2)
@@ -113,8 +115,9 @@ def _tests(phase: Phase, work: Path) -> Phase:
 def _lint() -> Phase:
     phase, began = Phase("lint"), time.monotonic()
     tools = Path(sys.executable).parent
-    for command in ([tools / "ruff", "check", "."], [tools / "ruff", "format", "--check", "."], [tools / "mypy"]):
-        print(f"\n== lint: {' '.join(str(part) for part in command)}", flush=True)
+    ruff, mypy = str(tools / "ruff"), str(tools / "mypy")
+    for command in ([ruff, "check", "."], [ruff, "format", "--check", "."], [mypy]):
+        print(f"\n== lint: {' '.join(command)}", flush=True)
         phase.failed(subprocess.run(command, cwd=ROOT, check=False).returncode)
     phase.seconds = time.monotonic() - began
     return phase

@@ -16,7 +16,7 @@ import itertools
 import json
 import statistics
 import sys
-import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,8 @@ def command(
     return [
         sys.executable, "-m", "locust", "-f", str(locustfiles / locustfile(cell)), "--headless", "--only-summary",
         "--host", host, "-u", str(users), "-r", str(users), *run, "--mq-consumers", str(consumers),
-        "--mq-destination", f"/{kind}/mqusers.commands.matrix.{cell.slug}.{int(time.time())}",
+        # A destination of its own per run: two grids on one broker (or two runs in one second) never share one.
+        "--mq-destination", f"/{kind}/mqusers.commands.matrix.{cell.slug}.{uuid.uuid4().hex[:12]}",
         "--mq-size", cell.size, "--mq-persistent", str(cell.persistent).lower(),
         "--mq-durable", str(cell.durable).lower(), *pace, "--mq-report-json", str(out), *extra,
     ]  # fmt: skip

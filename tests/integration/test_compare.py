@@ -1,6 +1,6 @@
 """Comparisons of real runs on ActiveMQ (issue 27, items 3 and 4): ``mqusers compare`` and the regression gate.
 
-Five identical put/get runs (10 s, 2 s warm-up, 2 producers x 1,500 msg/s = 3,000 msg/s, one queue) on the
+Five identical put/get runs (6 s, 2 s warm-up, 2 producers x 1,500 msg/s = 3,000 msg/s, one queue) on the
 local non-persistent ActiveMQ, runs 2-5 gated against run 1; then one persistent run with receipts on its
 KahaDB twin (``activemq-persistent``) gated against run 1 too. Every run is a real locust process.
 
@@ -41,31 +41,90 @@ def compare(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, cwd=ROOT)  # fmt: skip
 
 
+#: Each run's seconds, its first 2 left out (--mq-warmup): 4 one-second intervals a run, 12 and 8 a side of the
+#: repeats' comparison; the fixtures stay under the 60 s a test may take.
+SECONDS = 6
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[LocustRun], LocustRun]:
-    """The folder of the identical runs' JSONs (run-1.json ...), those runs, and the persistent run."""
+def identical_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[LocustRun]]:
+    """The folder of the identical runs' JSONs (run-1.json ...) and those runs."""
     folder = tmp_path_factory.mktemp("compare")
     queue = f"/queue/compare.{uuid.uuid4().hex[:8]}"
-    broker, persistent = started("activemq"), started("activemq-persistent")
+    broker = started("activemq")
     # The broker's first seconds after a start are slower (its JIT): one run warms it, as a nightly job's would be.
-    run_locust("put_get.py", broker.url, "--mq-destination", queue, *ARGS, users=4, seconds=5, tmp_path=folder)
+    run_locust("put_get.py", broker.url, "--mq-destination", queue, *ARGS, users=4, seconds=3, tmp_path=folder)
     identical: list[LocustRun] = []
     for i in range(1, RUNS + 1):
         gate = ("--mq-baseline", str(folder / "run-1.json"), "--mq-gate-regression", GATE) if i > 1 else ()
-        run = run_locust("put_get.py", broker.url, "--mq-destination", queue, *ARGS, *gate, users=4, seconds=10,
-                         tmp_path=folder)  # fmt: skip
+        run = run_locust("put_get.py", broker.url, "--mq-destination", queue, *ARGS, *gate, users=4,
+                         seconds=SECONDS, tmp_path=folder)  # fmt: skip
         assert run.report.get("intervals"), run.output[-3000:]
         (folder / f"run-{i}.json").write_text(json.dumps(run.report))
         identical.append(run)
+    return folder, identical
+
+
+@pytest.fixture(scope="module")
+def runs(identical_runs: tuple[Path, list[LocustRun]]) -> tuple[Path, list[LocustRun], LocustRun]:
+    """The identical runs, and one persistent run with receipts gated against run 1."""
+    folder, identical = identical_runs
+    queue = identical[0].report["destinations"][0]["destination"]
+    persistent = started("activemq-persistent")
     slower = run_locust("put_get.py", persistent.url, "--mq-destination", queue, *ARGS, "--mq-persistent", "true",
                         "--mq-receipts", "true", "--mq-baseline", str(folder / "run-1.json"), "--mq-gate-regression",
-                        GATE, users=4, seconds=10, tmp_path=folder)  # fmt: skip
+                        GATE, users=4, seconds=SECONDS, tmp_path=folder)  # fmt: skip
     (folder / "persistent.json").write_text(json.dumps(slower.report))
     return folder, identical, slower
 
 
 def figures(path: Path, operation: str) -> dict[str, Any]:
     return dict(json.loads(path.read_text())["operations"][operation])
+
+
+def test_identical_runs_raise_no_more_false_alarms_than_the_confidence_allows(
+    identical_runs: tuple[Path, list[LocustRun]],
+) -> None:
+    _, identical = identical_runs
+    # Each gated run makes 6 tests (p50, p99 and throughput; send and receive), each at 99.17 % (Bonferroni), so
+    # a run fails falsely, one-sided, with probability at most 2.5 % if the noise is what the intervals see. Runs
+    # of a shared machine differ by more than one run's intervals show (a whole run's shift): of the 4 gated
+    # runs, 2 are allowed to fail; 3 or more would say the gate's thresholds sit below the machine's noise.
+    alarms = [run for run in identical[1:] if run.code == 3]
+    assert all(run.code in (0, 3) for run in identical), [run.output[-2000:] for run in identical]
+    assert len(alarms) <= 2, [run.output[-1500:] for run in alarms]
+
+
+def test_two_identical_runs_show_no_significant_difference(identical_runs: tuple[Path, list[LocustRun]]) -> None:
+    folder, identical = identical_runs
+    queue = identical[0].report["destinations"][0]["destination"]
+    # Runs 2 and 3: neither is the gates' baseline, both on a warm broker.
+    done = compare(str(folder / "run-2.json"), str(folder / "run-3.json"), "--json", str(folder / "same.json"))
+    assert done.returncode == 0, done.stderr
+    same = figures(folder / "same.json", f"receive {queue}")
+    # Throughput (paced) shows no difference. One run a side cannot promise as much for latency: a whole run's
+    # level moves by more than its seconds do (one of five identical runs here had its p50 24 % below the others,
+    # interval -31 % to -14 %); the output says so in its note, and repeats a side (below) absorb it.
+    assert same["throughput"]["verdict"] == "no significant difference", same
+    assert "note: one run a side" in done.stdout
+    # Repeats a side (folders): the runs are resampled, their noise is in the interval. Interleaved (runs 1, 3, 5
+    # against 2, 4), as the grids interleave their repeats: a drift of the machine over the five runs (a full CI run
+    # failed on 1-3 against 4-5 where the module alone passed) falls on both sides alike.
+    for name, members in (("base", (1, 3, 5)), ("new", (2, 4))):
+        (folder / name).mkdir()
+        for i in members:
+            (folder / name / f"run-{i}.json").write_text((folder / f"run-{i}.json").read_text())
+    # Every figure at once: each interval at 1 - 5 % / the figures' count (Bonferroni), so that the claim "none
+    # differs" holds at 95 %; at 95 % each, one of five figures is flagged falsely up to 23 % of the time (this
+    # test failed in a full run at a3ed2ea, passed alone).
+    confidence = 100 - 5 / len(FIGURES)
+    done = compare(str(folder / "base"), str(folder / "new"), "--json", str(folder / "repeats.json"), "--confidence",
+                   f"{confidence:g}")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    repeats = figures(folder / "repeats.json", f"receive {queue}")
+    assert set(repeats) == set(FIGURES)
+    assert {figure["verdict"] for figure in repeats.values()} == {"no significant difference"}, repeats
+    assert "one run a side" not in done.stdout and "BASE 3 runs" in done.stdout
 
 
 def test_persistent_with_receipts_is_found_slower_and_fails_the_gate(
@@ -97,51 +156,6 @@ def test_persistent_with_receipts_is_found_slower_and_fails_the_gate(
         "at 99.17 %, 95 % over the gate's 6 figures), beyond --mq-gate-regression throughput:10%; one baseline run"
         in summary
     )
-
-
-def test_identical_runs_raise_no_more_false_alarms_than_the_confidence_allows(
-    runs: tuple[Path, list[LocustRun], LocustRun],
-) -> None:
-    _, identical, _ = runs
-    # Each gated run makes 6 tests (p50, p99 and throughput; send and receive), each at 99.17 % (Bonferroni), so
-    # a run fails falsely, one-sided, with probability at most 2.5 % if the noise is what the intervals see. Runs
-    # of a shared machine differ by more than one run's intervals show (a whole run's shift): of the 4 gated
-    # runs, 2 are allowed to fail; 3 or more would say the gate's thresholds sit below the machine's noise.
-    alarms = [run for run in identical[1:] if run.code == 3]
-    assert all(run.code in (0, 3) for run in identical), [run.output[-2000:] for run in identical]
-    assert len(alarms) <= 2, [run.output[-1500:] for run in alarms]
-
-
-def test_two_identical_runs_show_no_significant_difference(runs: tuple[Path, list[LocustRun], LocustRun]) -> None:
-    folder, identical, _ = runs
-    queue = identical[0].report["destinations"][0]["destination"]
-    # Runs 2 and 3: neither is the gates' baseline, both on a warm broker.
-    done = compare(str(folder / "run-2.json"), str(folder / "run-3.json"), "--json", str(folder / "same.json"))
-    assert done.returncode == 0, done.stderr
-    same = figures(folder / "same.json", f"receive {queue}")
-    # Throughput (paced) shows no difference. One run a side cannot promise as much for latency: a whole run's
-    # level moves by more than its seconds do (one of five identical runs here had its p50 24 % below the others,
-    # interval -31 % to -14 %); the output says so in its note, and repeats a side (below) absorb it.
-    assert same["throughput"]["verdict"] == "no significant difference", same
-    assert "note: one run a side" in done.stdout
-    # Repeats a side (folders): the runs are resampled, their noise is in the interval. Interleaved (runs 1, 3, 5
-    # against 2, 4), as the grids interleave their repeats: a drift of the machine over the five runs (a full CI run
-    # failed on 1-3 against 4-5 where the module alone passed) falls on both sides alike.
-    for name, members in (("base", (1, 3, 5)), ("new", (2, 4))):
-        (folder / name).mkdir()
-        for i in members:
-            (folder / name / f"run-{i}.json").write_text((folder / f"run-{i}.json").read_text())
-    # Every figure at once: each interval at 1 - 5 % / the figures' count (Bonferroni), so that the claim "none
-    # differs" holds at 95 %; at 95 % each, one of five figures is flagged falsely up to 23 % of the time (this
-    # test failed in a full run at a3ed2ea, passed alone).
-    confidence = 100 - 5 / len(FIGURES)
-    done = compare(str(folder / "base"), str(folder / "new"), "--json", str(folder / "repeats.json"), "--confidence",
-                   f"{confidence:g}")  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    repeats = figures(folder / "repeats.json", f"receive {queue}")
-    assert set(repeats) == set(FIGURES)
-    assert {figure["verdict"] for figure in repeats.values()} == {"no significant difference"}, repeats
-    assert "one run a side" not in done.stdout and "BASE 3 runs" in done.stdout
 
 
 @pytest.mark.browser

@@ -129,7 +129,9 @@ def test_a_broker_killed_and_restarted_mid_run_loses_nothing_acknowledged(restar
     # its acknowledgements have settled; and a consumer outside mqusers finds only such messages there.
     unconfirmed = destinations[queue]["unconfirmed"]
     assert wait_for(lambda: restarted.broker.counters(queue)["held"] <= unconfirmed), (
-        restarted.broker.counters(queue), destinations[queue])
+        restarted.broker.counters(queue),
+        destinations[queue],
+    )
     left = read_left(restarted.broker, queue, restarted.broker.counters(queue)["held"]) if unconfirmed else []
     assert len(left) <= unconfirmed and all(frame.headers.get("mq-run") == report["run_id"] for frame in left), left
 

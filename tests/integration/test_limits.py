@@ -140,8 +140,8 @@ def web_ui(*extra: str, nofile: str = "1024:1024") -> Iterator[tuple[int, subpro
 
     def up() -> bool:
         try:
-            return requests.get(f"http://127.0.0.1:{port}/", timeout=1).ok
-        except requests.ConnectionError:
+            return requests.get(f"http://127.0.0.1:{port}/", timeout=5).ok
+        except requests.RequestException:  # refused while it starts, or its first page slow on a busy machine
             return False
 
     try:

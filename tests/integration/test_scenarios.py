@@ -5,6 +5,7 @@ The broker-agnostic behaviours (``on_four``) run on the four brokers; the rest o
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.broker_stats import wait_for
-from tests.integration.brokers import Broker, on_four, started
+from tests.integration.brokers import Broker, broker_params, on_four, started
 from tests.integration.locust_runs import LocustRun, free_port, run_locust
 from tests.integration.reference_client import publish_outside
 
@@ -126,6 +127,8 @@ def test_put_only_then_get_only_drains_the_backlog(broker: Broker, destination, 
 
 
 @pytest.mark.alone  # 2,000 messages at 1,000 msg/s inside a 3 s run
+# Pacing and counting are the generator's; a queue on each broker: test_queue_consumers_compete.
+@pytest.mark.parametrize("broker", broker_params("activemq"), indirect=True)
 def test_concurrent_put_get(broker: Broker, destination, tmp_path: Path) -> None:
     queue = destination("queue")
     run = run_locust(
@@ -235,7 +238,12 @@ def test_an_http_user_beside_stomp_users_keeps_its_host(destination, tmp_path: P
     assert (row["sent"], row["received"], row["errors"]) == (200, 400, 0)
     served = log.read_text().count('"GET /mixed.txt HTTP/1.1" 200')
     fetched = run.operation("GET /mixed.txt")
-    assert served > 0 and (fetched["count"], fetched["errors"]) == (served, 0)
+    # Every fetch Locust counted was served; the stop may cut the one request in flight of each HttpUser after
+    # the server answered it (served, not counted: seen on a busy machine, 54 served and 53 counted).
+    users = re.search(r"load: 4 users \((\d+) Api, ", " ".join(run.output.split()))
+    assert users, run.output[-3000:]
+    http_users = int(users.group(1))
+    assert fetched["errors"] == 0 and 0 < fetched["count"] <= served <= fetched["count"] + http_users, (served, fetched)
     assert [r["destination"] for r in run.report["destinations"]] == [topic]
     assert run.report["options"]["broker"] == "stomp://127.0.0.1:61613"
 

@@ -31,8 +31,8 @@ def serve(locustfile: str, tmp_path: Path, *extra: str) -> Iterator[tuple[str, A
 
     def up() -> bool:
         try:
-            return requests.get(base + "/", timeout=1).ok
-        except requests.ConnectionError:
+            return requests.get(base + "/", timeout=5).ok
+        except requests.RequestException:  # refused while it starts, or its first page slow on a busy machine
             return False
 
     try:

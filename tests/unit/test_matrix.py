@@ -8,7 +8,7 @@ import numpy as np
 
 from mqusers.commands import grids
 from mqusers.commands.grids import Steady
-from mqusers.commands.matrix import NOT_PERSISTED, Cell, cell_figures, figures, markdown, matrix_document
+from mqusers.commands.matrix import NOT_PERSISTED, Cell, cell_figures, command, figures, markdown, matrix_document
 from mqusers.report.htmlreport import render
 from tests.unit.synthetic_runs import document, interval_latencies
 
@@ -67,3 +67,13 @@ def test_a_cell_carries_its_runs_the_median_latencies_and_every_runs_loss(tmp_pa
     # The page lists the warm-up, marked as left out, and each measured run with its report.
     assert page.count("topic persistent durable 1KB") == 4 and "warm-up (left out)" in page
     assert all(f"topic-pd-1KB-{n}.json" in page for n in (1, 2, 3)) and "topic-pd-1KB-warmup.json" in page
+
+
+def test_every_run_of_a_cell_has_a_destination_of_its_own(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two grids on one broker, or two runs within one second, never share a queue (they would steal messages)."""
+    cell = Cell("queue", persistent=False, durable=False, size="1KB")
+    destinations = set()
+    for _ in range(3):
+        argv = command(cell, tmp_path, "stomp://127.0.0.1:61613", 0, tmp_path / "r.json", ["-t", "1s"], [])
+        destinations.add(argv[argv.index("--mq-destination") + 1])
+    assert len(destinations) == 3 and all(d.startswith("/queue/mqusers.commands.matrix.") for d in destinations)

@@ -1,0 +1,67 @@
+"""make test's phases (tools/testrun.py): the slowest-tests table read from JUnit XML, the cost summary, the targets."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tools import testrun
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def junit(path: Path, cases: dict[str, float]) -> Path:
+    rows = "".join(
+        f'<testcase classname="{name.rsplit("::", 1)[0].removesuffix(".py").replace("/", ".")}" '
+        f'name="{name.rsplit("::", 1)[1]}" time="{seconds}"/>'
+        for name, seconds in cases.items()
+    )
+    path.write_text(f'<?xml version="1.0"?><testsuites><testsuite name="pytest">{rows}</testsuite></testsuites>')
+    return path
+
+
+def test_the_slowest_tests_come_from_every_file_slowest_first(tmp_path: Path) -> None:
+    one = junit(tmp_path / "a.xml", {"tests/unit/test_a.py::test_x": 0.5, "tests/unit/test_a.py::test_y": 70.0})
+    two = junit(tmp_path / "b.xml", {"tests/integration/test_b.py::test_z[activemq]": 12.25})
+    table = testrun.slowest([one, two, tmp_path / "missing.xml"], count=2)
+    assert table == [(70.0, "tests/unit/test_a.py::test_y"), (12.25, "tests/integration/test_b.py::test_z[activemq]")]
+
+
+def test_the_summary_says_each_phase_the_wall_time_and_a_test_over_the_budget(tmp_path: Path) -> None:
+    xml = junit(tmp_path / "u.xml", {"tests/unit/test_a.py::test_slow": 61.0, "tests/unit/test_a.py::test_fast": 0.1})
+    phases = [testrun.Phase("lint", 12.0), testrun.Phase("unit", 70.5, 1, [xml])]
+    text = testrun.summary(phases, 90.0)
+    assert re.search(r"^lint +12\.0  ok$", text, re.M) and re.search(r"^unit +70\.5  FAILED \(exit 1\)$", text, re.M)
+    assert re.search(r"^wall +90\.0$", text, re.M)
+    assert "the 2 slowest tests" in text and "    61.0 s  tests/unit/test_a.py::test_slow" in text
+    assert text.rstrip().endswith("tests/unit/test_a.py::test_slow")  # named as over the 60 s a test may take
+    assert "over the 60 s" in text
+
+
+def test_an_unknown_phase_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        testrun.main(["units"])
+    assert refused.value.code == 2 and "no phase units" in capsys.readouterr().err
+
+
+def test_make_unit_and_make_test_run_the_same_phases() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    unit = re.search(r"^unit: install\n\t(.+)$", makefile, re.M)
+    test = re.search(r"^test: install\n\t(.+)$", makefile, re.M)
+    assert unit and unit.group(1) == "$(PY) -m tools.testrun unit"
+    assert test and test.group(1).startswith("$(PY) -m tools.testrun --brokers")
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_every_integration_test_marked_alone_says_why() -> None:
+    """A mark without its reason cannot be weighed later: the comment beside it (or above a module's) says it."""
+    for path in sorted((ROOT / "tests" / "integration").glob("test_*.py")):
+        lines = path.read_text().splitlines()
+        for number, line in enumerate(lines):
+            if line.startswith("@pytest.mark.alone"):
+                assert "  # " in line, f"{path.name}:{number + 1}"
+            elif "pytest.mark.alone" in line:
+                above = "\n".join(lines[max(0, number - 3) : number])
+                assert "# alone: " in above, f"{path.name}:{number + 1}"
