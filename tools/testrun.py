@@ -6,7 +6,7 @@ The phases (ARCHITECTURE.md, "How to test"):
   then the shared brokers started; it waits on the network and the disk, so it overlaps the next two.
 - ``lint``: ruff, ruff format --check, mypy.
 - ``unit``: tests/unit in two pytest processes, half the files each (no services, no timing assertions).
-- ``integration``: tests/integration not marked ``alone``, three pytest processes at a time, one test file each,
+- ``integration``: tests/integration not marked ``alone``, four pytest processes at a time, one test file each,
   the biggest files first: exact counts, refusals, reports and pages hold however busy the machine is.
 - ``alone``: the tests marked ``alone``, one at a time with nothing beside them: they assert on timing, CPU or
   latency, or kill, freeze or fail over a broker the others share.
@@ -40,7 +40,7 @@ SLOWEST = 30
 TEST_BUDGET_S = 60.0
 PHASES = ("lint", "unit", "integration", "alone")
 #: pytest processes at once: the unit tests are CPU-bound (two cores); integration tests mostly wait on runs.
-UNIT_PROCESSES, INTEGRATION_PROCESSES = 2, 3
+UNIT_PROCESSES, INTEGRATION_PROCESSES = 2, 4
 #: pytest's exit status when a selection holds no test (a file whose tests are all marked ``alone``).
 NO_TESTS = 5
 

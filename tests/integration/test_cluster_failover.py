@@ -50,10 +50,11 @@ class Takeover(threading.Thread):
                 return
 
 
-# One ActiveMQ pair and one Artemis pair: cluster-compare's own work (schemes, a failover run, its figures) does not
-# depend on how a pair elects its master; every pair's takeover is tested in test_cluster_services.py.
+# One pair: cluster-compare's own work (schemes, a failover run, its figures) does not depend on how a pair elects
+# its master; every pair's takeover, Artemis's included, is tested in test_cluster_services.py, and a client's
+# failover across brokers in test_failover.py.
 @pytest.mark.cluster
-@pytest.mark.parametrize("kind", ["shared", pytest.param("artemis-replicated", marks=pytest.mark.artemis)])
+@pytest.mark.parametrize("kind", ["shared"])
 def test_cluster_compare_measures_the_schemes_and_a_failover_of_a_pair(kind: str, tmp_path: Path) -> None:
     pair = services.PAIRS[kind]
     needed = list(pair)

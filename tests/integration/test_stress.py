@@ -21,9 +21,6 @@ from tests.integration.brokers import Broker, on_four, started
 from tests.integration.locust_runs import run_locust, start_locust
 from tests.integration.reference_client import publish_outside
 
-# alone: it kills and freezes shared brokers and times how runs end
-pytestmark = pytest.mark.alone
-
 HERE = Path(__file__).parent / "locustfiles"
 
 
@@ -128,6 +125,7 @@ def test_leftovers_of_an_earlier_run_and_foreign_messages_are_counted_apart(
     assert wait_for(lambda: broker.counters(queue)["held"] == 0, timeout=15)  # strays were acknowledged too
 
 
+@pytest.mark.alone  # it freezes the shared broker and times the run's end
 def test_a_frozen_broker_cannot_hold_the_run_past_its_bound(destination, tmp_path: Path) -> None:
     broker = started("activemq-stress")
     pid = services.pid("activemq-stress")
@@ -156,6 +154,7 @@ def test_a_frozen_broker_cannot_hold_the_run_past_its_bound(destination, tmp_pat
     assert "Traceback" not in run.output
 
 
+@pytest.mark.alone  # the blocked producer's run must end within 20 s
 def test_producer_flow_control_is_reported_as_blocked_and_the_run_ends(destination, tmp_path: Path) -> None:
     broker = started("activemq-stress")
     queue = f"/queue/mqusers.flow.{os.getpid()}.{time.monotonic_ns()}"  # the broker's flow-controlled names
@@ -232,6 +231,7 @@ def test_request_reply_without_a_responder_fails_each_request_and_goes_on(destin
     assert "no reply within 0.5s" in run.output and "Traceback" not in run.output
 
 
+@pytest.mark.alone  # the generator's own verdict (ok, saturated) is about the machine's load
 def test_the_generator_judges_itself(destination, tmp_path: Path) -> None:
     broker = started("activemq")
     light = run_locust(
@@ -253,6 +253,7 @@ def test_the_generator_judges_itself(destination, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("ack", ["client", "client-individual"])
+@pytest.mark.alone  # it kills and restarts the shared activemq-persistent
 def test_a_broker_killed_mid_run_loses_no_acknowledged_message(destination, tmp_path: Path, ack: str) -> None:
     broker = started("activemq-persistent")
     queue = destination("queue")
@@ -281,6 +282,7 @@ def test_a_broker_killed_mid_run_loses_no_acknowledged_message(destination, tmp_
     assert row["duplicated"] == 0, row  # redeliveries after the reconnect are classified as such
 
 
+@pytest.mark.alone  # it lists every reply queue of the RabbitMQ node
 def test_rabbitmq_reply_queues_go_with_their_requesters(destination, tmp_path: Path) -> None:
     broker = started("rabbitmq")
     queue = destination("queue")
