@@ -167,15 +167,18 @@ CANNOT: dict[str, dict[str, str]] = {
 }
 
 
-def on_four(behaviour: str, persistent: bool = False) -> list[Any]:
+def on_four(behaviour: str, persistent: bool = False, alone: dict[str, str] | None = None) -> list[Any]:
     """A param per broker for ``@pytest.mark.parametrize("broker", ..., indirect=True)``; ``persistent``
     runs the Classic columns on their KahaDB services (``activemq-persistent``, ``activemq6-persistent``):
-    Artemis's journal and RabbitMQ's durable queues keep persistent messages as they are."""
+    Artemis's journal and RabbitMQ's durable queues keep persistent messages as they are. ``alone``:
+    {broker: why} for the brokers on which the test must run with nothing beside it (make test's last phase)."""
     assert behaviour in BEHAVIOURS, behaviour
     params = []
     for column in FOUR:
         name = f"{column}-persistent" if persistent and column.startswith("activemq") else column
         marks = [getattr(pytest.mark, column)]
+        if column in (alone or {}):
+            marks.append(pytest.mark.alone)
         reason = CANNOT.get(behaviour, {}).get(column)
         if reason:
             marks.append(pytest.mark.skip(reason=reason))

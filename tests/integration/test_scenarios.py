@@ -42,14 +42,8 @@ def assert_broker_counted(broker: Broker, destination: str, before: dict[str, in
     assert wait_for(lambda: counted() == expected, timeout=10), (counted(), expected)
 
 
-#: RabbitMQ's topic counts are the amq.topic exchange's, which other tests' topics add to: that one runs alone.
-PUBSUB = [
-    pytest.param(*p.values, marks=[*p.marks, pytest.mark.alone], id=p.id) if p.id == "rabbitmq" else p
-    for p in on_four("pub/sub")
-]
-
-
-@pytest.mark.parametrize("broker", PUBSUB, indirect=True)
+# RabbitMQ's topic counts are the amq.topic exchange's, which other tests' topics add to: that one runs alone.
+@pytest.mark.parametrize("broker", on_four("pub/sub", alone={"rabbitmq": "amq.topic's counts"}), indirect=True)
 def test_pubsub_fans_out_every_message_to_every_subscriber(broker: Broker, destination, tmp_path: Path) -> None:
     topic = destination("topic")
     before = broker.counters(topic)
