@@ -31,12 +31,14 @@ def assert_exact(row: dict, sent: int, received: int) -> None:  # type: ignore[t
 
 
 @pytest.mark.parametrize("broker", on_four("fixed count"), indirect=True)
+@pytest.mark.alone  # unpaced: on a busy machine the broker's flow control blocks them past 1 s, a failure
 def test_seed_method_counts_every_message_on_a_queue_and_ends_when_they_are_in(
     broker: Broker, destination, tmp_path: Path
 ) -> None:
     seed_method(broker, destination("queue"), tmp_path, "queue_balance.py", users=2, consumers=1, fan_out=1)
 
 
+@pytest.mark.alone  # unpaced: on a busy machine the broker's flow control blocks them past 1 s, a failure
 def test_seed_method_counts_every_message_to_3_subscribers_and_ends_when_they_are_in(
     broker: Broker, destination, tmp_path: Path
 ) -> None:
@@ -82,6 +84,7 @@ def test_a_target_rate_the_run_cannot_reach_is_said(destination, tmp_path: Path)
     assert "--mq-total-rate 5e+06 msg/s asked" in line and "schedule lag p99" in line
 
 
+@pytest.mark.alone  # unpaced: on a busy machine the broker's flow control blocks them past 1 s, a failure
 def test_seed_method_on_a_durable_topic_and_request_reply(destination, tmp_path: Path) -> None:
     broker = started("activemq-persistent")
     topic = destination("topic")
