@@ -28,11 +28,13 @@ Start both of a pair; ``master_of(PAIRS["shared"])`` says which one serves STOMP
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import activemq, activemq6, artemis, artemis_pairs, cluster, control, metrics, postgresql, rabbitmq
-from .base import ServiceError, ensure_packages, live_pid, port_offset, state_dir
+from .base import ServiceError, ensure_packages, live_pid, package_installed, port_offset, state_dir
 from .control import Service
 
 SERVICES: dict[str, Service] = {
@@ -105,9 +107,18 @@ def install(names: Iterable[str], debian: Iterable[str] = ()) -> None:
     """What ``start`` of each of ``names`` would install or download first, without starting any: their Debian
     packages (and ``debian``) in one ``apt-get`` run, then their downloads (Artemis, Classic 6's jars)."""
     chosen = [_service(name) for name in names]
-    ensure_packages([*(service.package for service in chosen), *debian])
-    for prepare in dict.fromkeys(service.prepare for service in chosen if service.prepare is not None):
-        prepare()
+    prepares = list(dict.fromkeys(service.prepare for service in chosen if service.prepare is not None))
+    packages = [*(service.package for service in chosen), *debian]
+    if not (shutil.which("mvn") and package_installed("maven")):  # the downloads would need apt for Maven first
+        ensure_packages(packages)
+        for prepare in prepares:
+            prepare()
+        return
+    # Maven is here: the downloads go on beside apt (one waits on Maven Central, the other on Debian's mirror).
+    with ThreadPoolExecutor(max_workers=1) as downloads:
+        downloaded = downloads.submit(lambda: [prepare() for prepare in prepares])
+        ensure_packages(packages)
+        downloaded.result()
 
 
 def stop(name: str) -> bool:
