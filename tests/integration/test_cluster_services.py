@@ -108,7 +108,6 @@ def pair(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
         yield names
 
 
-@pytest.mark.alone  # it stops a pair's master and times the takeover
 def test_failover_keeps_every_persistent_message(pair: tuple[str, str]) -> None:
     assert len(serving(pair)) == 1, f"expected one master: {services.status()}"
     master = serving(pair)[0]

@@ -31,9 +31,7 @@ from tests.integration.locust_runs import ROOT
 from tests.integration.netns import Network, network_or_skip, unavailable_reason
 
 _UNAVAILABLE = unavailable_reason()
-# alone: network namespaces, a bridge and routes of its own, and a latency bound
 pytestmark = [
-    pytest.mark.alone,
     pytest.mark.netns,
     pytest.mark.activemq,
     pytest.mark.skipif(_UNAVAILABLE is not None, reason=f"netns: {_UNAVAILABLE}"),
