@@ -23,6 +23,7 @@ import requests
 from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import started
 from tests.integration.locust_runs import LOCUSTFILES, ROOT, LocustRun, free_port, locust_command
+from tests.integration.web_ui import answers
 
 pytestmark = pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs util-linux's prlimit")
 TESTS_LOCUSTFILES = Path(__file__).parent / "locustfiles"
@@ -137,15 +138,8 @@ def web_ui(*extra: str, nofile: str = "1024:1024") -> Iterator[tuple[int, subpro
     command = ["prlimit", f"--nofile={nofile}", sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "put_get.py"),
                "--host", broker.url, "--web-port", str(port), *extra]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-
-    def up() -> bool:
-        try:
-            return requests.get(f"http://127.0.0.1:{port}/", timeout=5).ok
-        except requests.RequestException:  # refused while it starts, or its first page slow on a busy machine
-            return False
-
     try:
-        assert wait_for(up, timeout=30), "web UI did not come up"
+        assert wait_for(lambda: answers(port), timeout=30), "web UI did not come up"
         yield port, process
     finally:
         process.terminate()

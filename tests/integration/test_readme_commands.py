@@ -19,15 +19,16 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
-import requests
 
 from tests.doccommands import RUN_HERE, shown_commands, why_not_run
+from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import started
 from tests.integration.locust_runs import ROOT, free_port
+from tests.integration.web_ui import answers
 
 BIN = str(Path(sys.executable).parent)
 
@@ -126,15 +127,7 @@ def test_the_web_ui_examples_serve_the_ui(tmp_path: Path) -> None:
         ui = subprocess.Popen(["bash", "-c", f"exec {command} --web-port {port}"], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
         try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    if requests.get(f"http://127.0.0.1:{port}/", timeout=5).ok:
-                        break
-                except requests.RequestException:  # refused while it starts, or slow on a busy machine
-                    time.sleep(0.2)  # bounded: until the deadline
-            else:
-                raise AssertionError(f"{command}: no web UI on {port} within 30 s")
+            assert wait_for(partial(answers, port), timeout=30), f"{command}: no web UI on {port} within 30 s"
         finally:
             ui.send_signal(signal.SIGTERM)
             output, _ = ui.communicate(timeout=30)

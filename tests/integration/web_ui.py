@@ -17,6 +17,14 @@ from tests.integration.brokers import started
 from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port
 
 
+def answers(port: int) -> bool:
+    """Locust's web UI on loopback ``port`` serves its page (not while it starts, nor when it is refused)."""
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/", timeout=5).ok
+    except requests.RequestException:  # refused while it starts, or its first page slow on a busy machine
+        return False
+
+
 @contextlib.contextmanager
 def serve(locustfile: str, tmp_path: Path, *extra: str) -> Iterator[tuple[str, Any]]:
     """Locust's web UI on a free loopback port, ``extra`` on its command line: (base URL, its log file)."""
@@ -28,15 +36,8 @@ def serve(locustfile: str, tmp_path: Path, *extra: str) -> Iterator[tuple[str, A
                "--web-host", "127.0.0.1", "--web-port", str(port), *extra]  # fmt: skip
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return requests.get(base + "/", timeout=5).ok
-        except requests.RequestException:  # refused while it starts, or its first page slow on a busy machine
-            return False
-
     try:
-        assert wait_for(up, timeout=30), "web UI did not come up"
+        assert wait_for(lambda: answers(port), timeout=30), "web UI did not come up"
         yield base, log
     finally:
         process.terminate()
