@@ -188,9 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "lint" in chosen:
             phases.append(_lint())
-        for name in ("unit", "integration", "alone"):
-            if name != "unit" and background is not None and not any(p.name == "services" for p in phases):
-                phases.append(_services_ready(background, began, log))
+        if "unit" in chosen:
+            phases.append(_tests(Phase("unit"), work))
+        if background is not None:
+            phases.append(_services_ready(background, began, log))
+        for name in ("integration", "alone"):
             if name in chosen:
                 phases.append(_tests(Phase(name), work))
     finally:
