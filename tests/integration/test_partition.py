@@ -296,8 +296,13 @@ def test_the_brokers_counts_agree_within_unconfirmed(run: PartitionRun, kind: st
     distinct = row["received"] - row["after_reconnect"] - row["duplicated"]
     # The broker accepted every send but those in doubt, and nothing that was not sent...
     assert row["sent"] - row["unconfirmed"] <= counts["enqueueCount"] <= row["sent"], (row, counts)
-    # ...and each message it accepted was received and acknowledged once; none is left on the queue.
-    assert (counts["dequeueCount"], counts["size"]) == (distinct, 0), (row, counts)
+    # ...it acknowledged all it counted, none is left on the queue, and it dispatched all that came.
+    assert (counts["dequeueCount"], counts["size"]) == (counts["enqueueCount"], 0), (row, counts)
+    assert distinct <= counts["dispatchCount"], (row, counts)
+    # ActiveMQ 5.17 counts the sends it took before the cut: a send in doubt that arrived anyway is
+    # dispatched and acknowledged outside enqueueCount and dequeueCount (seen under load: 1 of 1 in
+    # doubt, and 2 of 53; enqueueCount was sent - unconfirmed in every run). Only those go uncounted.
+    assert counts["dequeueCount"] <= distinct <= counts["dequeueCount"] + row["unconfirmed"], (row, counts)
 
 
 def test_a_producer_blocked_in_a_send_is_dropped_by_heartbeats_too(run: PartitionRun) -> None:

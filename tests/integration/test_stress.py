@@ -123,7 +123,8 @@ def test_leftovers_of_an_earlier_run_and_foreign_messages_are_counted_apart(
     row = run.row(queue)
     assert (row["sent"], row["received"], row["foreign"], row["other_run"]) == (500, 500, 200, 100), row
     assert (row["lost"], row["duplicated"], row["reordered"], row["errors"]) == (0, 0, 0, 0), row
-    assert row["latency_ms"]["max"] < 1000  # an hour-old message would show here
+    # Only this run's deliveries are latency samples: a leftover or a foreign message would make it 600 or 800.
+    assert run.locust_count("receive", queue) == 500
     assert "counted apart" in run.output
     assert wait_for(lambda: broker.counters(queue)["held"] == 0, timeout=15)  # strays were acknowledged too
 
