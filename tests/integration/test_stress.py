@@ -217,10 +217,14 @@ def test_ctrl_c_in_the_terminal_of_a_multi_process_run_still_writes_the_report(d
     assert run.report["ended_by"] == "interrupt" and len(run.report["generator"]["processes"]) == 2
     row = run.row(topic)
     assert row["sent"] > 200 and row["lost"] == 0
-    # Every message to each of the 2 subscribers accounted for: received, unreceived, or in flight (sent as the
-    # Ctrl-C reached the subscribers: 2 of 488 on a busy machine), unconfirmed; none lost.
+    # Every message each of the 2 subscribers expected is accounted for: received, unreceived, in flight (sent
+    # as the Ctrl-C reached the subscribers: 2 of 488 on a busy machine) or unconfirmed; none lost.
+    expected = sum(sub["expected"] for sub in row["by_subscription"])
     accounted = row["received"] + row["unreceived"] + row["in_flight"] + row["unconfirmed"]
-    assert accounted == 2 * row["sent"], row
+    assert accounted == expected, row
+    # A subscriber expects what was sent before it left: the other process's producer may send on for a moment
+    # after this process's subscriber left (2 of 438 on a busy machine), never for long.
+    assert 2 * row["sent"] - expected <= row["sent"] // 10, row
     assert "Traceback" not in run.output
 
 
