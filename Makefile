@@ -13,7 +13,7 @@ define with_services
 	[ ! -s $$started ] || $(PY) -m services stop $$(cat $$started); rm -f $$started; exit $$status
 endef
 
-.PHONY: install demo test unit lint bench bench-peers bench-listener bench-memory bench-scale bench-manydest bench-churn bench-websocket soak dashboards docs services-up services-down clean
+.PHONY: install demo test unit lint bench bench-peers bench-listener bench-memory bench-scale bench-manydest bench-churn bench-websocket bench-master soak dashboards docs services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,10 @@ bench-websocket: install
 	$(call with_services,rabbitmq,$(PY) -m benchmarks.websocket \
 		--tcp stomp://127.0.0.1:$$($(PY) -m services port rabbitmq stomp) \
 		--ws ws://127.0.0.1:$$($(PY) -m services port rabbitmq web_stomp)/ws $(BENCH_ARGS))
+
+# The master's cost at 10..200 workers, by simulation: no broker (benchmarks/master.py).
+bench-master: install
+	$(PY) -m benchmarks.master $(BENCH_ARGS)
 
 bench-listener: install
 	$(call with_services,activemq,$(PY) -m benchmarks.listener --host $(BENCH_HOST) $(BENCH_ARGS))

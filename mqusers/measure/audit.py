@@ -101,6 +101,7 @@ from mqusers.measure.auditstate import (
     takes,
     with_nacked,
 )
+from mqusers.measure.bagsum import PendingBags, count
 from mqusers.measure.entries import Delta, QueueEntry
 from mqusers.measure.expected import END, Figures, compare, topic_window
 from mqusers.measure.groups import Span, judge
@@ -116,7 +117,8 @@ class Audit:
     def __init__(self) -> None:
         self._producers: dict[tuple[str, str], SendRecord] = {}
         self._subs: dict[tuple[str, str], Sub] = {}
-        self._queues: dict[tuple[str, str], IntervalBag] = {}  # what a destination's queue group received
+        # What a destination's queue group received, as its competing consumers' shares came (bagsum).
+        self._shares: dict[tuple[str, str], PendingBags] = {}
         self._flagged: dict[tuple[str, str], IntervalSet] = {}  # of it, flagged redelivered (not in the bag)
         self._nacked: dict[tuple[str, str], IntervalSet] = {}  # seqs the group NACKed
 
@@ -149,12 +151,16 @@ class Audit:
                 old = sub.sessions.get(joined, left)
                 sub.sessions[joined] = left if old is None else old if left is None else max(old, left)
             for s in entry["streams"]:
-                stream = sub.streams.setdefault(s["producer"], Stream())
+                stream = sub.streams.get(s["producer"])
+                if stream is None:
+                    stream = sub.streams[s["producer"]] = Stream()
                 stream.reordered += s["reordered"]
                 stream.redelivered += s["redelivered"]
                 stream.nacks += s.get("nacks", 0)
-                seqs = IntervalBag.decode(s["seqs"])
-                stream.deliveries += s.get("deliveries", len(seqs) + s["redelivered"] + s.get("nacks", 0))
+                deliveries = s.get("deliveries")
+                if deliveries is None:
+                    deliveries = count(s["seqs"]) + s["redelivered"] + s.get("nacks", 0)
+                stream.deliveries += deliveries
                 stream.late += s.get("late", 0)
                 if "span" in s:
                     first, last = s["span"]
@@ -162,18 +168,28 @@ class Audit:
                     stream.last_ns = max(stream.last_ns, last)
                 # A queue group's receipts are one bag per destination and producer.
                 key = (destination, s["producer"])
-                bag = self._queues.setdefault(key, IntervalBag()) if kind == "queue" else stream.bag
-                bag.merge(seqs)
-                flagged = self._flagged.setdefault(key, IntervalSet()) if kind == "queue" else stream.flagged
-                flagged.union(IntervalSet.decode(s["flagged"]))
+                if kind == "queue":
+                    shares = self._shares.get(key)
+                    if shares is None:
+                        shares = self._shares[key] = PendingBags()
+                    shares.add(s["seqs"])
+                else:
+                    stream.bag.merge(IntervalBag.decode(s["seqs"]))
+                if s["flagged"]:
+                    flagged = self._flagged.setdefault(key, IntervalSet()) if kind == "queue" else stream.flagged
+                    flagged.union(IntervalSet.decode(s["flagged"]))
                 if "nacked" in s:
                     nacked = self._nacked.setdefault(key, IntervalSet()) if kind == "queue" else stream.nacked
                     nacked.union(IntervalSet.decode(s["nacked"]))
         for q in delta.get("queues", ()):
             key = (q["destination"], q["producer"])
-            self._queues.setdefault(key, IntervalBag()).merge(IntervalBag.decode(q["seqs"]))
+            self._shares.setdefault(key, PendingBags()).add(q["seqs"])
             self._flagged.setdefault(key, IntervalSet()).union(IntervalSet.decode(q["flagged"]))
             self._nacked.setdefault(key, IntervalSet()).union(IntervalSet.decode(q.get("nacked", [])))
+
+    def _queue_bags(self) -> dict[tuple[str, str], IntervalBag]:
+        """Each queue group's receipts per producer, every share summed."""
+        return {key: shares.bag() for key, shares in self._shares.items()}
 
     def shipped_by(self, process: str) -> dict[str, int]:
         """What one process's ledgers shipped: distinct seqs sent and deliveries taken, over all destinations."""
@@ -193,7 +209,7 @@ class Audit:
             "queues": [with_nacked(QueueEntry(destination=d, producer=n, seqs=bag.encode(),
                                           flagged=self._flagged.get((d, n), IntervalSet()).encode()),
                                self._nacked.get((d, n)))
-                       for (d, n), bag in sorted(self._queues.items())],
+                       for (d, n), bag in sorted(self._queue_bags().items())],
         }  # fmt: skip
 
     def verdict(
@@ -273,7 +289,8 @@ class Audit:
                 gone_by = p.expired_by(now_ns + offsets.get(p.process, 0))
                 both = (fig, own)
                 compare(both, p, expected, stream.bag, zone, settled, lost, stream.flagged, gone_by, stream.nacked)
-        for (destination, name), received in sorted(self._queues.items()):
+        queue_bags = self._queue_bags()
+        for (destination, name), received in sorted(queue_bags.items()):
             if name not in known.get(destination, {}) and not of_processes(name, gone):
                 out[destination]["foreign"] += len(received)
         for destination in queues:
@@ -282,7 +299,7 @@ class Audit:
                     out[destination]["not_selected"] += len(p.bag.distinct)  # left on the queue
                     continue
                 zone = IntervalSet([(p.before(horizon + offsets.get(p.process, 0)) + 1, END)])
-                received = self._queues.get((destination, name), IntervalBag())
+                received = queue_bags.get((destination, name), IntervalBag())
                 flagged = self._flagged.get((destination, name), IntervalSet())
                 lost = p.process in gone or destination in touched
                 gone_by = p.expired_by(now_ns + offsets.get(p.process, 0))

@@ -32,14 +32,34 @@ class Stream:
     ``flagged`` the seqs of its deliveries flagged redelivered, which ``bag`` leaves out; ``deliveries``
     how many it took (a queue's too); ``nacked`` a topic subscription's NACKed seqs."""
 
-    __slots__ = ("bag", "deliveries", "first_ns", "flagged", "last_ns", "late", "nacked", "nacks", "redelivered",
+    __slots__ = ("_bag", "_flagged", "_nacked", "deliveries", "first_ns", "last_ns", "late", "nacks", "redelivered",
                  "reordered")  # fmt: skip
 
     def __init__(self) -> None:
-        self.bag = IntervalBag()
-        self.flagged, self.nacked = IntervalSet(), IntervalSet()
+        # Made when first asked for: a queue subscription's streams (one per producer) only count.
+        self._bag: IntervalBag | None = None
+        self._flagged: IntervalSet | None = None
+        self._nacked: IntervalSet | None = None
         self.reordered = self.redelivered = self.deliveries = self.late = self.nacks = 0
         self.first_ns = self.last_ns = 0  # with message groups: its first and last delivery
+
+    @property
+    def bag(self) -> IntervalBag:
+        if self._bag is None:
+            self._bag = IntervalBag()
+        return self._bag
+
+    @property
+    def flagged(self) -> IntervalSet:
+        if self._flagged is None:
+            self._flagged = IntervalSet()
+        return self._flagged
+
+    @property
+    def nacked(self) -> IntervalSet:
+        if self._nacked is None:
+            self._nacked = IntervalSet()
+        return self._nacked
 
 
 class Sub:

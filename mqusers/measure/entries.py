@@ -7,12 +7,13 @@ NACKs ships what it always did.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NotRequired, TypedDict
 
 from mqusers.measure.intervals import Encoded
 
-#: A multiset of seqs as :meth:`mqusers.measure.intervals.IntervalBag.encode` writes it.
-EncodedBag = list[Encoded]
+#: A multiset of seqs as :meth:`~mqusers.measure.intervals.IntervalBag.encode` or ``pack`` writes it.
+EncodedBag = Sequence[Encoded | bytes]
 
 
 class ProducerEntry(TypedDict):

@@ -10,10 +10,14 @@ multiplicity, so "each once" costs a single IntervalSet.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 
 Encoded = list[list[int]]
+#: Sets of more intervals than this are packed as bytes (:meth:`IntervalSet.pack`).
+PACK_FROM = 16
 
 
 class IntervalSet:
@@ -154,8 +158,21 @@ class IntervalSet:
     def encode(self) -> Encoded:
         return [[lo, hi] for lo, hi in zip(self._lo, self._hi, strict=True)]
 
+    def pack(self) -> Encoded | bytes:
+        """:meth:`encode`, or for a fragmented set (a competing consumer's share) its intervals as bytes: lo, hi,
+        lo, hi... as little-endian int64, 16 bytes an interval and no object each (sets join by concatenation)."""
+        if len(self._lo) <= PACK_FROM:
+            return self.encode()
+        bounds = array("q", bytes(16 * len(self._lo)))
+        bounds[0::2], bounds[1::2] = array("q", self._lo), array("q", self._hi)
+        if sys.byteorder == "big":
+            bounds.byteswap()
+        return bounds.tobytes()
+
     @classmethod
-    def decode(cls, data: Iterable[Sequence[int]]) -> IntervalSet:
+    def decode(cls, data: Iterable[Sequence[int]] | bytes) -> IntervalSet:
+        if isinstance(data, bytes):
+            data = zip(*unpack(data), strict=True)
         pairs = sorted((int(lo), int(hi)) for lo, hi in data)
         if any(lo < 0 or hi < lo for lo, hi in pairs):
             raise ValueError("IntervalSet.decode: intervals must be non-negative [lo, hi] with lo <= hi")
@@ -182,6 +199,17 @@ class IntervalSet:
 
     def __repr__(self) -> str:
         return f"IntervalSet({self.intervals!r})"
+
+
+def unpack(data: bytes) -> tuple[list[int], list[int]]:
+    """The lower and the upper bounds of a :meth:`IntervalSet.pack` ed set."""
+    if len(data) % 16:
+        raise ValueError(f"a packed interval set is 16 bytes an interval, not {len(data)} bytes")
+    bounds = array("q")
+    bounds.frombytes(data)
+    if sys.byteorder == "big":
+        bounds.byteswap()
+    return bounds[0::2].tolist(), bounds[1::2].tolist()
 
 
 def _coalesce(pairs: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]]:
@@ -253,8 +281,12 @@ class IntervalBag:
     def encode(self) -> list[Encoded]:
         return [layer.encode() for layer in self.layers if layer] or [[]]
 
+    def pack(self) -> list[Encoded | bytes]:
+        """:meth:`encode` with each fragmented layer packed (:meth:`IntervalSet.pack`); :meth:`decode` reads both."""
+        return [layer.pack() for layer in self.layers if layer] or [[]]
+
     @classmethod
-    def decode(cls, data: Iterable[Iterable[Sequence[int]]]) -> IntervalBag:
+    def decode(cls, data: Iterable[Iterable[Sequence[int]] | bytes]) -> IntervalBag:
         out = cls()
         out.layers = [IntervalSet.decode(layer) for layer in data] or [IntervalSet()]
         return out

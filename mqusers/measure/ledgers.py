@@ -3,7 +3,8 @@
 Pure bookkeeping, no I/O, on the per-message path. Each process keeps a :class:`SentLedger` (what
 its producers handed to the socket) and a :class:`ReceiveLedger` (what its subscriptions received)
 and ships their :meth:`~SentLedger.drain` deltas (a :class:`~mqusers.measure.entries.Delta`: named
-fields, JSON- and msgpack-able) with its reports. Both keep only what
+fields, JSON- and msgpack-able; a worker's, msgpack-only, packs a competing consumer's fragmented share
+as bytes) with its reports. Both keep only what
 came since the last drain, so a competing consumer's fragmented set never grows; the master's
 :class:`mqusers.measure.audit.Audit` merges them and judges.
 
@@ -211,7 +212,7 @@ class Subscription:
             self._dirty = True
             self.drops += dropped
 
-    def _drain(self, process: str) -> SubscriptionEntry | None:
+    def _drain(self, process: str, packed: bool = False) -> SubscriptionEntry | None:
         streams: dict[str, _Received] = {}
         for producer, s in self._streams.items():
             if s.seqs or s.flagged or s.late or s.nacks:
@@ -237,7 +238,7 @@ class Subscription:
         entry = SubscriptionEntry(
             destination=self.destination, key=self.key, kind=self.kind, durable=self.durable, process=process,
             sessions=[s.copy() for s in self.sessions],
-            streams=[_stream_entry(name, e) for name, e in streams.items()],
+            streams=[_stream_entry(name, e, packed) for name, e in streams.items()],
             deliveries=sum(len(e.bag) + e.redelivered + e.nacks for e in streams.values()),
             foreign=strays[0], other_run=strays[1], drops=strays[2])  # fmt: skip
         if self.selects is not None:
@@ -245,9 +246,12 @@ class Subscription:
         return entry
 
 
-def _stream_entry(producer: str, e: _Received) -> StreamEntry:
-    entry = StreamEntry(producer=producer, seqs=e.bag.encode(), reordered=e.reordered, redelivered=e.redelivered,
+def _stream_entry(producer: str, e: _Received, packed: bool) -> StreamEntry:
+    seqs = e.bag.pack() if packed else e.bag.encode()
+    entry = StreamEntry(producer=producer, seqs=seqs, reordered=e.reordered, redelivered=e.redelivered,
                         flagged=e.flagged.encode())  # fmt: skip
+    if packed:  # the master need not count a packed bag's members
+        entry["deliveries"] = len(e.bag) + e.redelivered + e.nacks
     if e.late:
         entry["late"] = e.late
     if e.first_ns:
@@ -282,5 +286,7 @@ class ReceiveLedger:
             sub.join(joined_ns)
         return sub
 
-    def drain(self) -> Delta:
-        return {"subscriptions": [e for s in self._subs.values() if (e := s._drain(self.process)) is not None]}
+    def drain(self, packed: bool = False) -> Delta:
+        """What changed since the last drain; ``packed``: fragmented sets as bytes (msgpack, not JSON)."""
+        subscriptions = (s._drain(self.process, packed) for s in self._subs.values())
+        return {"subscriptions": [e for e in subscriptions if e is not None]}

@@ -180,9 +180,9 @@ class RunContext:
         for listener in self.annotations:
             listener(kind, text, ts_ns)
 
-    def drain_audit(self) -> Delta:
-        """Both ledgers' news as one delta: what was sent, then what was received."""
-        return {**self.sent.drain(), **self.received.drain()}
+    def drain_audit(self, packed: bool = False) -> Delta:
+        """Both ledgers' news as one delta: what was sent, then what was received (``packed``: for msgpack)."""
+        return {**self.sent.drain(), **self.received.drain(packed)}
 
     def fold_ledgers(self) -> None:
         """A process without a master: its own ledgers' news into its own audit (and a pattern's spread)."""
@@ -249,7 +249,7 @@ def context(environment: Environment) -> RunContext:
         )
         ship = ctx.shipping.register
         ship("mqusers_book", lambda _: ctx.book.drain(), lambda data, _: ctx.book.merge(data))
-        ship("mqusers_audit", lambda _: ctx.drain_audit(), lambda delta, _: ctx.audit.merge(delta))
+        ship("mqusers_audit", lambda _: ctx.drain_audit(packed=True), lambda delta, _: ctx.audit.merge(delta))
         ctx.outages.listeners.append(lambda o: ctx.annotate("outage", describe(o, time.time_ns()), window_start(o)))
         ship("mqusers_outages", ctx.outages.drain, lambda outages, _: ctx.outages.merge(outages))
         ship("mqusers_start_failures", lambda _: ctx.start_failures.drain(), lambda s, _: ctx.start_failures.merge(s))

@@ -1,0 +1,62 @@
+"""bagsum's one-pass multiset sum against IntervalBag.merge one bag at a time; packed sets on the wire."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mqusers.measure import bagsum
+from mqusers.measure.bagsum import PendingBags, count, fold
+from mqusers.measure.intervals import PACK_FROM, IntervalBag, IntervalSet
+
+members = st.lists(st.integers(min_value=0, max_value=300), max_size=120)
+
+
+def bag_of(values: list[int]) -> IntervalBag:
+    bag = IntervalBag()
+    for value in values:
+        bag.add(value)
+    return bag
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(members, max_size=8), members, st.booleans())
+def test_one_fold_is_the_sum_of_merging_one_bag_at_a_time(shares: list[list[int]], held: list[int], packed: bool):
+    expected = bag_of(held)
+    for share in shares:
+        expected.merge(bag_of(share))
+    encoded = [bag_of(share).pack() if packed else bag_of(share).encode() for share in shares]
+    assert fold(bag_of(held), encoded) == expected
+    assert count([layer for e in encoded for layer in e]) == sum(len(share) for share in shares)
+
+
+def test_competing_consumers_shares_fold_into_one_interval_and_a_duplicate_into_the_next_layer() -> None:
+    shares = [IntervalBag.decode([[[s, s] for s in range(g, 10_000, 50)]]).pack() for g in range(50)]
+    assert all(isinstance(share[0], bytes) for share in shares)  # fragmented: packed
+    summed = fold(IntervalBag(), shares)
+    assert summed.encode() == [[[0, 9_999]]]
+    assert fold(summed, [[[[7, 7]]]]).encode() == [[[0, 9_999]], [[7, 7]]]
+
+
+def test_pending_bags_fold_when_they_grow_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bagsum, "FOLD_AT", 100)
+    pending = PendingBags()
+    for g in range(4):
+        pending.add(IntervalBag.decode([[[s, s] for s in range(g, 400, 4)]]).pack())
+    assert pending._size < 100  # folded on the way
+    assert pending.bag().encode() == [[[0, 399]]]
+
+
+def test_a_packed_set_survives_msgpack_and_decodes_as_the_list_form() -> None:
+    fragmented = IntervalSet([(s, s + 1) for s in range(0, 10 * PACK_FROM, 5)])
+    small = IntervalSet([(1, 4), (9, 9)])
+    assert small.pack() == small.encode()  # few intervals: the list form
+    wire = msgpack.unpackb(msgpack.packb([fragmented.pack()]))
+    assert isinstance(wire[0], bytes) and len(wire[0]) == 16 * 2 * PACK_FROM
+    assert IntervalSet.decode(wire[0]) == fragmented
+    with pytest.raises(ValueError, match="16 bytes an interval"):
+        IntervalSet.decode(wire[0][:-1])
+    with pytest.raises(ValueError, match="non-negative"):
+        fold(IntervalBag(), [[[[5, 9], [3, 1]]]])
