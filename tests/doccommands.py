@@ -65,6 +65,7 @@ NOT_RUN = {
     "docker ": "no Docker engine here; test_compose.py runs `docker compose config`; test_docs.py checks the files",
     "kubectl ": "no cluster here; test_kubernetes.py validates the overlays, test_docs.py what each command names",
     "pod=$(kubectl": "no cluster here; test_docs.py checks the Job it names",
+    "helm ": "no cluster or helm here; test_kubernetes_chart.py checks the values file against the chart",
     "mqusers find-max -f /mnt/locust/": "a path in the pod: test_docs.py holds it equal to the find-max overlay's Job",
 }
 

@@ -28,7 +28,7 @@ from mqusers.commands import cli
 from mqusers.options import table
 from mqusers.sinks import settings as influx_settings
 from tests.doccommands import PAGES, ROOT, RUN_HERE, shown_commands, where_run, why_not_run
-from tests.kustomize import KUBERNETES, OVERLAYS, Document, render
+from tests.kustomize import KUBERNETES, OVERLAYS, Document, load_documents, render
 from tools import optionsdoc
 
 RUNNER = ROOT / "tests" / "integration" / "test_readme_commands.py"
@@ -211,6 +211,11 @@ def test_the_kubectl_commands_name_what_the_manifests_have() -> None:
     objects = {(doc["kind"].lower(), doc["metadata"]["name"]) for doc in documents}
     wanted = set(secret_keys(documents))
     config_maps = set(re.findall(r"name: (mqusers-[\w-]+)", yaml.safe_dump_all(documents)))
+    # The ConfigMaps the operator's LocustTest and the chart's values mount, which the user creates.
+    [locust_test] = load_documents(KUBERNETES / "operator" / "locusttest.yaml")
+    config_maps.add(locust_test["spec"]["locustfile"]["configMap"]["name"])
+    chart_values = yaml.safe_load((ROOT / "deploy" / "helm" / "locust-values.yaml").read_text())
+    config_maps.add(chart_values["loadtest"]["locust_locustfile_configmap"])
     shown = [arguments(c.replace("pod=$(", "")) for _, c in shown_commands() if "kubectl" in c]
     assert shown, "the Kubernetes page shows its kubectl commands"
     for words in shown:
