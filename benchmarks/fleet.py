@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqusers.measure.book import Book
-from mqusers.measure.entries import Delta, ProducerEntry, StreamEntry, SubscriptionEntry
+from mqusers.measure.entries import Delta, ProducerEntry, ShareEntry, SubscriptionEntry
 from mqusers.measure.hdrintervals import Intervals
 from mqusers.measure.intervals import Encoded, IntervalSet
 from mqusers.measure.names import RECEIVE, SEND, event_name
@@ -93,35 +93,37 @@ def audit_delta(shape: Shape, worker: int, report: int, start_ns: int) -> Delta:
     t0 = start_ns + report * shape.interval_s * 1_000_000_000
     step = shape.interval_s * 1_000_000_000 // n
     checkpoints = [[lo + i, t0 + i * step] for i in range(0, n, max(1, CHECKPOINT_NS // max(1, step)))]
-    producers, subscriptions = [], []
+    producers, subscriptions, shares = [], [], []
     for d in range(shape.destinations):
         for p in range(shape.producers):
             producers.append(ProducerEntry(destination=destination(d), producer=producer_id(worker, p), process=process,
                                            seqs=[[[lo, hi]]], checkpoints=checkpoints, last_ns=t0 + (n - 1) * step,
                                            unconfirmed=[], aborted=[]))  # fmt: skip
+        share = ShareEntry(destination=destination(d), producers=[], seqs=[])
+        for w in range(shape.workers):
+            for p in range(shape.producers):
+                q, first = w * shape.producers + p, worker * shape.consumers
+                runs = [r for c in range(shape.consumers) for r in deals(shape, q, first + c, lo, hi)]
+                if runs:
+                    share["producers"].append(producer_id(w, p))
+                    share["seqs"].append([_packed(runs)])
+        shares.append(share)
         for c in range(shape.consumers):
             g = worker * shape.consumers + c
-            streams = []
-            for w in range(shape.workers):
-                for p in range(shape.producers):
-                    seqs = deals(shape, w * shape.producers + p, g, lo, hi)
-                    if seqs:
-                        streams.append(StreamEntry(producer=producer_id(w, p), seqs=[_packed(seqs)], reordered=0,
-                                                   redelivered=0, flagged=[],
-                                                   deliveries=sum(b - a + 1 for a, b in seqs)))  # fmt: skip
+            taken = sum(
+                b - a + 1 for q in range(shape.workers * shape.producers) for a, b in deals(shape, q, g, lo, hi)
+            )
             subscriptions.append(SubscriptionEntry(
                 destination=destination(d), key=f"{process}/{d}/{c}", kind="queue", durable=False, process=process,
-                sessions=[{"joined_ns": start_ns - 1_000_000_000, "left_ns": None}], streams=streams,
-                deliveries=sum(s["deliveries"] for s in streams), foreign=0, other_run=0, drops=0,
+                sessions=[{"joined_ns": start_ns - 1_000_000_000, "left_ns": None}], streams=[], deliveries=taken,
+                foreign=0, other_run=0, drops=0,
             ))  # fmt: skip
-    return {"producers": producers, "subscriptions": subscriptions}
+    return {"producers": producers, "subscriptions": subscriptions, "shares": shares}
 
 
 def _packed(runs: list[list[int]]) -> Encoded | bytes:
-    """``runs`` as a worker's ledger ships them (:meth:`IntervalSet.pack`)."""
-    share = IntervalSet()
-    share._lo, share._hi = [lo for lo, _ in runs], [hi for _, hi in runs]
-    return share.pack()
+    """``runs`` as a worker's ledger ships them (:meth:`IntervalSet.pack`: adjacent runs joined)."""
+    return IntervalSet.decode(runs).pack()
 
 
 class Worker:

@@ -181,6 +181,13 @@ class Audit:
                 if "nacked" in s:
                     nacked = self._nacked.setdefault(key, IntervalSet()) if kind == "queue" else stream.nacked
                     nacked.union(IntervalSet.decode(s["nacked"]))
+        for share in delta.get("shares", ()):
+            destination = share["destination"]
+            for producer, seqs in zip(share["producers"], share["seqs"], strict=True):
+                pending = self._shares.get((destination, producer))
+                if pending is None:
+                    pending = self._shares[(destination, producer)] = PendingBags()
+                pending.add(seqs)
         for q in delta.get("queues", ()):
             key = (q["destination"], q["producer"])
             self._shares.setdefault(key, PendingBags()).add(q["seqs"])

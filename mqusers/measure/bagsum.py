@@ -5,17 +5,20 @@ share is one run in every G, so adding the shares one at a time (:meth:`Interval
 sum so far) costs G times the round's intervals per round. :class:`PendingBags` keeps the shares as they
 came and :func:`fold` sums them at once: each layer of each bag is +1 over its intervals, the steps at the
 sorted bounds add up to each stretch's multiplicity, and layer k of the sum is where it exceeds k (numpy,
-imported on the first fold: a process that never folds a queue never loads it).
+imported on the first large fold: a few intervals are added one bag at a time, as before).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from mqusers.measure.intervals import Encoded, IntervalBag, IntervalSet, unpack
 
 #: Pending intervals of one bag past which it is folded: bounds the master's memory per producer.
 FOLD_AT = 1 << 16
+#: Pending bags whose intervals times their count is below this are added one bag at a time, in Python: a load
+#: process (a local run's drain) never stalls its receives importing numpy (~70 ms) for a few in-order intervals.
+NUMPY_FROM = 20_000
 
 EncodedLayers = Sequence[Encoded | bytes]
 
@@ -56,8 +59,15 @@ class PendingBags:
         return self._bag
 
 
-def fold(bag: IntervalBag, pending: Iterable[EncodedLayers]) -> IntervalBag:
+def fold(bag: IntervalBag, pending: Sequence[EncodedLayers]) -> IntervalBag:
     """``bag`` plus every bag in ``pending`` (multiset sum), as one new bag."""
+    size = sum(len(layer) >> 4 if isinstance(layer, bytes) else len(layer) for layers in pending for layer in layers)
+    if size * len(pending) < NUMPY_FROM:  # what adding them one at a time costs, about
+        out = IntervalBag()
+        out.layers = [layer.copy() for layer in bag.layers]
+        for layers in pending:
+            out.merge(IntervalBag.decode(layers))
+        return out
     import numpy as np
 
     packed: list[bytes] = []

@@ -89,9 +89,19 @@ class QueueEntry(TypedDict):
     nacked: NotRequired[Encoded]
 
 
+class ShareEntry(TypedDict):
+    """What one process's consumers of a queue received, per producer (a worker's packed drain)."""
+
+    destination: str
+    producers: list[str]
+    #: Each producer's seqs, in ``producers``' order.
+    seqs: list[EncodedBag]
+
+
 class Delta(TypedDict, total=False):
     """What :meth:`Audit.merge` takes: a ledger's drain, both ledgers' drains, or an Audit snapshot."""
 
     producers: list[ProducerEntry]
     subscriptions: list[SubscriptionEntry]
     queues: list[QueueEntry]
+    shares: list[ShareEntry]

@@ -31,7 +31,7 @@ What is recorded
 
 from __future__ import annotations
 
-from mqusers.measure.entries import Delta, ProducerEntry, Session, StreamEntry, SubscriptionEntry
+from mqusers.measure.entries import Delta, ProducerEntry, Session, ShareEntry, StreamEntry, SubscriptionEntry
 from mqusers.measure.intervals import IntervalBag, IntervalSet
 
 CHECKPOINT_NS = 100_000_000
@@ -39,6 +39,8 @@ CHECKPOINT_NS = 100_000_000
 #: and the message then crosses the network and waits in the consumer's socket (a loaded generator's read).
 EXPIRY_GRACE_NS = 50_000_000
 KINDS = ("queue", "topic")
+#: A process's consumers' seqs per (queue, producer), summed for a packed drain.
+Shares = dict[tuple[str, str], IntervalBag]
 
 
 def _text(key: str | bytes) -> str:
@@ -212,7 +214,11 @@ class Subscription:
             self._dirty = True
             self.drops += dropped
 
-    def _drain(self, process: str, packed: bool = False) -> SubscriptionEntry | None:
+    def _drain(
+        self, process: str, shares: dict[tuple[str, str], IntervalBag] | None = None
+    ) -> SubscriptionEntry | None:
+        """``shares`` (a worker's packed drain): a queue subscription's seqs go there, summed with the process's
+        other consumers of the queue, and only its streams with more than seqs to tell are shipped."""
         streams: dict[str, _Received] = {}
         for producer, s in self._streams.items():
             if s.seqs or s.flagged or s.late or s.nacks:
@@ -235,23 +241,33 @@ class Subscription:
             return None
         self._dirty = False
         self.foreign = self.other_run = self.drops = 0
+        deliveries = sum(len(e.bag) + e.redelivered + e.nacks for e in streams.values())
+        packed = shares is not None
+        entries = []
+        for name, e in streams.items():
+            if shares is None or self.kind != "queue" or self.selects is not None:
+                entries.append(_stream_entry(name, e, packed))
+                continue
+            shares.setdefault((self.destination, name), IntervalBag()).merge(e.bag)
+            if e.redelivered or e.late or e.nacks or e.reordered or e.first_ns:  # more to tell than seqs
+                counted, e.bag = len(e.bag) + e.redelivered + e.nacks, IntervalBag()
+                entries.append(_stream_entry(name, e, packed, counted))
         entry = SubscriptionEntry(
             destination=self.destination, key=self.key, kind=self.kind, durable=self.durable, process=process,
-            sessions=[s.copy() for s in self.sessions],
-            streams=[_stream_entry(name, e, packed) for name, e in streams.items()],
-            deliveries=sum(len(e.bag) + e.redelivered + e.nacks for e in streams.values()),
+            sessions=[s.copy() for s in self.sessions], streams=entries, deliveries=deliveries,
             foreign=strays[0], other_run=strays[1], drops=strays[2])  # fmt: skip
         if self.selects is not None:
             entry["selects"] = list(self.selects)
         return entry
 
 
-def _stream_entry(producer: str, e: _Received, packed: bool) -> StreamEntry:
+def _stream_entry(producer: str, e: _Received, packed: bool, deliveries: int | None = None) -> StreamEntry:
+    """``deliveries``: given when the seqs went to a share (packed), so the bag no longer counts them."""
     seqs = e.bag.pack() if packed else e.bag.encode()
     entry = StreamEntry(producer=producer, seqs=seqs, reordered=e.reordered, redelivered=e.redelivered,
                         flagged=e.flagged.encode())  # fmt: skip
     if packed:  # the master need not count a packed bag's members
-        entry["deliveries"] = len(e.bag) + e.redelivered + e.nacks
+        entry["deliveries"] = len(e.bag) + e.redelivered + e.nacks if deliveries is None else deliveries
     if e.late:
         entry["late"] = e.late
     if e.first_ns:
@@ -287,6 +303,16 @@ class ReceiveLedger:
         return sub
 
     def drain(self, packed: bool = False) -> Delta:
-        """What changed since the last drain; ``packed``: fragmented sets as bytes (msgpack, not JSON)."""
-        subscriptions = (s._drain(self.process, packed) for s in self._subs.values())
-        return {"subscriptions": [e for e in subscriptions if e is not None]}
+        """What changed since the last drain. ``packed`` (a worker's, for msgpack, not JSON): fragmented sets as
+        bytes, and the seqs of the process's consumers of a queue summed per producer (``shares``)."""
+        shares: Shares | None = {} if packed else None
+        subscriptions = (s._drain(self.process, shares) for s in self._subs.values())
+        delta: Delta = {"subscriptions": [e for e in subscriptions if e is not None]}
+        if shares:
+            by_queue: dict[str, ShareEntry] = {}
+            for (destination, producer), bag in shares.items():
+                share = by_queue.setdefault(destination, ShareEntry(destination=destination, producers=[], seqs=[]))
+                share["producers"].append(producer)
+                share["seqs"].append(bag.pack())
+            delta["shares"] = list(by_queue.values())
+        return delta

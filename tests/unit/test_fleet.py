@@ -43,11 +43,15 @@ def test_a_workers_delta_is_what_its_ledgers_drain_for_the_same_deliveries() -> 
         assert [(e["producer"], e["seqs"]) for e in delta["producers"]] == [
             (e["producer"], e["seqs"]) for e in drained_sent["producers"]
         ]
-        mine = [(s["key"], s["deliveries"], sorted((t["producer"], t["seqs"]) for t in s["streams"]))
-                for s in delta["subscriptions"]]  # fmt: skip
-        theirs = [(s["key"], s["deliveries"], sorted((t["producer"], t["seqs"]) for t in s["streams"]))
-                  for s in drained_received["subscriptions"]]  # fmt: skip
-        assert mine == theirs
+        mine = [(s["key"], s["deliveries"], s["streams"]) for s in delta["subscriptions"]]
+        theirs = [(s["key"], s["deliveries"], s["streams"]) for s in drained_received["subscriptions"]]
+        assert mine == theirs  # a queue consumer's seqs are in its process's share, no stream of its own
+        assert [
+            (sh["destination"], sorted(zip(sh["producers"], sh["seqs"], strict=True))) for sh in delta["shares"]
+        ] == [
+            (sh["destination"], sorted(zip(sh["producers"], sh["seqs"], strict=True)))
+            for sh in drained_received["shares"]
+        ]
 
 
 def test_every_workers_reports_merged_judge_exact() -> None:
@@ -65,9 +69,9 @@ def test_every_workers_reports_merged_judge_exact() -> None:
     # One delivery left out of one report: the audit finds exactly it.
     audit = Audit()
     first = data[0][2]["mqusers_audit"]
-    stream = first["subscriptions"][0]["streams"][0]
-    share = IntervalSet.decode(stream["seqs"][0])
-    stream["seqs"] = [share.difference(IntervalSet([(share.first, share.first)])).pack()]
+    seqs = first["shares"][0]["seqs"]
+    share = IntervalSet.decode(seqs[0][0])
+    seqs[0] = [share.difference(IntervalSet([(share.first, share.first)])).pack()]
     first["subscriptions"][0]["deliveries"] -= 1
     for _, _, report in data:
         audit.merge(report["mqusers_audit"])
