@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from locust.argument_parser import get_parser
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
+import pytest
 import referencing
 
 import mqusers  # noqa: F401  (registers the --mq-* and --prometheus-* arguments)
@@ -102,3 +104,10 @@ def overlays_image() -> str:
     workers = find(render(KUBERNETES / "overlays" / "headless"), "Deployment", "mqusers-worker")
     image: str = workers["spec"]["template"]["spec"]["containers"][0]["image"]
     return image
+
+
+@pytest.fixture
+def no_locust_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locust reads LOCUST_* from the environment: a test's parse sees only the manifests' options."""
+    for name in [n for n in os.environ if n.startswith("LOCUST_")]:
+        monkeypatch.delenv(name)

@@ -29,29 +29,6 @@ class Pin:
     sha256: str
 
 
-OPERATOR_PIN = Pin(
-    "locust-operator-0.1.6",  # tag helm-chart-0.1.6
-    "https://raw.githubusercontent.com/locustio/k8s-operator/6b50cadef8314376c038067982551f7263859b41/",
-    (
-        "charts/locust-operator/crds/locusttest.yaml",
-        *(f"locust_operator/{name}" for name in ("constants.py", "controller.py", "objects.py")),
-    ),
-    "f7b0c01bc7cc03eae04f2ea8ce9899b7c43eb3f6d6ddde603212f7cbb2886b0e",
-)
-CHART_PIN = Pin(
-    "deliveryhero-locust-0.35.0",  # the last change to stable/locust, Chart.yaml version 0.35.0
-    "https://raw.githubusercontent.com/deliveryhero/helm-charts/78171b3c72feb7df35f06f24234f3f2c3e9fe857/stable/locust/",
-    (
-        "Chart.yaml",
-        "values.yaml",
-        *(f"templates/{name}" for name in ("_helpers.tpl", "configmap-config.yaml", "configmap-locust-lib.yaml")),
-        *(f"templates/{name}" for name in ("configmap-locust-locustfile.yaml", "extra-manifests.yaml", "secret.yaml")),
-        *(f"templates/master-{name}" for name in ("deployment.yaml", "ingress.yaml", "pdb.yaml", "service.yaml")),
-        *(f"templates/worker-{name}" for name in ("deployment.yaml", "hpa.yaml", "keda.yaml", "pdb.yaml")),
-        *(f"templates/{role}-serviceaccount.yaml" for role in ("master", "worker")),
-    ),
-    "0c89d69823383f9d35b0d94f6eb8766030ba6b3da1820ed5bd0e0cf161f89abc",
-)
 DOWNLOAD_TIMEOUT_S = 15  # a pin's files are fetched all at once, so a pin takes about this at most
 
 

@@ -23,6 +23,7 @@ from tests.k8s_checks import (
     VERSIONS,
     conf,
     definition_errors,
+    no_locust_env,  # noqa: F401  (the fixture pytestmark uses)
     object_errors,
     overlays_image,
     parse,
@@ -52,16 +53,12 @@ CHART_PIN = Pin(
     "0c89d69823383f9d35b0d94f6eb8766030ba6b3da1820ed5bd0e0cf161f89abc",
 )
 
+pytestmark = pytest.mark.usefixtures("no_locust_env")  # LOCUST_* of the shell never reach a parse
+
 
 @pytest.fixture(scope="module")
 def chart() -> dict[str, str]:
     return pinned(CHART_PIN)
-
-
-@pytest.fixture(autouse=True)
-def no_locust_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [n for n in os.environ if n.startswith("LOCUST_")]:
-        monkeypatch.delenv(name)
 
 
 def values() -> Document:

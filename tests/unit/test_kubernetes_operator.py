@@ -29,6 +29,7 @@ from tests.k8s_checks import (
     credentials,
     definition_errors,
     keep_reports_seconds,  # fmt: skip
+    no_locust_env,  # noqa: F401  (the fixture pytestmark uses)
     object_errors,
     overlays_image,
     parse,
@@ -49,16 +50,12 @@ OPERATOR_PIN = Pin(
     "f7b0c01bc7cc03eae04f2ea8ce9899b7c43eb3f6d6ddde603212f7cbb2886b0e",
 )
 
+pytestmark = pytest.mark.usefixtures("no_locust_env")  # LOCUST_* of the shell never reach a parse
+
 
 @pytest.fixture(scope="module")
 def operator_source() -> dict[str, str]:
     return pinned(OPERATOR_PIN)
-
-
-@pytest.fixture(autouse=True)
-def no_locust_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [n for n in os.environ if n.startswith("LOCUST_")]:
-        monkeypatch.delenv(name)
 
 
 def locust_test() -> Document:
