@@ -94,3 +94,13 @@ class CpuSampler:
         result = CpuInterval(100.0 * (cpu - self._cpu) / seconds, wait_ms, machine_percent, steal_percent)
         self._wall, self._cpu, self._wait, self._machine = wall, cpu, wait, machine
         return result
+
+
+def peak_rss_mb() -> float | None:
+    """The process's peak resident memory so far, MB (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    # Linux counts ru_maxrss in KiB.
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -140,13 +140,16 @@ def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
                         ([w, c["offset_ms"], c["error_ms"], c.get("rtt_ms"), c.get("applied_ms")]
                          for w, c in sorted(clocks.items())), "clocks")  # fmt: skip
     generator = document.get("generator", {"verdict": "-", "processes": {}})
-    processes = table(["process", "verdict", "CPU max %", "loop lag max ms", "loop lag p99 ms", "saturated s",
-                       "contended s", "measured s", "late: CPU max %", "late: machine max %", "late: steal max %",
-                       "late: wait for a core max ms/s"],
-                      ([n, p["verdict"], p["cpu_percent_max"], p["loop_lag_ms_max"], p["loop_lag_ms_p99"],
-                        p["saturated_s"], p.get("contended_s"), p["seconds"], p.get("late_cpu_percent_max"),
-                        p.get("machine_cpu_percent_max"), p.get("steal_percent_max"), p.get("cpu_wait_ms_max")]
-                       for n, p in sorted(generator["processes"].items())), "generator")  # fmt: skip
+    # The master (a distributed run's) last: it runs no load, its row is its cost.
+    every = [*sorted(generator["processes"].items()), *([("master", m)] if (m := generator.get("master")) else [])]
+    processes = table(["process", "verdict", "CPU mean %", "CPU max %", "memory max MB", "loop lag max ms",
+                       "loop lag p99 ms", "saturated s", "contended s", "measured s", "late: CPU max %",
+                       "late: machine max %", "late: steal max %", "late: wait for a core max ms/s"],
+                      ([n, p["verdict"], p.get("cpu_percent_mean"), p["cpu_percent_max"], p.get("rss_mb_max"),
+                        p["loop_lag_ms_max"], p["loop_lag_ms_p99"], p["saturated_s"], p.get("contended_s"),
+                        p["seconds"], p.get("late_cpu_percent_max"), p.get("machine_cpu_percent_max"),
+                        p.get("steal_percent_max"), p.get("cpu_wait_ms_max")]
+                       for n, p in every), "generator")  # fmt: skip
     options = {k: v for k, v in document.get("options", {}).items()
                if k not in SECRET_FIELDS and v not in (None, "", [])}  # fmt: skip
     option_table = table(["option", "value"], sorted(options.items()), "options")

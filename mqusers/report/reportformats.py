@@ -18,7 +18,7 @@ from mqusers.report.build import AUDIT_KEYS, Row, RunReport
 from mqusers.report.failover import failover_table
 from mqusers.report.manydest import section_lines
 from mqusers.report.transactionsreport import transactions_sentence
-from mqusers.run.verdicts import Generator
+from mqusers.run.verdicts import Generator, master_sentence
 
 #: Sentences of the summary wrap at this width (a table is as wide as its longest destination's name).
 WIDTH = 99
@@ -82,11 +82,9 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
     if broker := broker_table(report.facts.broker, [row.document() for row in report.rows]):
         lines.append(render_table(broker))
     sentences = [*report.notes, *_connections_line(report), *transactions_sentence(report.transactions),
-                 _generator_line(report.facts.generator)]  # fmt: skip
-    if clocks := report.facts.clocks:  # one sentence for every worker: the first screen stays short
-        each = [f"{worker} {c['offset_ms']:+,.3f} ± {c['error_ms']:,.3f}" + ("" if c["applied_ms"] else " (within its "
-                "error: not corrected)") for worker, c in sorted(clocks.items())]  # fmt: skip
-        sentences.append(f"clocks against the master, ms: {', '.join(each)}")
+                 *_generator_lines(report.facts.generator)]  # fmt: skip
+    if clocks := report.facts.clocks:
+        sentences.append(_clocks_line(clocks))
     if files:
         sentences.append(f"files written: {', '.join(files)}")
     lines += [wrap(sentence) for sentence in sentences]
@@ -175,9 +173,37 @@ def _connections_line(report: RunReport) -> list[str]:
             f"{broker}"]  # fmt: skip
 
 
-def _generator_line(generator: Generator) -> str:
-    """The verdict's one sentence (:func:`mqusers.run.verdicts.sentence`), as the JSON, web UI and HTML say it."""
-    return f"generator: {generator['sentence'] if generator['processes'] else generator['verdict']}"
+#: Workers named one by one in the clocks' line up to this many; beyond, those within their error are a range.
+CLOCKS_NAMED = 4
+
+
+def _clocks_line(clocks: dict[str, dict[str, float]]) -> str:
+    """One sentence for every worker, so the first screen stays short with a hundred: each corrected one named."""
+
+    def each(worker: str, c: dict[str, float]) -> str:
+        kept = "" if c["applied_ms"] else " (within its error: not corrected)"
+        return f"{worker} {c['offset_ms']:+,.3f} ± {c['error_ms']:,.3f}{kept}"
+
+    if len(clocks) <= CLOCKS_NAMED:
+        return f"clocks against the master, ms: {', '.join(each(w, c) for w, c in sorted(clocks.items()))}"
+    noise = [c for c in clocks.values() if not c["applied_ms"]]
+    corrected = [each(w, c) for w, c in sorted(clocks.items()) if c["applied_ms"]]
+    parts = []
+    if noise:
+        offsets, errors = [c["offset_ms"] for c in noise], [c["error_ms"] for c in noise]
+        parts.append(f"{len(noise)} of {len(clocks)} workers within their error, not corrected (offsets "
+                     f"{min(offsets):+,.3f} to {max(offsets):+,.3f}, errors ± {min(errors):,.3f} to "
+                     f"{max(errors):,.3f})")  # fmt: skip
+    return f"clocks against the master, ms: {'; '.join([*parts, *corrected])}"
+
+
+def _generator_lines(generator: Generator) -> list[str]:
+    """The verdict's one sentence (:func:`mqusers.run.verdicts.sentence`), as the JSON, web UI and HTML say it,
+    and the master's (:func:`mqusers.run.verdicts.master_sentence`) in a distributed run."""
+    lines = [f"generator: {generator['sentence'] if generator['processes'] else generator['verdict']}"]
+    if master := generator.get("master"):
+        lines.append(master_sentence(master))
+    return lines
 
 
 def render_table(table: list[list[str]]) -> str:

@@ -146,6 +146,8 @@ class RunContext:
     health: Health = field(default_factory=lambda: Health("local"))
     #: The master's copy of every process's health report, by node.
     generators: dict[str, HealthReport] = field(default_factory=dict)
+    #: The master's own health at the test's end (None elsewhere, or before).
+    master_health: HealthReport | None = None
     drain: Drain | None = None
     #: A backlog run's build and drain (``--mq-backlog-*``, a single process), else None.
     backlog: Phases | None = None

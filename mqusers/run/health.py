@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.measure.cpu import CpuInterval, CpuSampler
+from mqusers.measure.cpu import CpuInterval, CpuSampler, peak_rss_mb
 from mqusers.measure.openfiles import open_files
 from mqusers.run import verdicts
 from mqusers.run.blocked import BlockedSends, Sender
@@ -86,6 +86,7 @@ class Health:
     files_start: int | None = None
     files_end: int | None = None
     cpu_percent_max: float = 0.0
+    cpu_percent_sum: float = 0.0
     seconds: int = 0
     saturated_s: int = 0
     contended_s: int = 0
@@ -103,7 +104,7 @@ class Health:
     def start(self) -> None:
         """A test starts: every figure afresh, the probe watched."""
         self.stop()
-        self.cpu_percent_max, self.seconds, self.saturated_s, self.contended_s = 0.0, 0, 0, 0
+        self.cpu_percent_max, self.cpu_percent_sum, self.seconds, self.saturated_s, self.contended_s = 0.0, 0.0, 0, 0, 0
         self._warned, self.late = False, {}
         self.lag.reset()
         self.blocked.reset()
@@ -136,6 +137,7 @@ class Health:
     def _judge(self, interval: CpuInterval, lag_ms: float) -> None:
         self.seconds += 1
         self.cpu_percent_max = max(self.cpu_percent_max, interval.cpu_percent)
+        self.cpu_percent_sum += interval.cpu_percent
         kind = verdicts.second(interval.cpu_percent, lag_ms, interval.wait_ms)
         if kind == "ok":
             return
@@ -149,8 +151,11 @@ class Health:
         verdict = self.verdict()
         if verdict != "ok" and not self._warned:
             self._warned = True
-            judged = {"verdict": verdict, "processes": {self.node: self.report()}}
-            logger.warning("mqusers: %s", verdicts.sentence(judged))
+            if self.node == "master":
+                logger.warning("mqusers: %s", verdicts.master_sentence(self.report()))
+            else:
+                judged = {"verdict": verdict, "processes": {self.node: self.report()}}
+                logger.warning("mqusers: %s", verdicts.sentence(judged))
 
     def verdict(self) -> str:
         return verdicts.process_verdict(self.saturated_s, self.contended_s)
@@ -165,6 +170,8 @@ class Health:
         return {
             "node": self.node,
             "cpu_percent_max": round(self.cpu_percent_max, 1),
+            "cpu_percent_mean": round(self.cpu_percent_sum / self.seconds, 1) if self.seconds else 0.0,
+            "rss_mb_max": peak_rss_mb(),
             "loop_lag_ms_max": lag.get_max_value() / 1000.0 if lag.get_total_count() else 0.0,
             "loop_lag_ms_p99": lag.get_value_at_percentile(99) / 1000.0 if lag.get_total_count() else 0.0,
             "seconds": self.seconds,

@@ -88,6 +88,10 @@ class HealthReport(TypedDict):
 
     node: str
     cpu_percent_max: float
+    #: Over the process's measured seconds: its whole cost, where the maximum is its worst second.
+    cpu_percent_mean: float
+    #: Peak resident memory, MB (None: unknown).
+    rss_mb_max: float | None
     loop_lag_ms_max: float
     loop_lag_ms_p99: float
     seconds: int
@@ -115,6 +119,9 @@ class Generator(TypedDict):
     cpu_percent_max: float
     loop_lag_ms_max: float
     processes: dict[str, HealthReport]
+    #: The master's own figures in a distributed run (None otherwise): it runs no load, so its lateness is
+    #: no figure's, but a saturated master merges late and hears heartbeats late (workers marked missing).
+    master: HealthReport | None
 
 
 def second(cpu_percent: float, lag_ms: float, wait_ms: float | None = None) -> str:
@@ -194,6 +201,24 @@ def sentence(generator: Mapping[str, Any]) -> str:
     return f"{verdict}: {text}" + (f"; {advice}" if advice else "")
 
 
+#: verdict -> what a late master means: it runs no load, so no figure is its; its merging and heartbeats are.
+MASTER_WORDS = {
+    "saturated": "saturated: its own work (merging the workers' reports) held its loop, so merged figures and the "
+    "workers' heartbeats ran late (a worker unheard for 4 s is marked missing); give the master a core of its own",
+    "contended": "contended: other processes had its core, so merged figures and the workers' heartbeats ran late "
+    "(a worker unheard for 4 s is marked missing); give the master a core of its own or fewer worker processes",
+}
+
+
+def master_sentence(master: Mapping[str, Any]) -> str:
+    """The master's one line: what it cost over the run, and what a late master means."""
+    memory = f", peak memory {master['rss_mb_max']:,.0f} MB" if master.get("rss_mb_max") is not None else ""
+    mean, peak, lag = (master.get(k, 0.0) for k in ("cpu_percent_mean", "cpu_percent_max", "loop_lag_ms_max"))
+    text = f"master: CPU {mean:.0f} % of a core over the run (max {peak:.0f} %){memory}, loop lag max {lag:,.1f} ms"
+    verdict = master.get("verdict", "ok")
+    return f"{text}; {MASTER_WORDS[verdict]}" if verdict in MASTER_WORDS else text
+
+
 def broker_p99_ms(tallies: Mapping[str, Tally]) -> dict[str, float]:
     """The p99 (ms) of each operation the broker answers (receive, receipt, request), by event name."""
     p99 = {}
@@ -206,9 +231,11 @@ def broker_p99_ms(tallies: Mapping[str, Tally]) -> dict[str, float]:
     return p99
 
 
-def overall(reports: dict[str, HealthReport], broker_p99: Mapping[str, float] | None = None) -> Generator:
-    """The run's ``generator`` section: every process's figures and the run's verdict
-    (``broker_p99``: :func:`broker_p99_ms` of the run's book)."""
+def overall(
+    reports: dict[str, HealthReport], broker_p99: Mapping[str, float] | None = None, master: HealthReport | None = None
+) -> Generator:
+    """The run's ``generator`` section: every load process's figures and the run's verdict
+    (``broker_p99``: :func:`broker_p99_ms` of the run's book), and the master's figures apart."""
     episodes = sum(int(b["episodes"]) for b in blocked_by_destination(reports).values())
     broker = broker_late(broker_p99 or {}, episodes)
     verdict = run_verdict((r["verdict"] for r in reports.values()), broker)
@@ -219,6 +246,7 @@ def overall(reports: dict[str, HealthReport], broker_p99: Mapping[str, float] | 
         "cpu_percent_max": max((r["cpu_percent_max"] for r in reports.values()), default=0.0),
         "loop_lag_ms_max": max((r["loop_lag_ms_max"] for r in reports.values()), default=0.0),
         "processes": reports,
+        "master": master,
     }
     generator["sentence"] = sentence(generator)
     return generator

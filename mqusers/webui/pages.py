@@ -180,9 +180,9 @@ def _refuse_changes(environment: Environment) -> Response | None:
 
 
 def _generator(environment: Environment, ctx: RunContext) -> Generator:
-    # The master's copy of every worker's health; a local runner's own, live.
+    # The master's copy of every worker's health and its own; a local runner's own, live.
     if isinstance(environment.runner, MasterRunner):
-        return overall(ctx.generators, broker_p99_ms(ctx.book.tallies))
+        return overall(ctx.generators, broker_p99_ms(ctx.book.tallies), ctx.health.report())
     return overall({ctx.health.node: ctx.health.report()}, broker_p99_ms(ctx.book.tallies))
 
 

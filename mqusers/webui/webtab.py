@@ -17,7 +17,7 @@ from mqusers.measure.totals import DestinationRow, destination_rows
 from mqusers.report.build import RunReport
 from mqusers.report.gates import gate_failures
 from mqusers.run.context import RunContext
-from mqusers.run.verdicts import Generator
+from mqusers.run.verdicts import Generator, master_sentence
 
 #: Live rates are the mean over this many complete buckets of the series.
 RATE_WINDOW = 5
@@ -110,6 +110,12 @@ def _facts(*facts: tuple[str, str]) -> list[dict[str, str]]:
     return [{"name": f"{n:03d}", "fact": fact, "value": value} for n, (fact, value) in enumerate(facts)]
 
 
+def master_facts(generator: Generator) -> list[tuple[str, str]]:
+    """The master's cost in a distributed run: a fact of its own (none otherwise)."""
+    master = generator.get("master")
+    return [("master", master_sentence(master).removeprefix("master: "))] if master else []
+
+
 def live_facts(ctx: RunContext, generator: Generator, lag_s: float) -> list[dict[str, str]]:
     started = time.strftime("%H:%M:%S", time.localtime(ctx.started)) if ctx.started else "-"
     return _facts(
@@ -118,6 +124,7 @@ def live_facts(ctx: RunContext, generator: Generator, lag_s: float) -> list[dict
         ("run id", ctx.run_id),
         ("broker", str(ctx.settings.broker or "-")),
         ("generator", generator_text(generator)),
+        *master_facts(generator),
     )
 
 
@@ -130,6 +137,7 @@ def final_facts(report: RunReport, html_link: str | None, json_path: str | None)
         ("run id", facts.run_id),
         ("broker", str(report.settings.broker or "-")),
         ("generator", generator_text(facts.generator)),
+        *master_facts(facts.generator),
         *(("note", note) for note in report.notes),
         *(("gate failed", failure) for failure in gate_failures(report)),
     ]

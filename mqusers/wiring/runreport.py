@@ -44,7 +44,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         ended_by=ctx.ended_by,
         drain=outcome,
         clocks=ctx.clock_offsets_ms(),
-        generator=overall(ctx.generators, broker_p99_ms(ctx.book.tallies)),
+        generator=overall(ctx.generators, broker_p99_ms(ctx.book.tallies), ctx.master_health),
         failover=failover_document(ctx.outages.records, ctx.outages.overflow, ctx.series, time.time_ns()),
         faults=ctx.faults.records if ctx.faults is not None else [],
         broker=brokerwatch.document(ctx),

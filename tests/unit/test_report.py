@@ -195,6 +195,14 @@ def test_the_summary_says_which_clock_offsets_were_corrected_with() -> None:
         "clocks against the master, ms: w1 +0.100 ± 0.200 (within its error: not corrected), w2 +250.000 ± 0.200"
         in (" ".join(line.strip() for line in lines))
     )
+    # A hundred workers: one range for those within their error, the corrected named, the line stays short.
+    run.clocks = {f"w{i:03d}": {"offset_ms": i / 100, "error_ms": 0.2 + i / 1000, "rtt_ms": 0.4, "applied_ms": 0.0}
+                  for i in range(100)}  # fmt: skip
+    run.clocks["w042"] = {"offset_ms": -80.0, "error_ms": 0.3, "rtt_ms": 0.6, "applied_ms": -80.0}
+    text = " ".join(line.strip() for line in format_summary(build_report(book_of([1.0], sent=1), {}, run, Settings())
+                                                            ).splitlines())  # fmt: skip
+    assert ("clocks against the master, ms: 99 of 100 workers within their error, not corrected (offsets +0.000 to "
+            "+0.990, errors ± 0.200 to 0.299); w042 -80.000 ± 0.300") in text, text  # fmt: skip
 
 
 def test_the_json_carries_each_operations_histogram_and_the_series() -> None:

@@ -21,6 +21,7 @@ from mqusers.run.verdicts import (
     LAG_LATE_MS,
     LATE_SECONDS,
     broker_p99_ms,
+    master_sentence,
     overall,
     process_verdict,
     second,
@@ -144,3 +145,29 @@ def test_a_backlogs_age_is_not_the_brokers_latency_its_new_messages_are() -> Non
         book.on_request(request_type="STOMP", name="receive-new /queue/a", response_time=ms, response_length=1,
                         exception=None)  # fmt: skip
     assert broker_p99_ms(book.tallies) == {"receive-new /queue/a": 2.0}
+
+
+def test_the_masters_cost_is_stated_apart_and_a_late_master_says_what_it_risks() -> None:
+    """The master runs no load: its figures stand beside the workers', never in the run's verdict."""
+    worker = monitor(*[(CpuInterval(30.0, 1.0, 60.0, 0.0), 2.0)] * 4).report()
+    master = monitor(*[(CpuInterval(cpu, 1.0, 60.0, 0.0), 2.0) for cpu in (10.0, 20.0, 30.0, 40.0)]).report()
+    assert (master["cpu_percent_mean"], master["cpu_percent_max"], master["seconds"]) == (25.0, 40.0, 4)
+    assert master["rss_mb_max"] is not None and master["rss_mb_max"] > 10  # this test process's own peak
+    generator = overall({"w1": worker}, master=master)
+    assert generator["verdict"] == "ok" and list(generator["processes"]) == ["w1"]
+    line = master_sentence(master)
+    assert line.startswith("master: CPU 25 % of a core over the run (max 40 %), peak memory ")
+    assert "saturated" not in line and "contended" not in line
+    facts = RunFacts("run1", 0.0, 10.0, "time", DrainOutcome(True, 0.1, "settled"), generator=generator)
+    report = build_report(late_receives(1.0), None, facts, Settings())
+    assert line in " ".join(format_summary(report).split())
+    assert report_document(report)["generator"]["master"] == master
+    assert {"fact": "master", "value": line.removeprefix("master: ")} in [
+        {k: f[k] for k in ("fact", "value")} for f in final_facts(report, None, None)]  # fmt: skip
+    assert '<td class="text">master</td>' in render([report_document(report)], ["run"])
+    # A master whose own work held its loop: the run's figures are still the workers', but merging and the
+    # workers' heartbeats ran late, and it says so.
+    late = monitor(*[(CpuInterval(98.0, 5.0, 60.0, 0.0), 120.0)] * LATE_SECONDS).report()
+    assert overall({"w1": worker}, master=late)["verdict"] == "ok"
+    assert "saturated: its own work (merging the workers' reports)" in master_sentence(late)
+    assert "marked missing" in master_sentence(late)
