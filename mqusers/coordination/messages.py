@@ -29,6 +29,8 @@ from gevent.event import AsyncResult, Event
 from mqusers.coordination.conductor import Conductor, Plan
 
 PINGS = 8
+#: Settled clocks within this long of the first go to the workers in one broadcast.
+OFFSETS_COALESCE_S = 0.2
 _GO, _JOINED, _BLOCK, _PING, _PONG, _OFFSETS = (
     f"mqusers_{name}" for name in ("go", "joined", "block", "ping", "pong", "offsets")
 )
@@ -113,6 +115,7 @@ class Coordinator:
         #: The master's warm-up end (epoch ns; 0: none), sent to workers with the go.
         self.measured_from_ns = 0
         self.follower = Follower()
+        self._offsets_due = False
         runner = environment.runner
         self.distributed = isinstance(runner, (MasterRunner, WorkerRunner))
         if isinstance(runner, MasterRunner):
@@ -181,6 +184,8 @@ class Coordinator:
             self._broadcast_go(plan)
 
     def _broadcast_go(self, plan: Plan) -> None:
+        if self._offsets_due:  # the clocks settled so far reach the workers before the first message
+            self._broadcast_offsets()
         go = Go(t0_ns=plan.t0_ns, rate=plan.rate, total=plan.total, measured_from_ns=self.measured_from_ns)
         self.environment.runner.send_message(_GO, go)
 
@@ -205,10 +210,20 @@ class Coordinator:
             self.environment.runner.send_message(_PING, ping, client_id=msg.node_id)
             return
         self.conductor.settled.add(msg.node_id)
-        offsets = self.conductor.offsets_by_tag()
-        self.environment.runner.send_message(_OFFSETS, Offsets(offsets=offsets))
+        if not self._offsets_due:
+            # Workers settle in a burst at the start: one broadcast for the burst, not one per worker (W
+            # broadcasts of up to W offsets to W workers would be W³ at the moment heartbeats matter most).
+            self._offsets_due = True
+            gevent.spawn_later(OFFSETS_COALESCE_S, self._broadcast_offsets)
         if self.conductor.target_consumers == 0 and len(self.conductor.clocks) == len(self.environment.runner.clients):
             self._broadcast_go(self.conductor.open())
+
+    def _broadcast_offsets(self) -> None:
+        if not self._offsets_due:
+            return  # sent with the go meanwhile
+        self._offsets_due = False
+        if self.conductor is not None:
+            self.environment.runner.send_message(_OFFSETS, Offsets(offsets=self.conductor.offsets_by_tag()))
 
     def _maybe_finish(self) -> None:
         """With --mq-total-messages: once every producer has sent its share, end the run."""

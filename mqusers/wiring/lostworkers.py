@@ -17,6 +17,8 @@ from locust import runners
 from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
+import os
+import socket
 import time
 from typing import TypedDict
 
@@ -72,6 +74,31 @@ def lost_workers(ctx: RunContext, runner: MasterRunner) -> list[LostWorker]:
                               last_report_s=None if last is None else round(last - since, 3),
                               reported=ctx.audit.shipped_by(tag)))  # fmt: skip
     return out
+
+
+def deserted(runner: MasterRunner) -> bool:
+    """Every worker of this test marked missing (Locust then stops the test): no worker is left to wait for."""
+    return bool(runner.clients) and not alive(runner)
+
+
+def deserted_line(runner: MasterRunner, seconds: float) -> str:
+    """Why a run ends early with every worker missing, and what to do: one line, the processes per core here."""
+    here = socket.gethostname()
+    local = sum(1 for node in runner.clients if node.rsplit("_", 1)[0] == here)
+    cores = os.cpu_count() or 1
+    starved = (
+        (
+            f"; {local} of them on this host's {cores} cores ({local / cores:g} a core): starved of CPU, a "
+            "process sends no heartbeat, so run fewer processes a core (--processes) or more hosts"
+        )
+        if local
+        else ""
+    )
+    return (
+        f"every worker went missing {seconds:.1f} s into the test (Locust heard no heartbeat for "
+        f"{runners.HEARTBEAT_LIVENESS + 1} s from any of {len(runner.clients)}): the run ends now, its figures "
+        f"partial; a stalled or starved worker, or the network to the master's port, stops heartbeats{starved}"
+    )
 
 
 def watch_master() -> None:

@@ -55,6 +55,7 @@ from mqusers.wiring import (
     phases,
     roles,
     runreport,
+    spawncost,
 )
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,10 @@ def _on_parser(parser: Any, **_: Any) -> None:
     parser.set_defaults(web_host=WEB_HOST)
     register(group, BROKER_OPTIONS)
     add_influx_arguments(group)
+    # Locust's Runner.stop() calls inspect.stack(), whose first call reads every module's path (~75 ms; see
+    # _on_test_start). Here, before --processes forks, every worker inherits the result: 64 workers starting
+    # on two cores would otherwise spend 5 CPU-s on it at once, their heartbeats late enough to be marked missing.
+    inspect.stack()
 
 
 @events.init.add_listener
@@ -117,6 +122,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     lifecycle.catch_interrupts(environment)
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
+        spawncost.parse_defaults_once()
         lostworkers.watch_master()
         environment.events.report_to_master.add_listener(lambda data, **_: data.update(ctx.shipping.payload()))
         runner.register_message(finals.FINISH, lambda msg, **_: gevent.spawn(runner.stop))
@@ -193,7 +199,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     ctx.sent, ctx.received, ctx.audit = SentLedger(ctx.process_tag), ReceiveLedger(ctx.process_tag), Audit()
     ctx.outages.clear()
     ctx.producing, ctx.stopped, ctx.ended_by = True, False, "time"
-    ctx.producers, ctx.generators, ctx.progressed = [], {}, set()
+    ctx.producers, ctx.generators, ctx.progressed, ctx.master_health = [], {}, set(), None
     ctx.drain = Drain(
         lambda: lifecycle.deliveries(ctx),
         lambda: lifecycle.all_arrived(environment, ctx),
@@ -201,8 +207,9 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         deserted=lambda: isinstance(runner, MasterRunner) and not lostworkers.alive(runner),
     )
     ctx.flusher = gevent.spawn(ticks.flush_every, environment, ctx)
+    # The master generates no load: its health says nothing about the figures, but its cost is the generator's.
+    ctx.health.start()
     if not isinstance(environment.runner, MasterRunner):
-        ctx.health.start()  # the master generates no load: its own health says nothing about the figures
         # Locust's Runner.stop() begins with inspect.stack() (for a debug line); its first call builds
         # inspect's module caches, ~25 ms in which no receive is timestamped: the last messages of every
         # run ended by -t read ~30 ms late. Built now, before any message, the stop costs ~0.5 ms.
@@ -239,6 +246,13 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         _end_test(environment, ctx)
     finally:
         ctx.reported.set()
+    runner = environment.runner
+    if isinstance(runner, MasterRunner) and lostworkers.deserted(runner):
+        # Locust stopped the test when the last worker went missing, and would wait for -t: end the run now.
+        logger.error("mqusers: %s", lostworkers.deserted_line(runner, time.time() - ctx.started))
+        environment.process_exit_code = max(environment.process_exit_code or 0, 3)
+        if environment.parsed_options is not None and environment.parsed_options.headless:
+            gevent.spawn(runner.quit)
 
 
 def _end_test(environment: Environment, ctx: RunContext) -> None:
@@ -264,6 +278,7 @@ def _end_test(environment: Environment, ctx: RunContext) -> None:
         finals.send_final(ctx, runner)
     elif isinstance(runner, MasterRunner):
         finals.collect_finals(ctx, runner)
+        ctx.master_health = ctx.health.report()
     else:
         ctx.fold_ledgers()
         ctx.generators[ctx.health.node] = ctx.health.report()

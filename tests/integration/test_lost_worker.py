@@ -9,6 +9,7 @@ receipts, plus what is still queued.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -108,3 +109,48 @@ def test_a_worker_whose_master_was_killed_stops_within_the_bound_and_exits_1(des
     assert MASTER_TIMEOUT_S - 1.5 <= took < MASTER_TIMEOUT_S + 7, (took, output[-2000:])  # heartbeats: 1 a s
     assert worker.returncode == 1, output[-2000:]
     assert f"no heartbeat from the master for {MASTER_TIMEOUT_S} s" in output
+
+
+def test_every_worker_missing_ends_the_run_within_seconds_with_one_line(destination: Any, tmp_path: Path) -> None:
+    """Both workers stopped (SIGSTOP: alive, silent, as a starved process is): Locust marks them missing and stops
+    the test; the master ends the run at once with its report and one line, not at the end of its -t 60 s."""
+    broker = started("activemq")
+    queue = destination("queue")
+    port, report = free_port(), tmp_path / "master.json"
+    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "queue_balance.py")]
+    master = subprocess.Popen(
+        [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "60s", "--host", broker.url, "--only-summary",
+         "--mq-destination", queue, "--mq-rate", "100", "--mq-report-json", str(report)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+    )  # fmt: skip
+    worker = [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
+    workers = [subprocess.Popen(worker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+               for _ in range(2)]  # fmt: skip
+    try:
+        assert broker_stats.wait_for(
+            # 4 s at 200 msg/s: each worker has sent Locust's report of every 3 s, so the figures are partial, not none.
+            lambda: broker_stats.activemq_destination_stats(broker.port, queue)["dequeueCount"] >= 800,
+            timeout=20,
+        )
+        for process in workers:
+            process.send_signal(signal.SIGSTOP)
+        silenced = time.monotonic()
+        output, _ = master.communicate(timeout=40)
+        took = time.monotonic() - silenced
+    finally:
+        for process in (master, *workers):
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+            process.wait(timeout=10)
+    # Locust marks a worker missing after 4 s without a heartbeat; the drain (no worker to wait for), the report.
+    assert took < 15, (took, output[-3000:])
+    assert master.returncode == 3, output[-3000:]
+    [line] = [line for line in output.splitlines() if "every worker went missing" in line]
+    assert "s into the test (Locust heard no heartbeat for 4 s from any of 2)" in line, line
+    assert "2 of them on this host's" in line and "--processes" in line, line
+    document = json.loads(report.read_text())
+    assert len(document["lost_workers"]) == 2, document["lost_workers"]
+    [row] = [r for r in document["destinations"] if r["destination"] == queue]
+    assert row["sent"] > 0 and row["lost"] == 0 and row["worker_lost"] > 0, row  # their unknown seconds, not loss
