@@ -48,6 +48,8 @@ RUN_HERE = {
     "mqusers report reports/": "test_the_repeat_and_history_examples_run",
     "locust -f locustfiles/put_get.py --headless": "test_the_compare_examples_run",
     "mqusers compare base.json": "test_the_compare_examples_run",
+    "locust -f locustfiles/put_get.py --master": "test_netns.py::test_workers_on_three_hosts_behind_a_long_link_to_the_master",  # noqa: E501
+    "locust -f - --worker": "test_netns.py::test_workers_on_three_hosts_behind_a_long_link_to_the_master",
     "locust -f locustfiles/queue_balance.py --prometheus-port": (
         "test_prometheus.py::test_a_scraped_run_equals_its_report"
     ),

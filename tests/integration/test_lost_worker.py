@@ -9,6 +9,7 @@ receipts, plus what is still queued.
 from __future__ import annotations
 
 import json
+import select
 import signal
 import subprocess
 import sys
@@ -154,3 +155,58 @@ def test_every_worker_missing_ends_the_run_within_seconds_with_one_line(destinat
     assert len(document["lost_workers"]) == 2, document["lost_workers"]
     [row] = [r for r in document["destinations"] if r["destination"] == queue]
     assert row["sent"] > 0 and row["lost"] == 0 and row["worker_lost"] > 0, row  # their unknown seconds, not loss
+
+
+def _wait_for_line(process: subprocess.Popen[str], fragment: str, timeout: float) -> list[str]:
+    """The lines ``process`` printed up to the first holding ``fragment`` (an AssertionError past ``timeout``)."""
+    assert process.stdout is not None
+    lines, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
+        line = process.stdout.readline() if ready else ""
+        lines.append(line)
+        if fragment in line:
+            return lines
+        if not line and process.poll() is not None:
+            break
+    raise AssertionError(f"no {fragment!r} within {timeout} s:\n{''.join(lines)[-3000:]}")
+
+
+def test_a_worker_back_from_missing_rejoins_and_its_figures_are_whole(destination: Any, tmp_path: Path) -> None:
+    """One of two workers silent (SIGSTOP) until Locust marks it missing, then resumed: it heals, gets its users
+    back, ships its final figures, and the run is exact, with no worker named lost."""
+    broker = started("activemq")
+    queue = destination("queue")
+    port, report = free_port(), tmp_path / "master.json"
+    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "queue_balance.py")]
+    master = subprocess.Popen(
+        [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "14s", "--host", broker.url, "--only-summary",
+         "--mq-destination", queue, "--mq-rate", "100", "--mq-report-json", str(report)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+    )  # fmt: skip
+    worker = [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
+    workers = [subprocess.Popen(worker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+               for _ in range(2)]  # fmt: skip
+    try:
+        _wait_for_line(master, "All users spawned", timeout=30)
+        workers[0].send_signal(signal.SIGSTOP)
+        before = _wait_for_line(master, "failed to send heartbeat, setting state to missing", timeout=15)
+        workers[0].send_signal(signal.SIGCONT)
+        rest, _ = master.communicate(timeout=60)
+        output = "".join(before) + rest
+        codes = [process.wait(timeout=20) for process in workers]
+    finally:
+        for process in (master, *workers):
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+    assert "self-healed with heartbeat" in output, output[-3000:]
+    assert (master.returncode, codes) == (0, [0, 0]), output[-3000:]
+    document = json.loads(report.read_text())
+    assert document["lost_workers"] == []
+    [row] = [r for r in document["destinations"] if r["destination"] == queue]
+    assert (row["lost"], row["worker_lost"], row["unreceived"], row["duplicated"]) == (0, 0, 0, 0), row
+    assert row["received"] == row["sent"] > 0, row
+    truth = broker_stats.activemq_destination_stats(broker.port, queue)
+    assert (truth["enqueueCount"], truth["size"]) == (row["sent"], 0), (truth, row)

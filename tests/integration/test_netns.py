@@ -1,20 +1,24 @@
-"""A real distributed run across network namespaces: four "hosts" on one machine.
+"""Real distributed runs across network namespaces: "hosts" on one machine.
 
     mqnTAG-b   198.18.N.1  ActiveMQ (services/ with MQUSERS_NETNS, MQUSERS_BIND_HOST)
-    mqnTAG-m   198.18.N.2  locust --master --headless --expect-workers 2
+    mqnTAG-m   198.18.N.2  locust --master --headless
     mqnTAG-w1  198.18.N.3  locust --worker, MQ_ROLE=producer (producers only)
     mqnTAG-w2  198.18.N.4  locust --worker, MQ_ROLE=consumer (consumers only)
+    mqnTAG-w3..w5          locust -f - --worker --processes 2, each behind a 20 ms each-way relay to the master
 
-Every message crosses from one worker's namespace through the broker's to the other's. The
-broker runs from its own MQUSERS_SERVICES_DIR under tmp_path, so the default local brokers on
-127.0.0.1 are never touched (inside its namespace the default ports are free). See netns.py for
-the network and locustfiles/split_roles.py for how producers and consumers land on one worker each.
+In the first run every message crosses from one worker's namespace through the broker's to the
+other's; the second is docs/distributed.md's "Workers on several hosts" with a long link to the
+master (the kernel here has no netem: delayline.py delays in user space). The broker runs once
+for the module from its own MQUSERS_SERVICES_DIR, so the default local brokers on 127.0.0.1 are
+never touched (inside its namespace the default ports are free). See netns.py for the network and
+locustfiles/split_roles.py for how producers and consumers land on one worker each.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -26,6 +30,7 @@ from typing import Any
 import pytest
 
 import services
+from tests.doccommands import shown_commands
 from tests.integration import broker_stats
 from tests.integration.locust_runs import ROOT
 from tests.integration.netns import Network, network_or_skip, unavailable_reason
@@ -40,11 +45,12 @@ pytestmark = [
 LOCUSTFILE = Path(__file__).parent / "locustfiles" / "split_roles.py"
 ROLES = {"w1": "producer", "w2": "consumer"}  # worker host -> MQ_ROLE
 MASTER_PORT = 5557  # Locust's default; the master's namespace has nothing else
+REMOTE = ["w3", "w4", "w5"]  # worker hosts each behind a long link to the master
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def network() -> Iterator[Network]:
-    with network_or_skip(["b", "m", *ROLES]) as net:
+    with network_or_skip(["b", "m", *ROLES, *REMOTE]) as net:
         yield net
 
 
@@ -63,16 +69,17 @@ class NamespacedBroker:
         return broker_stats.activemq_destination_stats(self.port, destination, host=self.host)
 
 
-@pytest.fixture
-def broker(network: Network, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NamespacedBroker]:
-    monkeypatch.setenv("MQUSERS_SERVICES_DIR", str(tmp_path / "services"))
-    monkeypatch.setenv("MQUSERS_BIND_HOST", network.address("b"))
-    monkeypatch.setenv("MQUSERS_NETNS", network.name("b"))
-    services.start("activemq")
-    try:
-        yield NamespacedBroker(network.address("b"), services.ports("activemq")["stomp"], network.name("b"))
-    finally:
-        services.stop("activemq")  # the network's teardown would kill it anyway
+@pytest.fixture(scope="module")
+def broker(network: Network, tmp_path_factory: pytest.TempPathFactory) -> Iterator[NamespacedBroker]:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MQUSERS_SERVICES_DIR", str(tmp_path_factory.mktemp("services")))
+        env.setenv("MQUSERS_BIND_HOST", network.address("b"))
+        env.setenv("MQUSERS_NETNS", network.name("b"))
+        services.start("activemq")
+        try:
+            yield NamespacedBroker(network.address("b"), services.ports("activemq")["stomp"], network.name("b"))
+        finally:
+            services.stop("activemq")  # the network's teardown would kill it anyway
 
 
 @dataclass
@@ -180,3 +187,85 @@ def test_producers_on_one_worker_consumers_on_another(
         run.expected,
         0,
     ), counts
+
+
+#: One way between each remote worker and the master (the broker link is direct): a 40 ms round trip.
+DELAY_MS = 20
+DELAYLINE = Path(__file__).parent / "delayline.py"
+#: docs/distributed.md's "Workers on several hosts", run with these values in place of the page's.
+SHORTER = {"--expect-workers": "6", "-u": "12", "-r": "12", "-t": "60s", "--mq-consumers": "6",
+           "--mq-total-rate": "600"}  # fmt: skip
+
+
+def shown(prefix: str, values: dict[str, str]) -> list[str]:
+    """The page's command starting with ``prefix``, its options' values replaced by ``values``, run by this Python."""
+    [command] = [c for _, c in shown_commands() if c.startswith(prefix)]
+    words = shlex.split(command)
+    for index, word in enumerate(words[:-1]):
+        if word in values:
+            words[index + 1] = values[word]
+    assert words[0] == "locust" and set(values) <= set(words), (command, values)
+    return [sys.executable, "-m", "locust", *words[1:]]
+
+
+def test_workers_on_three_hosts_behind_a_long_link_to_the_master(
+    network: Network, broker: NamespacedBroker, tmp_path: Path
+) -> None:
+    """docs/distributed.md's several hosts: two worker processes per host take the locustfile from the master
+    (``-f -``) over a 40 ms round trip; the barrier, the shared schedule's block draws and the final shipments
+    cross it."""
+    queue, total, report = f"/queue/mqusers.remote.{network.tag}", 3000, tmp_path / "run.json"
+    master_values = {**SHORTER, "--host": broker.url, "--mq-report-json": str(report)}
+    master_argv = [*shown("locust -f locustfiles/put_get.py --master", master_values), "--mq-destination", queue,
+                   "--mq-total-messages", str(total), "--only-summary"]  # fmt: skip
+    worker_argv = shown("locust -f - --worker", {"--master-host": "127.0.0.1"})  # each host's relay to the master
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("MQUSERS_", "LOCUST_"))}
+    logs = {role: tmp_path / f"{role}.log" for role in ["m", *REMOTE]}
+    handles = {role: open(path, "w") for role, path in logs.items()}  # noqa: SIM115
+    try:
+        master = network.popen("m", master_argv, stdout=handles["m"], stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+        workers = []
+        for role in REMOTE:
+            line = network.popen(
+                role, [sys.executable, "-I", str(DELAYLINE), "127.0.0.1", str(MASTER_PORT), network.address("m"),
+                       str(MASTER_PORT), str(DELAY_MS), "120"], stdout=subprocess.PIPE,
+            )  # fmt: skip
+            assert line.stdout is not None and line.stdout.readline().strip() == b"listening"
+            home = tmp_path / role  # no locustfile here: it comes from the master
+            home.mkdir()
+            workers.append(network.popen(role, worker_argv, stdout=handles[role], stderr=subprocess.STDOUT, cwd=home,
+                                         env=env))  # fmt: skip
+        code = master.wait(timeout=120)
+        worker_codes = [proc.wait(timeout=30) for proc in workers]
+    finally:
+        for handle in handles.values():
+            handle.close()
+    output = logs["m"].read_text()
+    assert (code, worker_codes) == (0, [0, 0, 0]), output[-3000:] + logs[REMOTE[0]].read_text()[-2000:]
+    document = json.loads(report.read_text())
+    [row] = [r for r in document["destinations"] if r["destination"] == queue]
+    assert (row["sent"], row["received"], row["errors"]) == (total, total, 0), row
+    assert (row["lost"], row["duplicated"], row["unreceived"]) == (0, 0, 0), row
+    counts: dict[str, int] = {}
+
+    def settled() -> bool:
+        counts.update(broker.counters(queue))
+        return counts["dequeueCount"] >= total
+
+    broker_stats.wait_for(settled, timeout=10, interval=0.2)
+    assert (counts["enqueueCount"], counts["dequeueCount"], counts["size"]) == (total, total, 0), counts
+    # Each worker process's clock read across the long link: the round trip shows in the estimate's error bound,
+    # and on one machine (one clock) the offset stays inside it, so nothing is corrected.
+    clocks = document["clock_offsets"]
+    assert len(clocks) == 6, clocks
+    for clock in clocks.values():
+        assert 2 * DELAY_MS <= clock["rtt_ms"] < 2 * DELAY_MS + 30, clocks
+        assert clock["error_ms"] >= DELAY_MS and clock["applied_ms"] == 0, clocks
+    # The shared schedule's blocks are drawn ahead of need: the link's round trip never makes a send late.
+    operations = {op["name"]: op for op in document["operations"]}
+    lag = operations[f"schedule-lag {queue}"]
+    assert lag["count"] == total and lag["latency_ms"]["p99"] < 2 * DELAY_MS, lag
+    # The master's own cost is the generator's: in the summary, the JSON's generator section.
+    master_figures = document["generator"]["master"]
+    assert master_figures["seconds"] >= 3 and 0 < master_figures["cpu_percent_mean"] < 100, master_figures
+    assert "master: CPU " in output, output[-3000:]
