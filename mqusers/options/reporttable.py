@@ -69,7 +69,9 @@ REPORT_OPTIONS: tuple[Option, ...] = (
         "mq-max-lost",
         "max_lost",
         whole(MAX_COUNT),
-        "gate: exit 3 when any destination lost more messages than this (the audit)",
+        "gate: exit 3 when any destination lost more messages than this (the audit); 0 by default: a lost "
+        "message fails the run",
+        default="0",
     ),
     Option(
         "mq-min-rate",

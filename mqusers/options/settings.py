@@ -68,7 +68,8 @@ class Settings:
     warmup: float = 0.0
     max_p99_ms: float | None = None
     max_errors: int | None = None
-    max_lost: int | None = None
+    #: A lost message fails the run unless this is raised: a lossy run never looks like a good one.
+    max_lost: int | None = 0
     min_rate: float | None = None
     total_rate: float = 0.0
     profile: RateProfile | None = None

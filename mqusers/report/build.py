@@ -182,12 +182,13 @@ def notes(
         if audit["unreceived"] or audit["unconfirmed"]:
             lines.append(
                 f"{row.destination}: {audit['unreceived']:,} unreceived (still queued at the broker or lost: the "
-                f"client cannot tell), {audit['unconfirmed']:,} unconfirmed (sent, outcome unknown)"
+                f"client cannot tell), {audit['unconfirmed']:,} unconfirmed (sent, outcome unknown): neither fails "
+                "the run, only lost does (--mq-max-lost)"
             )
         if audit["worker_lost"]:
             lines.append(
                 f"{row.destination}: {audit['worker_lost']} worker-lost (sent or possibly received by a lost worker "
-                "after its last report: the client cannot tell)"
+                "after its last report: the client cannot tell): not counted as lost; the lost worker fails the run"
             )
         if audit["expired"] or audit["delivered_expired"]:
             lines.append(expiry_line(row.destination, audit["expired"], audit["delivered_expired"]))

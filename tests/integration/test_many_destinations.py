@@ -47,6 +47,9 @@ def test_each_of_a_thousand_queues_matches_the_brokers_counts_and_the_thief_is_t
     assert thief.stolen == STOLEN, run.output[-3000:]
     row = run.row(pattern)
     assert (row["sent"], row["lost"], row["duplicated"], row["in_flight"]) == (MESSAGES, STOLEN, 0, 0)
+    # A lost message fails the run by default, said in its last lines (no --mq-max-lost given).
+    assert run.code == 3, run.output[-3000:]
+    assert f"gate failed: {robbed}: {STOLEN:,} lost > --mq-max-lost 0" in run.output, run.output[-3000:]
     # Locust's tables: one row per operation, named after the pattern, none per queue.
     assert run.locust_count("send", pattern) == MESSAGES
     assert f"send {robbed} " not in run.output and f"receive {robbed} " not in run.output

@@ -235,3 +235,18 @@ def test_a_lost_worker_is_named_fails_a_gate_and_its_messages_are_not_lost() -> 
     document = report_document(report)
     assert document["lost_workers"] == [worker] and document["destinations"][0]["worker_lost"] == 10
     assert "worker-lost" in format_summary(report, [])
+
+
+def test_a_lost_message_fails_the_run_by_default_and_unreceived_says_it_does_not() -> None:
+    """Settings() as the command line gives them: no --mq-max-lost, yet one lost message is a failed gate."""
+    assert Settings().max_lost == 0
+    book = book_of([1.0] * 90, sent=100)
+    lossy = build_report(book, {"/queue/a": {"lost": 1, "by_subscription": []}}, facts(), Settings())
+    assert gate_failures(lossy) == ["/queue/a: 1 lost > --mq-max-lost 0"]
+    raised = build_report(book, {"/queue/a": {"lost": 1, "by_subscription": []}}, facts(), Settings(max_lost=1))
+    assert gate_failures(raised) == []
+    # Unreceived and unconfirmed are not loss: the run passes, and its note says why.
+    unsure = build_report(book, {"/queue/a": {"unreceived": 9, "unconfirmed": 1, "by_subscription": []}}, facts(),
+                          Settings())  # fmt: skip
+    assert gate_failures(unsure) == []
+    assert any("neither fails the run, only lost does (--mq-max-lost)" in note for note in unsure.notes), unsure.notes
