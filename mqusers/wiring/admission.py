@@ -69,6 +69,13 @@ def test_settings(environment: Environment, options: Any, host: str | None) -> S
     return settings
 
 
+def load_shape_problem(options: Any) -> str | None:
+    """Locust's own -u refused before load when negative: Locust takes -u -1, prints its traceback twice and runs
+    its full time with nothing sent (its parser refuses -r 0 itself)."""
+    users = getattr(options, "num_users", None)
+    return f"-u {users}: the number of users is 0 or more" if users is not None and users < 0 else None
+
+
 def problem(environment: Environment, settings: Settings, users: int | None) -> str | None:
     """The one line that refuses this test's role split or its open files; None when it may start."""
     arranged = arrangement(environment, settings, users)

@@ -93,6 +93,8 @@ def _on_init(environment: Environment, **_: Any) -> None:
         return
     options = environment.parsed_options
     if not isinstance(environment.runner, WorkerRunner):
+        if problem := admission.load_shape_problem(options):
+            _fail(problem)
         try:
             brokerwatch.check(options)
         except OptionError as error:

@@ -27,6 +27,12 @@ def test_a_secret_in_a_refused_value_is_in_no_line_locust_prints(tmp_path: Path)
     assert SECRET not in run.output
 
 
+def test_a_negative_user_count_stops_before_load(tmp_path: Path) -> None:
+    """Locust alone takes -u -1: its traceback twice, its whole -t, exit 3 with nothing sent."""
+    run = run_locust("pubsub.py", "stomp://127.0.0.1:61613", "-u", "-1", users=1, seconds=20, tmp_path=tmp_path)
+    assert_refused_before_load(run, "-u -1: the number of users is 0 or more")
+
+
 def test_unreachable_broker_stops_before_load(tmp_path: Path) -> None:
     run = run_locust("pubsub.py", "stomp://127.0.0.1:1", tmp_path=tmp_path)
     assert_refused_before_load(run, "cannot reach the broker at stomp://127.0.0.1:1")

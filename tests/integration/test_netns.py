@@ -208,6 +208,7 @@ def shown(prefix: str, values: dict[str, str]) -> list[str]:
     return [sys.executable, "-m", "locust", *words[1:]]
 
 
+@pytest.mark.alone  # ten Locust processes; beside other tests' load, late sends read as the link's (CI: p99 115 ms)
 def test_workers_on_three_hosts_behind_a_long_link_to_the_master(
     network: Network, broker: NamespacedBroker, tmp_path: Path
 ) -> None:
