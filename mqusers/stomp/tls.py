@@ -26,6 +26,18 @@ def context(ca_file: str | None, cert_file: str | None = None, key_file: str | N
     return tls
 
 
+#: A TLS server answers a ClientHello at once; a plaintext STOMP port waits for a CONNECT frame that never comes.
+HANDSHAKE_S = 5.0
+
+
+def silent(host: str, port: int) -> str:
+    """No answer to the ClientHello: most likely a plaintext port given a stomp+ssl URL."""
+    return (
+        f"TLS: no answer to the handshake within {HANDSHAKE_S:g} s: is {host}:{port} a plaintext STOMP port? "
+        "(stomp:// for it, stomp+ssl:// for the broker's TLS port)"
+    )
+
+
 def reason(error: ssl.SSLError, host: str, port: int, ca_file: str | None, timeout: float) -> str:
     """A failed handshake with ``host`` in a few words, with what to do about an untrusted certificate."""
     if isinstance(error, ssl.SSLCertVerificationError):

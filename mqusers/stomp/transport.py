@@ -54,7 +54,12 @@ def _dial_one(config: ClientConfig, host: str, port: int, index: int) -> Stream:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if config.address.ssl:
             context = tls.context(config.ca_file, config.cert_file, config.key_file)
-            sock = stream = context.wrap_socket(sock, server_hostname=host)  # the handshake, within the timeout
+            sock.settimeout(min(config.timeout, tls.HANDSHAKE_S))
+            try:
+                sock = stream = context.wrap_socket(sock, server_hostname=host)
+            except TimeoutError:
+                raise OSError(tls.silent(host, port)) from None
+            sock.settimeout(config.timeout)
         if config.address.websocket:  # the HTTP upgrade, within the timeout too
             stream = websocket.upgrade(sock, host, port, config.address.paths[index])
         # The timeout bounds connecting only: the reader waits for as long as the broker is quiet.

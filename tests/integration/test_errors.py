@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,17 @@ def test_a_negative_user_count_stops_before_load(tmp_path: Path) -> None:
     """Locust alone takes -u -1: its traceback twice, its whole -t, exit 3 with nothing sent."""
     run = run_locust("pubsub.py", "stomp://127.0.0.1:61613", "-u", "-1", users=1, seconds=20, tmp_path=tmp_path)
     assert_refused_before_load(run, "-u -1: the number of users is 0 or more")
+
+
+@pytest.mark.activemq
+def test_a_tls_url_to_a_plaintext_port_says_so_within_seconds(tmp_path: Path) -> None:
+    """ActiveMQ's plaintext port waits for a CONNECT that never comes: the handshake's silence is named, not a
+    bare "handshake operation timed out" after 12.8 s."""
+    plain = started("activemq").port
+    began = time.monotonic()
+    run = run_locust("pubsub.py", f"stomp+ssl://127.0.0.1:{plain}", users=2, tmp_path=tmp_path)
+    assert time.monotonic() - began < 15, run.output[-2000:]  # Locust's start, then at most 5 s of silence
+    assert_refused_before_load(run, f"TLS: no answer to the handshake within 5 s: is 127.0.0.1:{plain} a plaintext")
 
 
 def test_unreachable_broker_stops_before_load(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from gevent.event import AsyncResult
 from mqusers.options.parsing import OptionError, parse_broker_url
 from mqusers.options.settings import read_settings
 from mqusers.run.context import client_config
+from mqusers.stomp import tls
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.framing import parse_headers
@@ -169,6 +170,19 @@ def test_tls_refuses_an_untrusted_certificate_by_default_and_trusts_the_given_ca
     assert sent_connect(trusted)[0] == b"STOMP"
     link.close()
     trusted.close()
+
+
+def test_a_tls_url_to_a_plaintext_peer_says_so_once_its_silence_outlasts_the_handshake_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tls, "HANDSHAKE_S", 0.3)
+    plain = Peer()  # reads the ClientHello, answers nothing: a STOMP port waiting for CONNECT
+    began = time.monotonic()
+    with pytest.raises(Unreachable, match=rf"^TLS: no answer to the handshake within 0.3 s: is 127.0.0.1:{plain.port} "
+                       r"a plaintext STOMP port\? \(stomp:// for it"):  # fmt: skip
+        StompTransport().open(plain.config("stomp+ssl"), {}, Events().listener)
+    assert time.monotonic() - began < 3  # its bound, not the connect timeout's 5 s
+    plain.close()
 
 
 @needs_openssl
