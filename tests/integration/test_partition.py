@@ -301,8 +301,11 @@ def test_the_brokers_counts_agree_within_unconfirmed(run: PartitionRun, kind: st
     assert distinct <= counts["dispatchCount"], (row, counts)
     # ActiveMQ 5.17 counts the sends it took before the cut: a send in doubt that arrived anyway is
     # dispatched and acknowledged outside enqueueCount and dequeueCount (seen under load: 1 of 1 in
-    # doubt, and 2 of 53; enqueueCount was sent - unconfirmed in every run). Only those go uncounted.
-    assert counts["dequeueCount"] <= distinct <= counts["dequeueCount"] + row["unconfirmed"], (row, counts)
+    # doubt, and 2 of 53; enqueueCount was sent - unconfirmed in every run). Only those go uncounted:
+    # the unconfirmed, and a send the cut failed mid-write (an error, its frame on the wire: CI saw 2
+    # beyond dequeueCount with 1 unconfirmed).
+    in_doubt = row["unconfirmed"] + row["errors"]
+    assert counts["dequeueCount"] <= distinct <= counts["dequeueCount"] + in_doubt, (row, counts)
 
 
 def test_a_producer_blocked_in_a_send_is_dropped_by_heartbeats_too(run: PartitionRun) -> None:
