@@ -64,12 +64,23 @@ class Direction:
                 return
 
 
+#: How long a connection waits for the target to listen: what its client already sent waits in the socket.
+UPSTREAM_WAIT_S = 30.0
+
+
 def relay(client: socket.socket, target: tuple[str, int], delay: float) -> None:
-    try:
-        upstream = socket.create_connection(target, timeout=10)
-    except OSError:
-        client.close()
-        return
+    # Accepted before the target listens (a worker started beside its master): keep trying, so no byte the
+    # client already sent is lost with a closed connection (ZeroMQ does not resend what it wrote).
+    deadline = time.monotonic() + UPSTREAM_WAIT_S
+    while True:
+        try:
+            upstream = socket.create_connection(target, timeout=10)
+            break
+        except OSError:
+            if time.monotonic() >= deadline:
+                client.close()
+                return
+            time.sleep(0.05)
     upstream.settimeout(None)
     for sock in (client, upstream):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

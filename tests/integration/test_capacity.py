@@ -44,8 +44,9 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
     said = " ".join(found.stdout.split())  # the answer wraps at 100 columns, wherever its figures fall
     document = json.loads((tmp_path / "fm.json").read_text())
     max_rate = document["max_rate"]
-    # A floor against a broken search only: with other work on the two cores it bracketed 1,252 (seen).
-    assert document["kind"] == "find-max" and max_rate >= 1000, document
+    # A floor against a broken search only: with other work on the two cores it bracketed 1,252 and, in CI's
+    # last phase, 947 (seen).
+    assert document["kind"] == "find-max" and max_rate >= 500, document
     if document["limit"]:  # the generator or this shared machine failed first: only a lower bound, said so
         assert document["bound"] == "lower" and f"limit: {document['limit']}, not the broker" in said
         assert f"highest rate kept up with: at least {max_rate:,.0f} msg/s" in said

@@ -193,8 +193,8 @@ def test_producers_on_one_worker_consumers_on_another(
 DELAY_MS = 20
 DELAYLINE = Path(__file__).parent / "delayline.py"
 #: docs/distributed.md's "Workers on several hosts", run with these values in place of the page's.
-SHORTER = {"--expect-workers": "6", "-u": "12", "-r": "12", "-t": "60s", "--mq-consumers": "6",
-           "--mq-total-rate": "600"}  # fmt: skip
+SHORTER = {"--expect-workers": "6", "--expect-workers-max-wait": "40", "-u": "12", "-r": "12", "-t": "60s",
+           "--mq-consumers": "6", "--mq-total-rate": "600"}  # fmt: skip
 
 
 def shown(prefix: str, values: dict[str, str]) -> list[str]:
