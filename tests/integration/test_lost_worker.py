@@ -112,22 +112,31 @@ def test_a_worker_whose_master_was_killed_stops_within_the_bound_and_exits_1(des
     assert f"no heartbeat from the master for {MASTER_TIMEOUT_S} s" in output
 
 
-def test_every_worker_missing_ends_the_run_within_seconds_with_one_line(destination: Any, tmp_path: Path) -> None:
-    """Both workers stopped (SIGSTOP: alive, silent, as a starved process is): Locust marks them missing and stops
-    the test; the master ends the run at once with its report and one line, not at the end of its -t 60 s."""
-    broker = started("activemq")
-    queue = destination("queue")
-    port, report = free_port(), tmp_path / "master.json"
+def _master_and_workers(
+    broker: Any, queue: str, report: Path, seconds: int, *extra: str
+) -> tuple[subprocess.Popen[str], list[subprocess.Popen[bytes]]]:
+    """queue_balance.py's master (output piped, JSON report at ``report``) and its two workers, on a free port."""
+    port = free_port()
     locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "queue_balance.py")]
     master = subprocess.Popen(
         [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
-         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "60s", "--host", broker.url, "--only-summary",
-         "--mq-destination", queue, "--mq-rate", "100", "--mq-report-json", str(report)],
+         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", f"{seconds}s", "--host", broker.url, "--only-summary",
+         "--mq-destination", queue, "--mq-report-json", str(report), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
     )  # fmt: skip
     worker = [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
     workers = [subprocess.Popen(worker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
                for _ in range(2)]  # fmt: skip
+    return master, workers
+
+
+def test_every_worker_missing_ends_the_run_within_seconds_with_one_line(destination: Any, tmp_path: Path) -> None:
+    """Both workers stopped (SIGSTOP: alive, silent, as a starved process is): Locust marks them missing and stops
+    the test; the master ends the run at once with its report and one line, not at the end of its -t 60 s."""
+    broker = started("activemq")
+    queue = destination("queue")
+    report = tmp_path / "master.json"
+    master, workers = _master_and_workers(broker, queue, report, 60, "--mq-rate", "100")
     try:
         assert broker_stats.wait_for(
             # 4 s at 200 msg/s: each worker has sent Locust's report of every 3 s, so the figures are partial, not none.
@@ -179,17 +188,8 @@ def test_a_worker_back_from_missing_rejoins_and_its_figures_are_whole(destinatio
     back, ships its final figures, and the run is exact, with no worker named lost."""
     broker = started("activemq")
     queue = destination("queue")
-    port, report = free_port(), tmp_path / "master.json"
-    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "queue_balance.py")]
-    master = subprocess.Popen(
-        [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
-         "--expect-workers", "2", "-u", "5", "-r", "5", "-t", "14s", "--host", broker.url, "--only-summary",
-         "--mq-destination", queue, "--mq-rate", "100", "--mq-report-json", str(report)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-    )  # fmt: skip
-    worker = [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
-    workers = [subprocess.Popen(worker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-               for _ in range(2)]  # fmt: skip
+    report = tmp_path / "master.json"
+    master, workers = _master_and_workers(broker, queue, report, 14, "--mq-rate", "100")
     try:
         _wait_for_line(master, "All users spawned", timeout=30)
         workers[0].send_signal(signal.SIGSTOP)
