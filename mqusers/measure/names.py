@@ -38,6 +38,8 @@ REPLY = "reply"
 ACK = "ack"
 ERROR = "error"
 BLOCKED = "blocked"
+#: A send that did not move while the broker's host acknowledged nothing (mqusers/run/blocked.py).
+STALLED = "stalled"
 SCHEDULE_LAG = "schedule-lag"
 #: A MESSAGE frame for a subscription this client does not (or no longer) hold.
 UNSUBSCRIBED = "receive (unsubscribed)"

@@ -56,6 +56,8 @@ class RunFacts:
     broker: dict[str, Any] = field(default_factory=dict)
     #: The run's User mix has producers (:func:`mqusers.wiring.roles.produces`): sending nothing fails a gate.
     produces: bool = False
+    #: ... and consumers: a run of consumers only that receives nothing fails a gate.
+    consumes: bool = False
     #: What ran: ``locustfile``, ``server`` (the broker's CONNECTED header), ``users`` (per class) and
     #: ``rate`` (the rate asked, in words).
     scenario: dict[str, Any] = field(default_factory=dict)
@@ -166,6 +168,11 @@ def notes(
         lines.append(
             f"producers to {destination} were blocked by the broker {episodes['episodes']:g} time(s), the longest "
             f"{episodes['longest_s']:.1f} s: producer flow control, a full store or a stalled broker"
+        )
+    for destination, episodes in sorted(blocked_by_destination(facts.generator["processes"], "stalled").items()):
+        lines.append(
+            f"producers to {destination} had nothing acknowledged by the broker's host {episodes['episodes']:g} "
+            f"time(s), the longest {episodes['longest_s']:.1f} s: a network partition or a dead host, not the broker"
         )
     if (line := shortfall(book, settings)) is not None:
         lines.append(line)

@@ -1,8 +1,11 @@
-"""Sends blocked by the broker: a producer's send in progress that has not moved for ``BLOCKED_S``.
+"""Stalled sends: a producer's send in progress that has not moved for ``BLOCKED_S``, and why.
 
-Producer flow control, a full store or a stalled broker stop the broker reading; that is the
-broker's doing, reported apart from the generator's verdict. :class:`BlockedSends` is sampled once
-a second by the health monitor (:mod:`mqusers.run.health`) with the times it reads from its clock.
+Producer flow control, a full store or a stalled broker stop the broker reading while its host
+still acknowledges: that is the broker's doing ("blocked"), reported apart from the generator's
+verdict. A send whose bytes nobody acknowledges (:func:`mqusers.stomp.tcpinfo.unanswered`) is a
+network partition or a dead host ("stalled"), never put on the broker; heart-beats then drop the
+connection, an outage of the failover section. :class:`BlockedSends` is sampled once a second by
+the health monitor (:mod:`mqusers.run.health`) with the times it reads from its clock.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mqusers.measure.names import BLOCKED, REQUEST_TYPE, event_name
+from mqusers.measure.names import BLOCKED, REQUEST_TYPE, STALLED, event_name
 from mqusers.run.verdicts import BlockedReport
 
 BLOCKED_S = 1.0
 BLOCKED_MESSAGE = "send blocked by the broker for over 1 s (producer flow control, a full store or a stalled broker)"
+STALLED_MESSAGE = (
+    "send stalled for over 1 s: the broker's host acknowledges nothing (a network partition or a dead host)"
+)
 
 logger = logging.getLogger(__name__)
 
@@ -25,8 +31,13 @@ class BlockedError(Exception):
     """A producer's send did not move: the broker stopped reading."""
 
 
+class StalledError(Exception):
+    """A producer's send did not move and nothing it sent was acknowledged: the network or the host."""
+
+
 class Sender(Protocol):
     def send_progress(self) -> tuple[bool, int]: ...
+    def peer_unanswered(self) -> bool | None: ...
 
 
 @dataclass
@@ -48,6 +59,8 @@ class _Watch:
     sends: int
     since: float
     counted: bool = False
+    #: Counted as stalled (nothing acknowledged), not as blocked by the broker.
+    unanswered: bool = False
 
 
 class BlockedSends:
@@ -62,17 +75,19 @@ class BlockedSends:
         #: ``events.request.fire``: each blocked episode is also a failure in Locust's statistics.
         self.fire = fire
         self.by_destination: dict[str, Blocked] = {}
+        #: Sends stalled with nothing acknowledged, per destination: not the broker's doing.
+        self.stalled: dict[str, Blocked] = {}
         self._watch: dict[int, _Watch] = {}
         #: Told when each episode began (epoch s): a backlog run counts them by phase.
         self.on_episode: Callable[[float], None] | None = None
 
     def reset(self) -> None:
-        self.by_destination, self._watch = {}, {}
+        self.by_destination, self.stalled, self._watch = {}, {}, {}
 
     def sample(self, now: float, wall: float) -> None:
         """Look at every producer: ``now`` on the monitor's monotonic clock, ``wall`` epoch seconds."""
         live: set[int] = set()
-        for blocked in self.by_destination.values():
+        for blocked in (*self.by_destination.values(), *self.stalled.values()):
             blocked.now = 0
         for destination, sender in self.producers():
             in_send, sends = sender.send_progress()
@@ -90,24 +105,40 @@ class BlockedSends:
             stalled = now - watch.since
             if stalled < BLOCKED_S:
                 continue
-            entry = self.by_destination.setdefault(destination, Blocked())
+            if not watch.counted:
+                watch.unanswered = bool(sender.peer_unanswered())
+            book = self.stalled if watch.unanswered else self.by_destination
+            entry = book.setdefault(destination, Blocked())
             entry.now += 1
             entry.longest_s = max(entry.longest_s, stalled)
             entry.until_s = wall
             if not watch.counted:
                 watch.counted = True
                 entry.episodes += 1
-                if self.on_episode is not None:
-                    self.on_episode(wall - stalled)
-                if self.fire is not None:
-                    self.fire(request_type=REQUEST_TYPE, name=event_name(BLOCKED, destination),
-                              response_time=stalled * 1000.0, response_length=0,
-                              exception=BlockedError(BLOCKED_MESSAGE), context={})  # fmt: skip
-                logger.warning(
-                    "mqusers: a producer to %s is blocked by the broker (flow control, a full store or a stalled "
-                    "broker): its send has not moved for %.0f s", destination, stalled,
-                )  # fmt: skip
+                self._episode(destination, stalled, wall, watch.unanswered)
         self._watch = {k: w for k, w in self._watch.items() if k in live}
+
+    def _episode(self, destination: str, stalled: float, wall: float, unanswered: bool) -> None:
+        if unanswered:
+            logger.warning(
+                "mqusers: a producer to %s has had nothing acknowledged by the broker's host for %.0f s "
+                "(a network partition or a dead host)", destination, stalled,
+            )  # fmt: skip
+        else:
+            if self.on_episode is not None:
+                self.on_episode(wall - stalled)
+            logger.warning(
+                "mqusers: a producer to %s is blocked by the broker (flow control, a full store or a stalled "
+                "broker): its send has not moved for %.0f s", destination, stalled,
+            )  # fmt: skip
+        if self.fire is not None:
+            operation, error = (STALLED, StalledError(STALLED_MESSAGE)) if unanswered else (
+                BLOCKED, BlockedError(BLOCKED_MESSAGE))  # fmt: skip
+            self.fire(request_type=REQUEST_TYPE, name=event_name(operation, destination),
+                      response_time=stalled * 1000.0, response_length=0, exception=error, context={})  # fmt: skip
 
     def report(self) -> dict[str, BlockedReport]:
         return {d: b.as_dict() for d, b in self.by_destination.items()}
+
+    def report_stalled(self) -> dict[str, BlockedReport]:
+        return {d: b.as_dict() for d, b in self.stalled.items()}

@@ -183,6 +183,7 @@ class Health:
             "cpu_wait_ms_max": rounded("wait"),
             "verdict": self.verdict(),
             "blocked": self.blocked.report(),
+            "stalled": self.blocked.report_stalled(),
             "open_files_start": self.files_start,
             "open_files_end": self.files_end,
         }

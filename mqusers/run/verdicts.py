@@ -26,7 +26,7 @@ the web UI and the HTML report all say :func:`sentence`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from mqusers.measure.book import Tally
 from mqusers.measure.names import (
@@ -103,6 +103,8 @@ class HealthReport(TypedDict):
     cpu_wait_ms_max: float | None
     verdict: str
     blocked: dict[str, BlockedReport]
+    #: Sends stalled with nothing acknowledged by the broker's host (a partition): not the broker's doing.
+    stalled: dict[str, BlockedReport]
     #: Open file descriptors at the test's start and once its Users were gone (None: unknown).
     open_files_start: int | None
     open_files_end: int | None
@@ -252,11 +254,13 @@ def overall(
     return generator
 
 
-def blocked_by_destination(reports: Mapping[str, HealthReport]) -> dict[str, dict[str, float]]:
-    """Blocked-send episodes summed over processes, per destination; the last time one was seen."""
+def blocked_by_destination(
+    reports: Mapping[str, HealthReport], kind: Literal["blocked", "stalled"] = "blocked"
+) -> dict[str, dict[str, float]]:
+    """Blocked (or ``stalled``) send episodes summed over processes, per destination; the last time one was seen."""
     out: dict[str, dict[str, float]] = {}
     for report in reports.values():
-        for destination, b in report["blocked"].items():
+        for destination, b in report.get(kind, {}).items():
             mine = out.setdefault(destination, {"episodes": 0, "longest_s": 0.0, "until_s": 0.0})
             mine["episodes"] += b["episodes"]
             mine["longest_s"] = max(mine["longest_s"], b["longest_s"])

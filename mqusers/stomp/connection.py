@@ -69,6 +69,9 @@ class Connection(Protocol):
     @property
     def sends(self) -> int: ...
 
+    def peer_unanswered(self) -> bool | None:
+        """True while the broker's host acknowledges nothing sent (a partition, a dead host); None: unknown."""
+
     @property
     def accepted(self) -> int:
         """Bytes of a write that failed or was interrupted that the kernel took before: they may still

@@ -14,6 +14,10 @@ import gevent
 
 #: What a heart-beat is on the wire.
 BEAT = b"\n"
+#: Our beats go out this often within the agreed send interval. ActiveMQ checks, once per interval
+#: (its grace multiplier is 1.0), that something arrived since its last check: beats exactly one
+#: interval apart drift across its check and leave a window empty, which drops the connection.
+BEATS_PER_INTERVAL = 2
 #: Silence, in receive heart-beat intervals, before the connection counts as dead. ActiveMQ beats
 #: only after a whole interval without writing, so 1-2 intervals pass between its frames (1.94 s
 #: seen at 1,000 ms): stomp.py's default 1.5 dropped idle consumers half the time.
@@ -32,7 +36,7 @@ def negotiate(ours: tuple[int, int], theirs: bytes | None) -> tuple[int, int]:
 
 
 class HeartBeats:
-    """Beats every ``send_ms`` through ``beat()``; calls ``silent()`` once when nothing was read for
+    """Beats twice every ``send_ms`` through ``beat()``; calls ``silent()`` once when nothing was read for
     ``GRACE`` receive intervals (``last_read()`` is the monotonic time of the last read)."""
 
     def __init__(
@@ -45,7 +49,7 @@ class HeartBeats:
         send_ms, receive_ms = intervals
         self._greenlets: list[gevent.Greenlet] = []
         if send_ms:
-            self._greenlets.append(gevent.spawn(self._beat, send_ms / 1000, beat))
+            self._greenlets.append(gevent.spawn(self._beat, send_ms / 1000 / BEATS_PER_INTERVAL, beat))
         if receive_ms:
             self._greenlets.append(gevent.spawn(self._watch, receive_ms / 1000 * GRACE, last_read, silent))
 

@@ -20,6 +20,7 @@ import gevent
 from mqusers.stomp.connection import Listener
 from mqusers.stomp.framing import FrameParser, ProtocolError
 from mqusers.stomp.heartbeats import BEAT, HeartBeats, negotiate
+from mqusers.stomp.tcpinfo import unanswered
 from mqusers.stomp.wire import Headers
 
 _RECV_BYTES = 256 * 1024
@@ -34,6 +35,7 @@ class Stream(Protocol):
 
     def send(self, data: bytes | memoryview, /) -> int: ...
     def recv(self, size: int, /) -> bytes: ...
+    def getsockopt(self, level: int, option: int, buflen: int, /) -> bytes: ...
     def shutdown(self, how: int, /) -> None: ...
     def close(self) -> None: ...
 
@@ -92,6 +94,10 @@ class Link:
                 raise
             finally:
                 self.in_send = False
+
+    def peer_unanswered(self) -> bool | None:
+        """The broker's host leaves what was sent unacknowledged (:func:`mqusers.stomp.tcpinfo.unanswered`)."""
+        return unanswered(self._sock)
 
     def _beat(self) -> None:
         # While a frame is being written no beat is needed, and waiting behind a send the broker

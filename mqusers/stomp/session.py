@@ -111,6 +111,11 @@ class Session:
         connection = self._connection
         return (False, 0) if connection is None else (connection.in_send, connection.sends)
 
+    def peer_unanswered(self) -> bool | None:
+        """Whether the broker's host acknowledges nothing sent: a stalled send's cause is then not the broker."""
+        connection = self._connection
+        return None if connection is None else connection.peer_unanswered()
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def connect(self) -> None:

@@ -207,6 +207,9 @@ class WebSocketStream:
 
     # -- closing -------------------------------------------------------------------------------
 
+    def getsockopt(self, level: int, option: int, buflen: int, /) -> bytes:
+        return self._sock.getsockopt(level, option, buflen)
+
     def shutdown(self, how: int, /) -> None:
         """A close frame first when no write is under way (a blocked one is why the link closes), then the socket's."""
         if not self._closed and self._lock.acquire(blocking=False):

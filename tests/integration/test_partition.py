@@ -1,15 +1,16 @@
 """A network partition between a load worker and its broker: detected, recovered from, nothing lost.
 
     mqnTAG-b  198.18.N.1  ActiveMQ (its own MQUSERS_SERVICES_DIR and MQUSERS_PORT_OFFSET)
-    mqnTAG-w  198.18.N.2  locust --headless -t 30s --mq-heartbeats 1000,1000, locustfiles/partition.py:
+    mqnTAG-w  198.18.N.2  locust --headless -t 30s (default heart-beats, 4 s), locustfiles/partition.py:
                           on QUEUE.confirmed a producer at 200 msg/s waiting for each RECEIPT, on
                           QUEUE.unconfirmed one at 200 msg/s without receipts; one consumer each,
                           acknowledging every message (client-individual)
 
 Five seconds after the first message reached the broker, the worker's link goes down at the bridge
-(:meth:`Network.link`: packets dropped silently, no error on any socket) for ten seconds, then
-comes back. Heart-beats are the only way either side can tell, during the partition, that the
-connection is dead. One run; each test holds its JSON report against truths the report did not
+(:meth:`Network.link`: packets dropped silently, no error on any socket) for fifteen seconds, then
+comes back. Heart-beats, on by default, are the only way either side can tell, during the partition,
+that the connection is dead; a send stuck on the dead link is "stalled" (nothing acknowledged), not
+put on the broker as "blocked". One run; each test holds its JSON report against truths the report did not
 produce: the clock of the partition and the broker's own counters before it and at the end.
 
 Two things this test found and mqusers now does: a producer blocked in a send on the dead link is
@@ -50,14 +51,12 @@ pytestmark = [
 LOCUSTFILE = Path(__file__).parent / "locustfiles" / "partition.py"
 RUN_S = 30
 PARTITION_AFTER_S = 5.0  # after the first message reached the broker
-PARTITION_S = 10.0
-HEARTBEAT_MS = 1000
-#: mqusers gives up on a silent broker after 2.5 heart-beat periods, checked every period; the
+PARTITION_S = 15.0
+#: mqusers gives up on a broker silent for 2.5 heart-beat periods (the default 4 s: 10 s); the
 #: series is in whole seconds, so "detected" means a failure in a bucket starting this soon.
-DETECTED_WITHIN_S = 4
-#: Short, so a connect attempt made during the partition ends soon after the link returns; and
-#: longer than DETECTED_WITHIN_S + 1, so a RECEIPT timing out is never taken for a detection.
-TIMEOUT_S = 6
+DETECTED_WITHIN_S = 11
+#: Longer than DETECTED_WITHIN_S + 1, so a RECEIPT timing out is never taken for a detection.
+TIMEOUT_S = 13
 DRAIN_MAX_S = 10
 #: Ports apart from the shared brokers' (61613...): nothing looking for those can find this one.
 PORT_OFFSET = 700
@@ -138,10 +137,11 @@ class PartitionRun:
     def series(self, kind: str) -> Series:
         return Series.of(self.report, self.queues[kind])
 
-    def blocked_longest_s(self, kind: str) -> float:
-        """The longest episode of a send not moving (mqusers' health monitor), 0 when none."""
+    def blocked_longest_s(self, kind: str, cause: str = "blocked") -> float:
+        """The longest episode of a send not moving (mqusers' health monitor) put down to ``cause``
+        ("blocked": the broker stopped reading; "stalled": nothing acknowledged), 0 when none."""
         processes = self.report["generator"]["processes"].values()
-        return float(max((p["blocked"].get(self.queues[kind], {}).get("longest_s", 0) for p in processes), default=0))
+        return float(max((p[cause].get(self.queues[kind], {}).get("longest_s", 0) for p in processes), default=0))
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +200,7 @@ def run(network: Network, broker: Broker, tmp_path_factory: pytest.TempPathFacto
     env["MQ_PARTITION_QUEUE"] = base
     command = [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "-u", str(USERS), "-r", str(USERS),
-        "-t", f"{RUN_S}s", "--host", broker.url, "--only-summary", "--mq-heartbeats", f"{HEARTBEAT_MS},{HEARTBEAT_MS}",
+        "-t", f"{RUN_S}s", "--host", broker.url, "--only-summary",
         "--mq-drain-max", str(DRAIN_MAX_S), "--mq-timeout", str(TIMEOUT_S), "--mq-report-json", str(report_path),
         # Failed connects during the partition are expected: the exit status is left to say how the run ended.
         "--exit-code-on-error", "0",
@@ -246,7 +246,7 @@ def _print_gaps(run: PartitionRun) -> None:
         lines += [
             f"{kind}: no delivery for {silent_s} s (buckets from {silent_from - run.down:+.1f} s after the cut; first"
             f" delivery in the bucket starting {silent_from + silent_s - run.up:+.1f} s after the link came back);"
-            f" first failure {failure}; longest blocked send {run.blocked_longest_s(kind):.2f} s",
+            f" first failure {failure}; longest stalled send {run.blocked_longest_s(kind, 'stalled'):.2f} s",
             f"  sent {row['sent']} received {row['received']} ({series.received_from(run.up):.0f} after the link"
             f" came back; broker had accepted {run.accepted_before[queue]} before the cut); lost {row['lost']}"
             f" unreceived {row['unreceived']} unconfirmed {row['unconfirmed']} after_reconnect"
@@ -268,12 +268,8 @@ def test_heartbeats_detect_the_dead_link_and_every_user_reconnects(run: Partitio
     connects = next(op for op in run.report["operations"] if op["name"] == f"connect {run.url}")
     # Each of the 4 Users connected at the start and again after the partition.
     assert connects["count"] - connects["errors"] >= 2 * USERS, connects
-    # Only a User that noticed tries to reconnect, and no connect can succeed during the partition:
-    # each one that did failed at least once (--mq-timeout 5 s < 10 s). The confirmed producer
-    # alone fails at most twice, so more failures mean the consumers noticed too.
-    assert connects["errors"] >= 3, connects
-    # The confirmed producer's outstanding RECEIPT failed as soon as heart-beats gave up, well
-    # before its --mq-timeout: stomp.py's monitor closed the connection.
+    # The confirmed producer's outstanding RECEIPT failed as soon as heart-beats gave up, before
+    # its --mq-timeout: the heart-beat watcher closed the connection.
     error = run.series("confirmed").first_error_after(run.down)
     assert error is not None and error - run.down <= DETECTED_WITHIN_S, (error, run.down)
     assert run.blocked_longest_s("confirmed") == 0  # one frame at a time never fills a socket
@@ -308,11 +304,17 @@ def test_the_brokers_counts_agree_within_unconfirmed(run: PartitionRun, kind: st
     assert counts["dequeueCount"] <= distinct <= counts["dequeueCount"] + in_doubt, (row, counts)
 
 
-def test_a_producer_blocked_in_a_send_is_dropped_by_heartbeats_too(run: PartitionRun) -> None:
+def test_a_producer_stalled_in_a_send_is_dropped_by_heartbeats_and_the_broker_is_not_blamed(run: PartitionRun) -> None:
     # Without receipts the socket's send buffer fills within a fraction of a second of the cut and
-    # the send blocks; the heart-beat monitor closes the connection, which ends the send.
-    blocked = run.blocked_longest_s("unconfirmed")
-    assert 0 < blocked <= DETECTED_WITHIN_S + 1, f"blocked {blocked:.2f} s of a {PARTITION_S:g} s partition"
+    # the send stops; the heart-beat watcher closes the connection, which ends the send. Nothing was
+    # acknowledged meanwhile (TCP_INFO), so it is the network's, never "blocked by the broker".
+    stalled = run.blocked_longest_s("unconfirmed", "stalled")
+    assert 0 < stalled <= DETECTED_WITHIN_S + 1, f"stalled {stalled:.2f} s of a {PARTITION_S:g} s partition"
+    assert run.blocked_longest_s("unconfirmed") == 0
+    assert "blocked by the broker" not in run.output and run.report["generator"]["verdict"] != "broker-slow"
+    assert any("nothing acknowledged by the broker's host" in note for note in run.report["notes"])
+    stalled_row = next(op for op in run.report["operations"] if op["name"] == f"stalled {run.queues['unconfirmed']}")
+    assert stalled_row["errors"] >= 1, stalled_row
 
 
 def test_the_failover_report_counts_each_clients_outage(run: PartitionRun) -> None:

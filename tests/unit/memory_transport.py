@@ -43,6 +43,7 @@ class MemoryConnection:
         self.closed = False
         self._unsent: Queue[bytes] = Queue()
         self._stalled = False
+        self.partitioned = False
         self._accept = 0
         self._ended = Event()
         self._parser = FrameParser(self._dispatch)
@@ -64,6 +65,15 @@ class MemoryConnection:
             self._unsent.put(data)
         finally:
             self.in_send = False
+
+    def peer_unanswered(self) -> bool | None:
+        """A stalled broker here still acknowledges (its kernel would); :meth:`partition` says it does not."""
+        return self.partitioned
+
+    def partition(self) -> None:
+        """The broker's host stops answering: what is sent from now on goes unacknowledged."""
+        self.partitioned = True
+        self._stalled = True
 
     def close(self) -> None:
         self.closed = True

@@ -127,3 +127,6 @@ class _Stuck:
 
     def send_progress(self) -> tuple[bool, int]:
         return self.progress
+
+    def peer_unanswered(self) -> bool | None:
+        return False

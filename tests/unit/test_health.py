@@ -17,7 +17,7 @@ from gevent.event import Event
 from mqusers.measure.cpu import CpuInterval
 from mqusers.run.blocked import BLOCKED_S
 from mqusers.run.looplag import IntervalLag, LoopLag
-from mqusers.run.verdicts import LATE_SECONDS
+from mqusers.run.verdicts import LATE_SECONDS, overall
 from tests.unit.fakehealth import WALL_START, FakeHealth
 
 SATURATED = CpuInterval(98.0, 5.0, 60.0, 0.0)
@@ -95,9 +95,13 @@ def test_start_begins_afresh_and_stop_stops_listening() -> None:
 class Sender:
     def __init__(self) -> None:
         self.progress = (False, 0)
+        self.unanswered: bool | None = False
 
     def send_progress(self) -> tuple[bool, int]:
         return self.progress
+
+    def peer_unanswered(self) -> bool | None:
+        return self.unanswered
 
 
 def test_a_send_that_does_not_move_is_one_blocked_episode() -> None:
@@ -117,6 +121,24 @@ def test_a_send_that_does_not_move_is_one_blocked_episode() -> None:
     fake.second()
     released = fake.health.report()["blocked"]["/queue/b"]
     assert released["blocked_now"] == 0 and released["until_s"] == WALL_START + 4  # when last seen blocked
+
+
+def test_a_send_nothing_acknowledges_is_stalled_not_blocked_by_the_broker() -> None:
+    fired: list[dict[str, Any]] = []
+    cut, unknown = Sender(), Sender()
+    cut.unanswered, unknown.unanswered = True, None  # a partition; a kernel that does not say
+    fake = FakeHealth(producers=lambda: [("/queue/a", cut), ("/queue/b", unknown)], fire=lambda **e: fired.append(e))
+    for _ in range(3):
+        cut.progress, unknown.progress = (True, 1), (True, 1)
+        fake.second()
+    report = fake.health.report()
+    assert list(report["stalled"]) == ["/queue/a"] and report["stalled"]["/queue/a"]["episodes"] == 1
+    assert list(report["blocked"]) == ["/queue/b"]  # unknown: the broker's, as before
+    assert sorted(e["name"] for e in fired) == ["blocked /queue/b", "stalled /queue/a"]
+    stalled = next(e for e in fired if e["name"] == "stalled /queue/a")
+    assert "partition" in str(stalled["exception"]) and "flow control" not in str(stalled["exception"])
+    assert overall({"local": report})["verdict"] == "broker-slow"  # /queue/b's block only
+    assert overall({"local": {**report, "blocked": {}}})["verdict"] == "ok"  # a partition is not the broker's
 
 
 def test_a_blocked_producers_disconnect_blocking_too_is_the_same_episode() -> None:

@@ -10,6 +10,7 @@ import argparse
 import gc
 import os
 import shutil
+import struct
 import time
 from pathlib import Path
 
@@ -20,12 +21,13 @@ from gevent.event import AsyncResult
 from mqusers.options.parsing import OptionError, parse_broker_url
 from mqusers.options.settings import read_settings
 from mqusers.run.context import client_config
-from mqusers.stomp import tls
+from mqusers.stomp import heartbeats, tls
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.framing import parse_headers
-from mqusers.stomp.heartbeats import GRACE, negotiate
+from mqusers.stomp.heartbeats import GRACE, HeartBeats, negotiate
 from mqusers.stomp.link import Link
+from mqusers.stomp.tcpinfo import unanswered
 from mqusers.stomp.transport import StompTransport
 from mqusers.stomp.wire import Headers, connect_frame
 from tests.unit.socket_peer import Peer, certificate, closed_port
@@ -141,7 +143,7 @@ def test_heart_beats_go_both_ways_and_a_silent_broker_is_dropped_after_the_grace
     )
     assert sent_connect(peer)[1][b"heart-beat"] == b"100,100"
     frame_lines = peer.received.count(b"\n")
-    peer.read_until(b"\n", count=frame_lines + 3)  # ours: a beat every 100 ms, nothing else written
+    peer.read_until(b"\n", count=frame_lines + 3)  # ours: beats within every 100 ms, nothing else written
     assert bytes(peer.received).endswith(b"\x00\n\n\n")
     # The broker beats every 200 ms: for three grace periods the connection stays up.
     receive_s = 0.2
@@ -156,6 +158,68 @@ def test_heart_beats_go_both_ways_and_a_silent_broker_is_dropped_after_the_grace
     peer.wait_closed()
     assert link.reader is not None and link.reader.dead
     peer.close()
+
+
+def test_our_beats_go_twice_per_agreed_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ActiveMQ checks once per interval that something arrived: one beat per interval drifts across its check."""
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 3:
+            raise OSError("done")  # the beat loop's way out: the connection is gone
+
+    monkeypatch.setattr(heartbeats.gevent, "sleep", sleep)
+    HeartBeats.__dict__["_beat"].__func__(4000 / 1000 / heartbeats.BEATS_PER_INTERVAL, lambda: None)
+    assert slept == [2.0, 2.0, 2.0]
+
+
+def test_the_kernel_says_a_peer_that_stopped_reading_still_acknowledges() -> None:
+    """A broker that stops reading (flow control) leaves our send stuck, but its host answers: not a partition."""
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    accepted, _ = server.accept()  # never read: the window closes, the kernel probes it and is answered
+    client.setblocking(False)
+    sent = 0
+    try:
+        while True:
+            sent += client.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    assert sent > 0
+    checks = []
+    for _ in range(8):  # the zero-window probes back off (0.2, 0.4, 0.8 s...): look across them
+        time.sleep(0.25)
+        checks.append(unanswered(client))
+    assert checks == [False] * 8
+    for sock in (client, accepted, server):
+        sock.close()
+    assert unanswered(client) is None  # closed: the kernel says nothing
+
+
+class _Info:
+    """``TCP_INFO`` as the kernel lays it out: 8 bytes, then u32s from rto on."""
+
+    def __init__(self, unacked: int, last_ack_recv_ms: int) -> None:
+        u32 = [0] * 23
+        u32[4], u32[12] = unacked, last_ack_recv_ms
+        self.info = bytes(8) + struct.pack("23I", *u32)
+
+    def getsockopt(self, level: int, option: int, buflen: int, /) -> bytes:
+        return self.info[:buflen]
+
+
+@pytest.mark.parametrize(
+    ("unacked", "last_ack_ms", "verdict"),
+    [(0, 5000, False), (3, 200, False), (3, 999, False), (3, 1000, True), (40, 9000, True)],
+    ids=["window-closed", "in-flight", "just-before", "silent-1s", "partition"],
+)
+def test_unacknowledged_bytes_with_no_ack_for_a_second_are_an_unanswering_host(
+    unacked: int, last_ack_ms: int, verdict: bool
+) -> None:
+    assert unanswered(_Info(unacked, last_ack_ms)) is verdict
 
 
 @needs_openssl
