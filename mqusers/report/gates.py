@@ -59,6 +59,11 @@ def gate_failures(report: RunReport) -> list[str]:
     if report.facts.produces and not any(row.totals.sent for row in report.rows):
         after = f" after the {settings.warmup:g} s warm-up" if settings.warmup else ""
         failures.append(f"nothing was sent{after}: the run has producers and not one message of theirs went out")
+    if report.facts.consumes and not report.facts.produces and not any(row.totals.received for row in report.rows):
+        failures.append(
+            "nothing was received: the run has consumers only and not one message reached them (a "
+            "get-only run drains what an earlier run left: fill the queue first, docs/scenarios.md)"
+        )
     # Every failed operation counts, broker ERROR frames and connects included, not only a destination's.
     errors = report.errors
     if settings.max_errors is not None and errors > settings.max_errors:

@@ -76,6 +76,18 @@ def load_shape_problem(options: Any) -> str | None:
     return f"-u {users}: the number of users is 0 or more" if users is not None and users < 0 else None
 
 
+def login_problem(web_ui: Any) -> str | None:
+    """``--web-login`` without a login set up (Locust leaves that to the locustfile: a secret key and a user
+    loader): every page would answer "no secret key was set" with a traceback. One line instead."""
+    manager = getattr(web_ui, "_login_manager", None)
+    if not getattr(web_ui, "web_login", False) or (web_ui.app.secret_key and getattr(manager, "_user_callback", None)):
+        return None
+    return (
+        "--web-login: no login is set up (Locust leaves it to the locustfile: web_ui.app.secret_key and a "
+        "login_manager.user_loader, docs/webui.md); without it every page fails"
+    )
+
+
 def problem(environment: Environment, settings: Settings, users: int | None) -> str | None:
     """The one line that refuses this test's role split or its open files; None when it may start."""
     arranged = arrangement(environment, settings, users)

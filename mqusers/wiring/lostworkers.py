@@ -20,6 +20,7 @@ from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 import os
 import socket
 import time
+import weakref
 from typing import TypedDict
 
 from mqusers.run.context import RunContext
@@ -101,12 +102,27 @@ def deserted_line(runner: MasterRunner, seconds: float) -> str:
     )
 
 
-def watch_master() -> None:
-    """A worker: Locust's heartbeat checker reads this module global every second."""
+def watch_master(runner: WorkerRunner) -> None:
+    """A worker: Locust's heartbeat checker reads this module global every second, and calls ``quit()``
+    when the master is silent; that call, and only it, is remembered as the master gone. A worker the
+    master told to quit may quit much later (a Prometheus endpoint lingering for its last scrape), its
+    master's heartbeats long over: that is a normal end."""
     runners.MASTER_HEARTBEAT_TIMEOUT = MASTER_TIMEOUT_S
+    quit_now = runner.quit
+
+    def quit() -> None:
+        last = runner.last_heartbeat_timestamp
+        if last is not None and time.time() - last > MASTER_TIMEOUT_S:
+            _abandoned.add(runner)
+        quit_now()
+
+    runner.quit = quit  # type: ignore[method-assign]
+
+
+#: Workers whose heartbeat checker quit them: no word from the master for ``MASTER_TIMEOUT_S``.
+_abandoned: weakref.WeakSet[WorkerRunner] = weakref.WeakSet()
 
 
 def master_gone(runner: WorkerRunner) -> bool:
-    """No heartbeat from the master for ``MASTER_TIMEOUT_S``: Locust's checker quits the worker."""
-    last = runner.last_heartbeat_timestamp
-    return last is not None and time.time() - last > MASTER_TIMEOUT_S
+    """Locust's checker quit this worker: no heartbeat from the master for ``MASTER_TIMEOUT_S``."""
+    return runner in _abandoned

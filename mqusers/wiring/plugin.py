@@ -68,6 +68,11 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+def _refuse_without_login(web_ui: Any) -> None:
+    if problem := admission.login_problem(web_ui):
+        _fail(problem)  # SystemExit: gevent's hub hands it to the main greenlet, which exits 2
+
+
 @events.init_command_line_parser.add_listener
 def _on_parser(parser: Any, **_: Any) -> None:
     group = add_arguments(parser)  # one "mqusers" group in --help
@@ -99,6 +104,9 @@ def _on_init(environment: Environment, **_: Any) -> None:
             brokerwatch.check(options)
         except OptionError as error:
             _fail(str(error))
+    if environment.web_ui is not None and getattr(options, "web_login", False):
+        # After every init listener (the locustfile's own set a login up), before the web UI serves a page.
+        gevent.spawn(_refuse_without_login, environment.web_ui)
     if options.headless and not isinstance(environment.runner, WorkerRunner):
         # Locust makes a headless run's missing -u 1, after this listener.
         users = getattr(options, "num_users", None) or 1
@@ -125,7 +133,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         spawncost.parse_defaults_once()
-        lostworkers.watch_master()
+        lostworkers.watch_master(runner)
         environment.events.report_to_master.add_listener(lambda data, **_: data.update(ctx.shipping.payload()))
         runner.register_message(finals.FINISH, lambda msg, **_: gevent.spawn(runner.stop))
         runner.register_message(finals.FINAL_RECEIVED, lambda msg, **_: ctx.final_received.set())

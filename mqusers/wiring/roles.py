@@ -167,3 +167,8 @@ def apply(user_classes: Sequence[Any], arrangement: Arrangement) -> None:
 def produces(user_classes: Sequence[Any]) -> bool:
     """Whether this test's classes include producers that can run (not only consumers or other Users)."""
     return any(role_of(c) == PRODUCER and (c.fixed_count or c.weight) for c in user_classes)
+
+
+def consumes(user_classes: Sequence[Any]) -> bool:
+    """Whether this test's classes include consumers that can run."""
+    return any(role_of(c) == CONSUMER and (c.fixed_count or c.weight) for c in user_classes)

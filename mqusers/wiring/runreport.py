@@ -49,6 +49,7 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         faults=ctx.faults.records if ctx.faults is not None else [],
         broker=brokerwatch.document(ctx),
         produces=environment.runner is not None and roles.produces(environment.runner.user_classes),
+        consumes=environment.runner is not None and roles.consumes(environment.runner.user_classes),
         scenario=endscreen.scenario_of(environment, ctx),
         out_of_files=fdlimit.failures(environment.stats.errors),
         lost_workers=[dict(worker) for worker in lost],

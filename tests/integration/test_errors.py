@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.brokers import Broker, started
-from tests.integration.locust_runs import assert_refused_before_load, run_locust
+from tests.integration.locust_runs import (
+    LOCUSTFILES,
+    ROOT,
+    assert_refused_before_load,
+    free_port,
+    last_line,
+    run_locust,
+)
 
 # Each kind of refusal once, through a real locust: a bad value, a secret in a value, a broker out of
 # reach. Every line itself is checked in tests/unit/test_refusals.py (and test_options.py,
@@ -43,6 +52,17 @@ def test_a_tls_url_to_a_plaintext_port_says_so_within_seconds(tmp_path: Path) ->
     run = run_locust("pubsub.py", f"stomp+ssl://127.0.0.1:{plain}", users=2, tmp_path=tmp_path)
     assert time.monotonic() - began < 15, run.output[-2000:]  # Locust's start, then at most 5 s of silence
     assert_refused_before_load(run, f"TLS: no answer to the handshake within 5 s: is 127.0.0.1:{plain} a plaintext")
+
+
+def test_web_login_without_a_login_set_up_is_refused_before_the_ui_serves(tmp_path: Path) -> None:
+    """Locust alone answers every page with "no secret key was set" and a traceback, then exits 0 on Ctrl-C."""
+    command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / "pubsub.py"), "--host",
+               "stomp://127.0.0.1:61613", "--web-login", "--web-port", str(free_port())]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output[-2000:]
+    assert last_line(output).startswith("mqusers: --web-login: no login is set up"), output[-2000:]
+    assert "Traceback" not in output
 
 
 def test_unreachable_broker_stops_before_load(tmp_path: Path) -> None:
@@ -98,3 +118,12 @@ def test_a_refused_subscription_is_a_failure_and_reconnects_back_off(
     connects = run.operation(f"connect {broker.url}")["count"]
     assert 2 <= connects <= 2 * 12, connects
     assert "Traceback" not in run.output
+
+
+def test_get_only_on_an_empty_queue_fails_and_says_why(broker: Broker, destination, tmp_path: Path) -> None:
+    """A drain of nothing measured nothing: exit 3 naming it, the destination's row with its zeros."""
+    queue = destination("queue")
+    run = run_locust("get_only.py", broker.url, "--mq-destination", queue, users=2, tmp_path=tmp_path)
+    assert run.code == 3, run.output[-2000:]
+    assert "gate failed: nothing was received: the run has consumers only" in " ".join(run.output.split())
+    assert run.row(queue)["received"] == 0

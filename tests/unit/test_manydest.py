@@ -158,7 +158,7 @@ def test_a_pattern_gate_holds_each_destination_to_it_not_their_sum() -> None:
     pattern = parse_pattern(P)
     assert pattern is not None
     section = pattern_section(pattern, destination_table(pattern, verdict, {}))
-    report = RunReport(SimpleNamespace(lost_workers=[], produces=False, generator={"verdict": "ok"}),  # type: ignore[arg-type]
+    report = RunReport(SimpleNamespace(lost_workers=[], produces=False, consumes=False, generator={"verdict": "ok"}),  # type: ignore[arg-type]
                        Settings(max_lost=1), [_row(P)], [], [], 0, patterns=[section])  # fmt: skip
     assert gate_failures(report) == []  # 2 lost in all, at most 1 on each destination
     report = RunReport(report.facts, Settings(max_lost=0), [_row(P)], [], [], 0, patterns=[section])

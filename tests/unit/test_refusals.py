@@ -93,3 +93,22 @@ def test_a_bad_value_is_refused_in_one_line(args: list[str], line: str) -> None:
 )
 def test_a_bad_broker_address_is_refused_in_one_line_without_its_secret(host: str, line: str) -> None:
     assert refusal([], host).startswith(line)
+
+
+def test_web_login_is_refused_until_the_locustfile_sets_a_login_up() -> None:
+    from flask import Flask
+    from flask_login import LoginManager
+
+    from mqusers.wiring.admission import login_problem
+
+    class WebUI:
+        def __init__(self, web_login: bool) -> None:
+            self.web_login, self.app, self._login_manager = web_login, Flask("x"), LoginManager()
+
+    bare = WebUI(web_login=True)
+    assert (login_problem(bare) or "").startswith("--web-login: no login is set up")
+    assert login_problem(WebUI(web_login=False)) is None  # no login asked: nothing to set up
+    bare.app.secret_key = "s"
+    assert login_problem(bare) is not None  # a key without a user loader still fails every login
+    bare._login_manager.user_loader(lambda user_id: None)
+    assert login_problem(bare) is None
