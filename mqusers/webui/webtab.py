@@ -23,10 +23,10 @@ from mqusers.run.verdicts import Generator, master_sentence
 RATE_WINDOW = 5
 #: The destination table: (row key, column title). Live and final rows share it.
 #: Locust's table shows a cell as it is given: the figures are text with thousands separators, one
-#: format per kind (counts whole, rates to 0.1 msg/s, latency in whole µs).
+#: format per kind (counts whole, rates to 0.1 msg/s, latency in ms with µs digits, as the console and reports).
 COLUMNS = (("destination", "Destination"), ("sent", "Sent"), ("received", "Received"),
            ("sent_per_s", "Sent msg/s"), ("received_per_s", "Received msg/s"), ("backlog", "Backlog"),
-           ("p50_us", "p50 µs"), ("p99_us", "p99 µs"), ("p999_us", "p99.9 µs"), ("max_us", "max µs"),
+           ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("p999_ms", "p99.9 ms"), ("max_ms", "max ms"),
            ("lost", "Lost"), ("duplicated", "Dup."), ("foreign", "Foreign"),
            ("errors", "Errors"))  # fmt: skip
 #: The generator's verdict is the run's, not a destination's: it is in the run table (one column fewer
@@ -59,9 +59,9 @@ def recent_rates(series: Series, destination: str, now: float, lag_s: float) -> 
     return sum(b.sent for b in window) / seconds, sum(b.received for b in window) / seconds
 
 
-def _us(figures: dict[str, float], key: str) -> str | None:
+def _ms(figures: dict[str, float], key: str) -> str | None:
     value = figures.get(key)
-    return None if value is None else f"{round(value * 1000):,}"
+    return None if value is None else f"{value:,.3f}"
 
 
 def _rate(value: float) -> str:
@@ -77,7 +77,7 @@ def _row(totals: DestinationRow, audit: dict[str, Any]) -> dict[str, Any]:
         "name": totals.destination,  # the page keys its rows by name
         "destination": totals.destination,
         **{key: f"{value:,}" for key, value in counts.items()},
-        **{f"{key}_us": _us(latency, key) for key in ("p50", "p99", "p999", "max")},
+        **{f"{key}_ms": _ms(latency, key) for key in ("p50", "p99", "p999", "max")},
     }
 
 
