@@ -39,6 +39,8 @@ FIT_JS = """() => ({
   scroll: document.documentElement.scrollWidth, inner: innerWidth,
   hidden: [...document.querySelectorAll("div.table")].filter(d => d.scrollWidth > d.clientWidth)
     .map(d => d.firstElementChild.className),
+  uncued: [...document.querySelectorAll("div.table")].filter(d => d.scrollWidth > d.clientWidth
+    && !getComputedStyle(d).backgroundImage.includes("radial-gradient")).length,
   charts: [...document.querySelectorAll("figure.chart")].map(f => ({title: f.dataset.title,
     right: f.querySelector("canvas").getBoundingClientRect().right, gap: Number(f.dataset.xGap)})),
 })"""
@@ -187,6 +189,7 @@ def test_the_pages_fit_a_laptop_and_a_phone(run: tuple[LocustRun, Path, str], tm
         assert fit["scroll"] <= fit["inner"] == width, (name, fit)
         if width >= 1280:
             assert fit["hidden"] == [], (name, fit)  # no column behind a scroll bar
+        assert fit["uncued"] == 0, (name, fit)  # a table that scrolls shades the side with more columns
         assert len(fit["charts"]) == len(shown) >= 3, name
         for chart in fit["charts"]:
             assert chart["right"] <= width, (name, chart)

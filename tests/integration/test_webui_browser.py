@@ -39,6 +39,11 @@ TABLE_JS = """() => {
 }"""
 
 
+#: The mqusers tab's table box: wider than it shows, and cued as such (webform.js).
+SCROLL_CUE_JS = """() => {
+  const box = document.querySelector(".MuiTableContainer-root");
+  return {wider: box.scrollWidth > box.clientWidth + 1, cued: box.classList.contains("mqusers-more-right")};
+}"""
 #: Whether the table's right edge is inside the window (Locust's page clips what runs past it).
 TABLE_FITS_JS = '() => document.querySelector("table").getBoundingClientRect().right <= innerWidth'
 
@@ -81,7 +86,14 @@ def test_the_form_shows_full_labels_in_groups_with_help_and_defaults(tmp_path: P
             shown = page.evaluate(FORM_JS)
             page.screenshot(path=str(tmp_path / f"form-{width}.png"), full_page=True)
             fixed = page.locator(".mqusers-fixed").inner_text()
+            page.keyboard.press("Escape")  # the start form closed: the tabs behind it
+            page.get_by_role("tab", name="mqusers", exact=True).click()
+            page.locator(".MuiTableContainer-root").first.wait_for()
+            cue = page.evaluate(SCROLL_CUE_JS)
+            page.screenshot(path=str(tmp_path / f"tab-{width}.png"), full_page=True)
         assert not browser.errors, browser.errors
+        # A table wider than the window says so: a shade on its right (Locust's own gives no cue).
+        assert cue["wider"] == (width < 1280) and cue["cued"] == cue["wider"], cue
     assert shown["scroll"] <= shown["inner"] == width
     fields = sorted(shown["fields"], key=lambda f: f["top"])
     by_label = {f["label"]: f for f in fields}

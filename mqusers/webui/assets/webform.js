@@ -81,6 +81,21 @@
     return response;
   };
 
+  // A table wider than its box (a phone) gets a shade on each side that has more columns, and says so:
+  // Locust's table gives no cue that it scrolls.
+  function cueScrolling() {
+    for (const box of document.querySelectorAll(".MuiTableContainer-root")) {
+      const hidden = box.scrollWidth - box.clientWidth;
+      box.classList.toggle("mqusers-more-right", hidden > 1 && box.scrollLeft < hidden - 1);
+      box.classList.toggle("mqusers-more-left", hidden > 1 && box.scrollLeft > 1);
+      if (!box.dataset.mqusersCue) {
+        box.dataset.mqusersCue = "1";
+        box.addEventListener("scroll", cueScrolling, { passive: true });
+      }
+    }
+  }
+  window.addEventListener("resize", cueScrolling);
+
   // The page redraws its tables every 2 s: decorate at most once a frame, however many changes came.
   let queued = false;
   new MutationObserver(() => {
@@ -89,6 +104,7 @@
     requestAnimationFrame(() => {
       queued = false;
       decorate();
+      cueScrolling();
     });
   }).observe(document.body, { childList: true, subtree: true });
   decorate();
