@@ -19,6 +19,7 @@ PAGES = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").g
 #: Prefixes of commands run here -> the test of tests/integration/test_readme_commands.py that runs them
 #: (``file::test`` for a test of another file of tests/integration/).
 RUN_HERE = {
+    "LOCUST_MQ_USER=loadtest": "test_your_broker_example_runs_over_tls_with_its_passcode_from_a_file",
     "make demo": "test_make_demo_and_the_headless_example_and_mqusers_report",
     "locust -f locustfiles/queue_balance.py --host": "test_make_demo_and_the_headless_example_and_mqusers_report",
     "mqusers report before.json": "test_make_demo_and_the_headless_example_and_mqusers_report",
@@ -56,6 +57,8 @@ RUN_HERE = {
 }
 #: Prefixes of commands not run here -> why, and what tests the same instead.
 NOT_RUN = {
+    "pip install '.[influx,prometheus]'": "test_packaging.py builds this wheel and installs it in a fresh venv "
+    "(offline, --no-deps: the extras are this venv's)",
     "make test": "the suite this test is part of (.ci/run runs it)",
     "make unit": "make test's unit phase, the same command (tools/testrun.py); tests/unit/test_testrun.py checks both",
     "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
