@@ -1,6 +1,6 @@
-"""Does a long single-process run stay flat? RSS, received rate and latency p99 over 30 minutes.
+"""Does a long single-process run stay flat? RSS, received rate and latency p99 over an hour.
 
-    python -m benchmarks.soak --host stomp://127.0.0.1:61613 [--minutes 30] [--rate 2000] [--size 1KB]
+    python -m benchmarks.soak --host stomp://127.0.0.1:61613 [--minutes 60] [--rate 2000] [--size 1KB]
 
 Runs the command a user types -- ``locust -f locustfiles/put_get.py --headless -u 2 -r 2
 --mq-consumers 1 -t ... --mq-total-rate RATE --mq-size SIZE`` on a fresh queue, one process (one
@@ -9,7 +9,7 @@ producer, one consumer), this checkout's mqusers first on PYTHONPATH -- and read
 received rate and latency p99 per window (default 5 minutes) from the run's ``--mq-report-json``
 per-second series, their drift (last window against the first) and a verdict against the targets:
 
-- RSS growth after the warm-up (default 2 min) < 5 %;
+- RSS after the warm-up (default 2 min): its least-squares slope < 1 MB per hour, and growth < 5 %;
 - received rate without drift: the last window's within 2 % of the first's;
 - p99 without drift: the last window's within 50 % or 1 ms (whichever is larger) of the first's.
 
@@ -46,6 +46,8 @@ from benchmarks.locust_cli import (
 )
 
 RSS_TARGET_PCT = 5.0
+#: The slope a process that runs for days can afford: 24 MB a day.
+RSS_SLOPE_MB_PER_HOUR = 1.0
 RATE_DRIFT_PCT = 2.0
 P99_DRIFT_PCT, P99_DRIFT_MS = 50.0, 1.0
 #: Below this share of the asked rate the run was not the asked load, whatever else it shows.
@@ -156,8 +158,8 @@ def print_figures(options: argparse.Namespace, growth: Growth, samples: RssSampl
     peak = samples.peak_bytes / MB
     print(f"RSS at {growth.last_s:5.0f} s (end)           {growth.last_bytes / MB:9.1f} MB   peak {peak:.1f} MB")
     print(
-        f"RSS growth after warm-up         {growth.percent:+9.2f} %    ({growth.mb_per_min:+.2f} MB/min fitted over"
-        f" {growth.samples} samples)"
+        f"RSS growth after warm-up         {growth.percent:+9.2f} %    ({growth.mb_per_min * 60:+.2f} MB/hour fitted"
+        f" over {growth.samples} samples)"
     )
     print(f"per {options.window:g}-minute window (from the first whole second of deliveries):")
     print("  window (min)    received/s   p99 ms (median of its seconds)   worst second's p99 ms")
@@ -173,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--host", default="stomp://127.0.0.1:61613", help="the broker, stomp://HOST:PORT")
-    parser.add_argument("--minutes", type=float, default=30.0, help="load duration, -t (default 30)")
+    parser.add_argument("--minutes", type=float, default=60.0, help="load duration, -t (default 60)")
     parser.add_argument("--rate", type=float, default=2000.0, help="total msg/s, --mq-total-rate (default 2000)")
     parser.add_argument("--size", default="1KB", help="message size, --mq-size (default 1KB)")
     parser.add_argument("--window", type=float, default=5.0, help="minutes per rate/p99 window (default 5)")
@@ -241,21 +243,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"drift, last window vs first: received rate {change.rate_pct:+.2f} %, p99 {change.p99_ms:+.3f} ms"
         f" ({change.p99_pct:+.1f} %)"
     )
-    rss_ok = growth.percent < RSS_TARGET_PCT
+    slope = growth.mb_per_min * 60
+    rss_ok = growth.percent < RSS_TARGET_PCT and slope < RSS_SLOPE_MB_PER_HOUR
     load_ok = row["receive_rate_msgs"] >= RATE_FLOOR * options.rate
     failed = [
-        *([] if rss_ok else [f"RSS growth {growth.percent:+.2f} %"]),
+        *([] if rss_ok else [f"RSS growth {growth.percent:+.2f} % ({slope:+.2f} MB/hour)"]),
         *([] if change.rate_ok else [f"rate drift {change.rate_pct:+.2f} %"]),
         *([] if change.p99_ok else [f"p99 drift {change.p99_ms:+.3f} ms ({change.p99_pct:+.1f} %)"]),
         *([] if load_ok else [f"delivered < {RATE_FLOOR:.0%} of {options.rate:,.0f} msg/s: not the asked load"]),
     ]
     targets = (
-        f"targets: RSS growth < {RSS_TARGET_PCT:g} %, rate within {RATE_DRIFT_PCT:g} %,"
+        f"targets: RSS slope < {RSS_SLOPE_MB_PER_HOUR:g} MB/hour and growth < {RSS_TARGET_PCT:g} %, rate within"
+        f" {RATE_DRIFT_PCT:g} %,"
         f" p99 within {P99_DRIFT_PCT:g} % or {P99_DRIFT_MS:g} ms"
     )
     figures = (
-        f"RSS growth {growth.percent:+.2f} %, rate drift {change.rate_pct:+.2f} %, p99 drift"
-        f" {change.p99_ms:+.3f} ms ({change.p99_pct:+.1f} %)"
+        f"RSS slope {slope:+.2f} MB/hour, growth {growth.percent:+.2f} %, rate drift {change.rate_pct:+.2f} %,"
+        f" p99 drift {change.p99_ms:+.3f} ms ({change.p99_pct:+.1f} %)"
     )
     print(f"PASS: {figures} ({targets})" if not failed else f"FAIL: {'; '.join(failed)} ({targets})")
     return 1 if options.strict and failed else 0

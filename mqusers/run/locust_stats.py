@@ -15,6 +15,7 @@ from locust.stats import RequestStats, StatsEntry
 
 import operator
 from collections.abc import Sequence
+from typing import Any
 
 from mqusers.measure.names import REQUEST_TYPE
 from mqusers.measure.recorder import Batch
@@ -94,3 +95,20 @@ def trim_per_second(stats: RequestStats, now_s: int) -> None:
         for per_second in (entry.num_reqs_per_sec, entry.num_fail_per_sec):
             for second in [s for s in per_second if s < horizon]:
                 del per_second[second]
+
+
+#: Entries of Locust's chart history kept where nothing draws it (5 s each: the last minute).
+HISTORY_KEPT = 12
+
+
+def history_drawn(options: Any) -> bool:
+    """Whether Locust draws its chart history: the web UI's charts (never a worker's), or a ``--html`` report."""
+    if options is None or getattr(options, "html_file", None):
+        return True
+    return not (options.headless or getattr(options, "worker", False))
+
+
+def trim_history(stats: RequestStats) -> None:
+    """Locust appends a chart point to ``stats.history`` every 5 s for the whole run (~1 MB an hour), drawn only by
+    its web UI and its ``--html`` report: elsewhere (a headless run, a worker) keep the last minute."""
+    del stats.history[:-HISTORY_KEPT]

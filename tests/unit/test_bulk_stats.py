@@ -174,3 +174,18 @@ def test_per_second_counts_are_trimmed_to_the_last_minute_and_locusts_current_fi
     for per_second in (entry.num_reqs_per_sec, entry.num_fail_per_sec, stats.total.num_reqs_per_sec):
         assert min(per_second) == now - PER_SECOND_KEPT_S and max(per_second) == now
     assert (entry.current_rps, entry.current_fail_per_sec, stats.total.current_rps, entry.num_requests) == before
+
+
+def test_locusts_chart_history_is_kept_only_where_something_draws_it() -> None:
+    from types import SimpleNamespace
+
+    from mqusers.run.locust_stats import HISTORY_KEPT, history_drawn, trim_history
+
+    stats = RequestStats()
+    stats.history.extend({"time": str(i)} for i in range(720))  # an hour of Locust's 5 s chart points
+    trim_history(stats)
+    assert [point["time"] for point in stats.history] == [str(i) for i in range(720 - HISTORY_KEPT, 720)]
+    headless = SimpleNamespace(headless=True, html_file=None, worker=False)
+    assert not history_drawn(headless) and not history_drawn(SimpleNamespace(headless=False, worker=True))
+    assert history_drawn(SimpleNamespace(headless=False, html_file=None, worker=False))  # the web UI's charts
+    assert history_drawn(SimpleNamespace(headless=True, html_file="r.html", worker=False))  # Locust's report
