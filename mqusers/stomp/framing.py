@@ -168,6 +168,16 @@ class FrameParser:
                 f" {shown(buffer[newline + 1 :])}"
             )
 
+    def unended(self, silent_s: float) -> ProtocolError:
+        """The failure of a frame begun and left unfinished by a peer silent for ``silent_s``."""
+        head = self._chunks[0] if self._chunks else self._pending.lstrip(b"\r\n")
+        short = self._need - 1 - self._buffered  # _need counts the NUL after the body
+        missing = f"{short:,} bytes short of its content-length" if self._need and short > 0 else "no NUL"
+        return ProtocolError(
+            f"{_command(head)} frame never ended: {self.pending:,} bytes of it, then nothing for {silent_s:g} s"
+            f" ({missing})"
+        )
+
     def _no_nul(self, frame: bytes) -> ProtocolError:
         return ProtocolError(
             f"{_command(frame)} frame without content-length has no NUL within {self._max_frame:,} bytes"

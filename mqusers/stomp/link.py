@@ -44,8 +44,10 @@ class Link:
     """``sock`` is connected (TLS-wrapped, upgraded to a WebSocket) and has sent CONNECT asking
     ``heartbeats``; :meth:`start` spawns the reader. ``on_disconnected`` follows once, whoever ends the connection."""
 
-    def __init__(self, sock: Stream, listener: Listener, heartbeats: tuple[int, int], max_frame: int):
+    def __init__(self, sock: Stream, listener: Listener, heartbeats: tuple[int, int], max_frame: int, unended_s: float):
         self._sock = sock
+        #: A frame begun and then left without another byte this long is a protocol error, not a wait forever.
+        self._unended_s = unended_s
         self._listener = listener
         self._asked = heartbeats
         self._parser = FrameParser(self._dispatch, max_frame)
@@ -124,8 +126,16 @@ class Link:
         sock, parser, listener = self._sock, self._parser, self._listener
         try:
             while True:
+                data: bytes | None = None
                 try:
-                    data = sock.recv(_RECV_BYTES)
+                    if parser.pending:  # a frame begun: its rest must come, not be waited for for ever
+                        with gevent.Timeout(self._unended_s, False):  # this read only, never a send
+                            data = sock.recv(_RECV_BYTES)
+                        if data is None:
+                            listener.on_protocol_error(str(parser.unended(self._unended_s)))
+                            return
+                    else:
+                        data = sock.recv(_RECV_BYTES)
                 except ProtocolError as error:  # a WebSocket's frames broken (stomp/websocket.py)
                     listener.on_protocol_error(str(error))
                     return

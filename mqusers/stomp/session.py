@@ -22,7 +22,7 @@ from mqusers.stomp.answers import Answers
 from mqusers.stomp.connection import ClientConfig, Connection, Listener, Transport, Unreachable
 from mqusers.stomp.dialects import ACTIVEMQ, Dialect, dialect_for
 from mqusers.stomp.errors import BrokerError, ConnectionLost, MqError, error_text
-from mqusers.stomp.transport import StompTransport
+from mqusers.stomp.transport import StompTransport, os_reason
 from mqusers.stomp.wire import Headers, disconnect_frame
 
 __all__ = ["BEHIND_PAUSE_S", "BrokerError", "ConnectionLost", "MessageHandler", "MqError", "Session"]
@@ -216,7 +216,7 @@ class Session:
         except BaseException as error:
             self.write_cut = connection.accepted
             if isinstance(error, OSError):
-                raise MqError(f"connection lost: {error or type(error).__name__}") from None
+                raise MqError(f"connection lost: {os_reason(error)}") from None
             raise
 
     def reply_arrived(self, headers: Headers, body: bytes, received_ns: int) -> None:

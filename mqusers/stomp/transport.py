@@ -24,10 +24,19 @@ from mqusers.stomp.wire import connect_frame
 OUT_OF_FILES = "out of file descriptors (EMFILE)"
 
 
+#: A dropped connection's errors in words: no "[Errno N]" reaches a user.
+_LOST = {
+    errno.EBADF: "the connection was already closed",
+    errno.EPIPE: "the broker closed the connection",
+    errno.ECONNRESET: "the broker reset the connection",
+    errno.ETIMEDOUT: "the broker's host stopped answering",
+}
+
+
 def os_reason(error: OSError) -> str:
     if error.errno == errno.EMFILE:
         return f"{OUT_OF_FILES}: this process's ulimit -n is used up, not a broker fault"
-    return error.strerror or str(error) or type(error).__name__
+    return _LOST.get(error.errno or 0) or error.strerror or str(error) or type(error).__name__
 
 
 def dial(config: ClientConfig) -> Stream:
@@ -80,7 +89,7 @@ class StompTransport:
         except ValueError as error:
             raise Unreachable(str(error)) from None
         sock = dial(config)
-        link = Link(sock, listener, config.heartbeats, config.max_frame)
+        link = Link(sock, listener, config.heartbeats, config.max_frame, config.timeout)
         try:
             link.send(connect)
         except OSError as error:  # CONNECT not written: reset by a broker dying or not yet serving

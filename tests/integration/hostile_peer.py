@@ -9,6 +9,8 @@ Every connection gets CONNECTED for its CONNECT; then the behaviour decides what
 - ``no-nul``: RECEIPTs as asked; after the first SUBSCRIBE's RECEIPT, a MESSAGE whose
   content-length is followed by a byte that is not its NUL.
 - ``long-header``: a MESSAGE whose header line goes on for 5 MB, right after CONNECTED.
+- ``unended``: RECEIPTs as asked until the first SUBSCRIBE's; then the start of a MESSAGE without
+  content-length whose NUL never comes, and nothing more.
 - ``silent``: reads everything, answers nothing after CONNECTED but DISCONNECT's RECEIPT: a
   SUBSCRIBE is never confirmed, no MESSAGE comes.
 
@@ -23,7 +25,7 @@ import socket
 import threading
 from collections.abc import Iterator
 
-BEHAVIOURS = ("oversized", "garbage", "no-nul", "long-header", "silent")
+BEHAVIOURS = ("oversized", "garbage", "no-nul", "long-header", "unended", "silent")
 CONNECTED = b"CONNECTED\nversion:1.2\nserver:HostilePeer/1.0\nheart-beat:0,0\n\n\x00"
 #: The 1 MiB chunks an ``oversized`` peer streams at most (a client that never stops reading ends).
 STREAM_CHUNKS = 256
@@ -93,14 +95,18 @@ class HostilePeer:
                 sock.sendall(GARBAGE)
             elif self.behaviour == "long-header":
                 sock.sendall(b"MESSAGE\nsubscription:mq-sub-1\nx-long:" + b"v" * 5_000_000)
+            quiet = self.behaviour == "silent"
             for frame in frames:  # until the client closes
                 self.sends += frame.startswith(b"SEND")
                 receipt = _receipt(frame)
-                if receipt is None or (self.behaviour == "silent" and not frame.startswith(b"DISCONNECT")):
+                if receipt is None or (quiet and not (self.behaviour == "silent" and frame.startswith(b"DISCONNECT"))):
                     continue
                 sock.sendall(b"RECEIPT\nreceipt-id:%s\n\n\x00" % receipt)
                 if self.behaviour == "no-nul" and frame.startswith(b"SUBSCRIBE"):
                     sock.sendall(b"MESSAGE\nsubscription:mq-sub-1\ncontent-length:5\n\nhelloX\n\n")
+                if self.behaviour == "unended" and frame.startswith(b"SUBSCRIBE"):
+                    sock.sendall(b"MESSAGE\nsubscription:mq-sub-1\ndestination:/topic/x\n\nhello, and then")
+                    quiet = True
 
     def _stream(self, sock: socket.socket) -> None:
         sock.sendall(b"MESSAGE\nsubscription:mq-sub-1\ndestination:/topic/x\ncontent-length:2000000000\n\n")

@@ -59,7 +59,7 @@ class Peer:
         return f"{scheme}://127.0.0.1:{self.port}"
 
     def config(self, scheme: str = "stomp", **fields: object) -> ClientConfig:
-        return ClientConfig(parse_broker_url(self.url(scheme)), timeout=5, **fields)  # type: ignore[arg-type]
+        return ClientConfig(parse_broker_url(self.url(scheme)), **{"timeout": 5, **fields})  # type: ignore[arg-type]
 
     def _accept(self) -> None:
         conn, _ = self._server.accept()

@@ -83,7 +83,7 @@ class Reader:
             return pause_s
 
         listener = Listener(on_frame, lambda headers: None, lambda: None, on_read_done, lambda _: None)
-        self.link = Link(ours, listener, (0, 0), max_frame=1 << 20)
+        self.link = Link(ours, listener, (0, 0), max_frame=1 << 20, unended_s=10.0)
         self.link.start()
 
     def write(self, *bodies: bytes) -> None:

@@ -42,8 +42,9 @@ class Events:
         self.frames: list[tuple[bytes, Headers]] = []
         self.connected: AsyncResult = AsyncResult()
         self.disconnected: AsyncResult = AsyncResult()
+        self.protocol_errors: list[str] = []
         self.listener = Listener(self._frame, self.connected.set, lambda: self.disconnected.set(time.monotonic()),
-                                 lambda: 0.0, lambda _: None)  # fmt: skip
+                                 lambda: 0.0, self.protocol_errors.append)  # fmt: skip
 
     def _frame(self, command: bytes, headers: Headers, body: bytes, received_ns: int) -> bool:
         self.frames.append((command, headers))
@@ -157,6 +158,39 @@ def test_heart_beats_go_both_ways_and_a_silent_broker_is_dropped_after_the_grace
     assert silent_for >= GRACE * receive_s - 0.01, silent_for
     peer.wait_closed()
     assert link.reader is not None and link.reader.dead
+    peer.close()
+
+
+@pytest.mark.parametrize(
+    ("begun", "missing"),
+    [
+        (b"MESSAGE\nsubscription:s\n\nhello", "no NUL"),
+        (b"MESSAGE\nsubscription:s\ncontent-length:50\n\nhello", "45 bytes short of its content-length"),
+    ],
+    ids=["no-nul", "short-body"],
+)
+def test_a_frame_begun_and_never_ended_drops_the_connection_naming_it(begun: bytes, missing: str) -> None:
+    """A peer that starts a frame and goes quiet held the reader for ever: a run of 15 s took 38.9 s."""
+    peer = Peer()
+    link, events = opened(peer, peer.config(timeout=0.3))
+    began = time.monotonic()
+    peer.send(begun)
+    events.disconnected.get(timeout=5)
+    assert 0.3 <= time.monotonic() - began < 3
+    assert events.protocol_errors == [f"MESSAGE frame never ended: {len(begun)} bytes of it, then nothing for 0.3 s"
+                                      f" ({missing})"]  # fmt: skip
+    link.close()
+    peer.close()
+
+
+def test_a_quiet_broker_between_frames_is_waited_for() -> None:
+    peer = Peer()
+    link, events = opened(peer, peer.config(timeout=0.2))
+    gevent.sleep(0.6)  # longer than the timeout: nothing begun, nothing owed
+    peer.send(b"MESSAGE\nsubscription:s\n\nhi\x00")
+    gevent.sleep(0.1)
+    assert not events.disconnected.ready() and events.frames[-1][0] == b"MESSAGE"
+    link.close()
     peer.close()
 
 
