@@ -53,7 +53,7 @@ class Settings:
     consumers: int | None = None
     user: str | None = None
     password: str | None = field(default=None, repr=False)
-    heartbeats: tuple[int, int] = (4000, 4000)
+    heartbeats: tuple[int, int] = (10000, 4000)
     vhost: str = "/"
     dialect: str = "auto"
     reply_to: str | None = None

@@ -218,7 +218,7 @@ OPTIONS: tuple[Option, ...] = (
         parse_heartbeats,
         f"STOMP heart-beats SEND_MS,RECEIVE_MS, each 0 to {MAX_HEARTBEAT_MS:,} (0,0: none); a broker silent "
         "for 2.5 receive periods is dropped, so the default notices a partition within 10 s",
-        default="4000,4000",
+        default="10000,4000",
     ),
     Option("mq-vhost", "vhost", text, "virtual host sent in the CONNECT host header (RabbitMQ)", default="/"),
     # "broker" is the address (--mq-host); this option picks the dialect spoken to it.

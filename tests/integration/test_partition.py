@@ -1,7 +1,7 @@
 """A network partition between a load worker and its broker: detected, recovered from, nothing lost.
 
     mqnTAG-b  198.18.N.1  ActiveMQ (its own MQUSERS_SERVICES_DIR and MQUSERS_PORT_OFFSET)
-    mqnTAG-w  198.18.N.2  locust --headless -t 30s (default heart-beats, 4 s), locustfiles/partition.py:
+    mqnTAG-w  198.18.N.2  locust --headless -t 30s (default heart-beats), locustfiles/partition.py:
                           on QUEUE.confirmed a producer at 200 msg/s waiting for each RECEIPT, on
                           QUEUE.unconfirmed one at 200 msg/s without receipts; one consumer each,
                           acknowledging every message (client-individual)
@@ -52,7 +52,7 @@ LOCUSTFILE = Path(__file__).parent / "locustfiles" / "partition.py"
 RUN_S = 30
 PARTITION_AFTER_S = 5.0  # after the first message reached the broker
 PARTITION_S = 15.0
-#: mqusers gives up on a broker silent for 2.5 heart-beat periods (the default 4 s: 10 s); the
+#: mqusers gives up on a broker silent for 2.5 heart-beat periods (the default receive period 4 s: 10 s); the
 #: series is in whole seconds, so "detected" means a failure in a bucket starting this soon.
 DETECTED_WITHIN_S = 11
 #: Longer than DETECTED_WITHIN_S + 1, so a RECEIPT timing out is never taken for a detection.

@@ -140,7 +140,7 @@ def test_options_reach_locusts_parser_with_env_vars_and_a_secret_password(monkey
 def test_empty_options_leave_the_scenario_in_charge() -> None:
     settings = read_settings(parse(), None)
     assert (settings.destination, settings.size, settings.persistent, settings.rate) == (None, None, None, None)
-    assert (settings.vhost, settings.dialect, settings.heartbeats) == ("/", "auto", (4000, 4000))
+    assert (settings.vhost, settings.dialect, settings.heartbeats) == ("/", "auto", (10000, 4000))
 
 
 @pytest.mark.parametrize(
