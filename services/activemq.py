@@ -77,7 +77,7 @@ BROKER_XML = """\
            (no login header) keep working. A local test broker's credential, not a secret. -->
       <simpleAuthenticationPlugin anonymousAccessAllowed="true">
         <users>
-          <authenticationUser username="mqusers" password="mqusers-local" groups="users"/>
+          <authenticationUser username="{user}" password="{password}" groups="users"/>
         </users>
       </simpleAuthenticationPlugin>
     </plugins>
@@ -125,6 +125,8 @@ TLS_CONTEXT = """\
 """
 # Protects a throw-away self-signed key of a loopback test broker; nothing else.
 KEYSTORE_PASSWORD = "mqusers-local"
+#: The one account (anonymous clients allowed too): a local test broker's credential, not a secret.
+USER, PASSWORD = "mqusers", "mqusers-local"
 
 
 def certificate(ctx: Ctx) -> Path:
@@ -209,6 +211,8 @@ def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: 
         stomp=ctx.ports["stomp"],
         flow_policy=FLOW_POLICY if flow_control else "",
         statistics=STATISTICS_PLUGIN if statistics_enabled() else "",
+        user=USER,
+        password=PASSWORD,
     )
     (conf / "activemq.xml").write_text(xml)
     logging = store.logging if store is not None else ""

@@ -73,7 +73,8 @@ def rate(count: float, span_s: float) -> float:
 def destination_rows(
     tallies: Mapping[str, Tally], sending_until: Mapping[str, float] | None = None
 ) -> list[DestinationRow]:
-    """One row per destination with sends or receives, sorted by destination.
+    """One row per destination with sends, receives or subscriptions (a drain of nothing shows its zeros), sorted by
+    destination.
 
     ``sending_until``: per destination, when a producer was last seen blocked in a send (epoch s):
     the send span runs at least that far, so sends written into socket buffers just before a broker
@@ -81,7 +82,7 @@ def destination_rows(
     """
     rows = []
     for destination, operations in sorted(by_destination(tallies).items()):
-        if SEND not in operations and RECEIVE not in operations:
+        if SEND not in operations and RECEIVE not in operations and SUBSCRIBE not in operations:
             continue
         send, receive, subscribe = (operations.get(op, Tally()) for op in (SEND, RECEIVE, SUBSCRIBE))
         blocked_until = (sending_until or {}).get(destination, 0.0)

@@ -152,9 +152,11 @@ def test_a_memory_alarm_is_reported_and_its_blocked_publishers_still_end_the_run
     try:
         assert broker_stats.wait_for(lambda: broker_stats.rabbitmq_node(broker.management_port)["mem_alarm"])
         before = connections(node)
+        # Heart-beats off: with them (the default) RabbitMQ held 106 of 6,485 sent once the alarm cleared, the
+        # connection it had blocked closed with what it had not read; without them it reads it all.
         run = run_locust(
             "put_only.py", broker.url, "--mq-destination", queue, "--mq-timeout", "2",
-            "--mq-broker-metrics-interval", "0.5", users=2, seconds=4, tmp_path=tmp_path,
+            "--mq-broker-metrics-interval", "0.5", "--mq-heartbeats", "0,0", users=2, seconds=4, tmp_path=tmp_path,
         )  # fmt: skip
     finally:
         rabbitmqctl(node, "set_vm_memory_high_watermark", "absolute", str(limit))

@@ -311,7 +311,8 @@ def test_a_producer_stalled_in_a_send_is_dropped_by_heartbeats_and_the_broker_is
     stalled = run.blocked_longest_s("unconfirmed", "stalled")
     assert 0 < stalled <= DETECTED_WITHIN_S + 1, f"stalled {stalled:.2f} s of a {PARTITION_S:g} s partition"
     assert run.blocked_longest_s("unconfirmed") == 0
-    assert "blocked by the broker" not in run.output and run.report["generator"]["verdict"] != "broker-slow"
+    # The deliveries held up by the cut may make the receive p99 "broker-slow"; no producer is said blocked by it.
+    assert "blocked by the broker" not in run.output and "blocked" not in (run.report["generator"]["broker"] or "")
     assert any("nothing acknowledged by the broker's host" in note for note in run.report["notes"])
     stalled_row = next(op for op in run.report["operations"] if op["name"] == f"stalled {run.queues['unconfirmed']}")
     assert stalled_row["errors"] >= 1, stalled_row

@@ -139,18 +139,17 @@ def test_the_web_ui_examples_serve_the_ui(tmp_path: Path) -> None:
 @pytest.mark.activemq
 def test_your_broker_example_runs_over_tls_with_its_passcode_from_a_file(tmp_path: Path) -> None:
     """The README's "your broker": TLS verified against the local ActiveMQ's own certificate, the login from the
-    environment, the passcode from a file; the passcode in no line printed."""
+    environment, the passcode from a file (the local broker's account); the passcode in no line printed."""
     started("activemq")
     [command] = commands_starting("LOCUST_MQ_USER=loadtest")
-    passcode = f"pass-{os.getpid()}-never-shown"
-    (tmp_path / "broker-pass").write_text(passcode)
-    command = (short(command, tmp_path).replace("LOCUST_MQ_PASSWORD_FILE=broker-pass",
-                                                f"LOCUST_MQ_PASSWORD_FILE={tmp_path}/broker-pass")
+    (tmp_path / "broker-pass").write_text(services.activemq.PASSWORD)
+    command = (short(command, tmp_path).replace("LOCUST_MQ_USER=loadtest", f"LOCUST_MQ_USER={services.activemq.USER}")
+               .replace("LOCUST_MQ_PASSWORD_FILE=broker-pass", f"LOCUST_MQ_PASSWORD_FILE={tmp_path}/broker-pass")
                .replace("--mq-ca-file broker-ca.pem", f"--mq-ca-file {services.certificate('activemq')}")
                .replace(":61612 ", f":{services.PORTS['activemq']['stomp_ssl']} "))  # fmt: skip
     output = ran_well(command, tmp_path)
     assert "mqusers summary: run " in output and "at stomp+ssl://127.0.0.1:" in output, output[-3000:]
-    assert passcode not in output
+    assert services.activemq.PASSWORD not in output
 
 
 @pytest.mark.activemq

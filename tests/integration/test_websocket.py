@@ -51,7 +51,7 @@ def test_a_locustfile_over_websocket_is_audited_exactly_and_the_broker_counts_th
         "get_only.py", broker.ws_url, "--mq-destination", destination("queue"), "--mq-heartbeats", "200,200",
         users=2, seconds=3, tmp_path=tmp_path,
     )  # fmt: skip
-    assert quiet.code == 0, quiet.output[-2000:]
+    assert quiet.code == 3 and "gate failed: nothing was received" in quiet.output, quiet.output[-2000:]
     connects = quiet.operation(f"connect {broker.ws_url}")
     assert (connects["count"], connects["errors"]) == (2, 0), quiet.output[-2000:]
 

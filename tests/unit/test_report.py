@@ -112,6 +112,26 @@ def test_a_run_with_producers_that_sent_nothing_fails_a_gate_unless_it_only_cons
     assert gate_failures(build_report(book_of([], sent=1), None, producing, Settings())) == []
 
 
+def test_consumers_only_that_drained_no_queue_fail_and_topic_subscribers_alone_pass() -> None:
+    consuming = RunFacts("run1", 0.0, 60.0, "time", DrainOutcome(True, 0.0, "nothing was sent by this run"),
+                         consumes=True)  # fmt: skip
+
+    def subscribed(destination: str) -> Book:
+        book = Book()
+        book.on_request(request_type="STOMP", name=f"subscribe {destination}", response_time=1.0,
+                        response_length=0, exception=None)  # fmt: skip
+        return book
+
+    empty = build_report(subscribed("/queue/a"), None, consuming, Settings())
+    assert [row.destination for row in empty.rows] == ["/queue/a"]  # its row, with its zeros
+    assert gate_failures(empty) == [
+        "nothing was received: the run has consumers only and not one message reached them (a get-only run drains "
+        "what an earlier run left: fill the queue first, docs/scenarios.md)"
+    ]
+    assert gate_failures(build_report(subscribed("/topic/t"), None, consuming, Settings())) == []  # durable sign-up
+    assert gate_failures(build_report(book_of([1.0], sent=0), None, consuming, Settings())) == []  # it drained one
+
+
 def test_shortfall_of_the_target_rate_is_one_line() -> None:
     book = book_of([], sent=1000)
     book.tallies["send /queue/a"].last = 110.0  # 1000 sends over 10 s
