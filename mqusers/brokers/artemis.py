@@ -28,6 +28,8 @@ CONSOLE_PORT = 8161
 #: Artemis's default STOMP port: a console on a shifted port is looked for as far away as the STOMP port is.
 STOMP_PORT = 61613
 JOLOKIA_PATH = "/console/jolokia"
+#: The console login sent when none is given: an anonymous one, not a credential (docs/brokers.md).
+ANONYMOUS = ("anonymous", "anonymous")
 ACCEPTORS = f"{artemisjson.DOMAIN}:broker=*,component=acceptors,name=*"
 
 
@@ -52,7 +54,7 @@ class _Refused(MetricsError):
 
 class ArtemisJolokia:
     """:class:`~mqusers.brokers.model.Source` for Artemis: the Jolokia agent at ``url`` (see :func:`jolokia_url`)
-    as ``user`` (None: no credentials sent).
+    as ``user`` (None: the anonymous login :data:`ANONYMOUS`).
 
     With ``stomp_port`` (the URL was guessed, not given), ``url`` and then each of ``alternatives`` is
     tried until one belongs to the broker whose acceptors listen on that port.
@@ -73,7 +75,9 @@ class ArtemisJolokia:
         alternatives: tuple[str, ...] = (),
     ) -> None:
         self.user, self.timeout, self.stomp_port = user, timeout, stomp_port
-        self._auth = (user, password or "") if user else None
+        # Without a login the console admits no request (hawtio answers 403), not even on a broker that allows
+        # anonymous users; a login of this made-up name is what such a broker's GuestLoginModule takes as its guest.
+        self._auth = (user, password or "") if user else ANONYMOUS
         self._candidates = [jolokia_url(u) for u in (url, *alternatives)]
         self._found = stomp_port is None
         self._use(self._candidates[0])
@@ -166,6 +170,9 @@ class ArtemisJolokia:
         if status == 401:
             who = f"user {self.user}" if self.user else "no user given: --mq-broker-metrics-user or --mq-user"
             raise _Refused(f"{where} refused the credentials ({who})")
+        if status == 403 and not self.user:
+            raise _Refused(f"{where} refused an anonymous login (HTTP 403): give a user of the console's role, "
+                           "--mq-broker-metrics-user or --mq-user")  # fmt: skip
         if status == 403:
             raise _Refused(f"{where} refused the access (HTTP 403): the user needs the console's role (amq by "
                            "default), and jolokia-access.xml must allow this origin and address")  # fmt: skip

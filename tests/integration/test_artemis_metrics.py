@@ -179,3 +179,21 @@ def test_a_queue_runs_figures_in_the_report_equal_the_brokers_counters(
     assert 0 < jvm["heap_used_mb"] <= jvm["heap_committed_mb"] and 10 < jvm["threads"] < 1000
     assert gc_before <= jvm["gc_count"] - jvm["gc_count_run"] <= jvm["gc_count"] <= gc_after, jvm
     assert document["broker"]["connections"] >= 0 and document["broker"]["memory_bytes"] >= 0
+
+
+def test_a_plain_run_on_the_local_artemis_has_the_brokers_figures(
+    artemis: int, destination: Any, tmp_path: Path
+) -> None:
+    """No login given: the console's anonymous login, which the service (--allow-anonymous) takes as its guest. The
+    console refused every request without a login (HTTP 403) and the summary read "broker figures: none"."""
+    queue = destination("queue")
+    artemis_jolokia.make_queue(artemis_jolokia.address_of(queue))
+    run = run_locust(
+        "put_get.py", f"stomp://127.0.0.1:{artemis}", "--mq-destination", queue, "--mq-messages", "200",
+        "--mq-rate", "200", users=3, seconds=4, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    document = run.report["broker"]
+    assert document["source"] == "artemis" and not document.get("note"), document
+    assert document["destinations"][queue]["enqueued"] == 200 == run.row(queue)["received"]
+    assert "broker figures: none" not in run.output

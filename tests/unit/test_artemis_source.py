@@ -224,6 +224,15 @@ def test_no_login_is_named_in_the_refusal(monkeypatch: pytest.MonkeyPatch) -> No
         ArtemisJolokia(URL, None, None).broker()
 
 
+def test_without_a_login_an_anonymous_one_is_sent_and_its_refusal_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hawtio admits no request without a login (403), not even on the local service that allows anonymous users."""
+    console = Console({8161: agent()}, status=403)
+    console.install(monkeypatch)
+    with pytest.raises(MetricsError, match=r"refused an anonymous login \(HTTP 403\): give a user of the console's"):
+        ArtemisJolokia(URL, None, None).broker()
+    assert console.sent[-1]["auth"] == ("anonymous", "anonymous")
+
+
 def test_an_unreachable_console_is_one_line() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
