@@ -107,7 +107,8 @@ def test_running_out_mid_run_fails_connects_with_that_cause_and_ends_by_time(des
     assert run.report, run.output[-3000:]
     assert "Traceback" not in run.output
     assert run.report["ended_by"] == "time"
-    assert run.code == 1  # Locust's exit code for a run with failures
+    # Failures (Locust's 1), and consumers only that drained nothing from their queue: the gate's 3 wins.
+    assert run.code == 3 and "gate failed: nothing was received" in run.output, run.output[-3000:]
     connect = run.operation(f"connect {started('activemq').url}")
     # The one failure kind: every failed operation is a connect, and each for want of a file descriptor.
     assert {op["name"] for op in run.report["operations"] if op["errors"]} == {connect["name"]}
