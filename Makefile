@@ -89,7 +89,7 @@ bench-churn: install
 	$(call with_services,activemq,$(PY) -m benchmarks.churn --host $(BENCH_HOST) $(BENCH_ARGS))
 
 # 30 minutes (not in CI): RSS, received rate and p99 of one long run; a short check:
-# make soak BENCH_ARGS="--minutes 3 --window 1".
+# make soak BENCH_ARGS="--minutes 3 --window 1 --warmup 1".
 soak: install
 	$(call with_services,activemq,$(PY) -m benchmarks.soak --host $(BENCH_HOST) $(BENCH_ARGS))
 
