@@ -44,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
                       metavar="PERCENT", help="the intervals' confidence, in percent (default 95)")  # fmt: skip
     made.add_argument("--tolerance", type=_fraction(0.0, 1.0, "--tolerance"), default=0.0, metavar="PERCENT",
                       help="differences whose interval lies within ±PERCENT do not count (default 0)")  # fmt: skip
+    made.add_argument("--per-figure", action="store_true",
+                      help="each interval at --confidence (default: the whole table, family-wise)")  # fmt: skip
     made.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES:,})")
     made.add_argument("--seed", type=int, default=0, help="the resampling's seed: the same inputs give the same output")
     made.add_argument("--json", metavar="PATH", help="write the comparison as JSON")
@@ -60,7 +62,8 @@ def main(argv: Sequence[str]) -> int:
             return _refuse(f"{path}: its folder does not exist")
     try:
         base, new = load_runs([args.base]), load_runs([args.new])
-        document = compare_runs(base, new, args.confidence, args.tolerance, args.resamples, args.seed)
+        family = not args.per_figure
+        document = compare_runs(base, new, args.confidence, args.tolerance, args.resamples, args.seed, family)
     except RunFileError as error:
         return _refuse(str(error))
     print(format_comparison(document))

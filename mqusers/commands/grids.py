@@ -27,6 +27,7 @@ from mqusers.measure.names import RECEIVE, event_name
 from mqusers.options.parsing import OptionError
 from mqusers.report.htmlgrids import NOISE
 from mqusers.stats.bootstrap import SAME, difference, estimate
+from mqusers.stats.evidence import TOO_FEW
 from mqusers.stats.figures import THROUGHPUT, headline
 from mqusers.stats.samples import Run, RunFileError, run_from_document
 
@@ -157,10 +158,11 @@ def summary(runs: list[Run]) -> dict[str, Any]:
 
 
 def indistinct(cells: Mapping[K, list[Run]]) -> list[tuple[K, K]]:
-    """The pairs of a row's cells (with runs) whose throughput differs by no more than noise, in the row's order."""
+    """The pairs of a row's cells (with runs) whose throughput differs by no more than noise (or whose runs are too
+    short to tell), in the row's order."""
     measured = [key for key, runs in cells.items() if runs]
     return [(a, b) for a, b in itertools.combinations(measured, 2)
-            if difference(cells[a], cells[b], OPERATION, THROUGHPUT).verdict == SAME]  # fmt: skip
+            if difference(cells[a], cells[b], OPERATION, THROUGHPUT).verdict in (SAME, TOO_FEW)]  # fmt: skip
 
 
 def cell_text(cell: Mapping[str, Any]) -> str:

@@ -85,7 +85,8 @@ def regression_failures(report: RunReport) -> list[str]:
     if not settings.baseline or not settings.gate_regression:
         return []
     # Here, not at the top: the statistics import numpy, which every locust process would pay for at start.
-    from mqusers.stats.bootstrap import REGRESSIONS, differences, verdict
+    from mqusers.stats.bootstrap import REGRESSIONS, differences, family_wise, verdict
+    from mqusers.stats.evidence import TOO_FEW
     from mqusers.stats.samples import RunFileError, common_operations, load_runs, run_from_document
 
     confidence = settings.gate_confidence / 100.0
@@ -101,13 +102,15 @@ def regression_failures(report: RunReport) -> list[str]:
     # The gate makes one test per operation and figure; each at the confidence divided among them
     # (Bonferroni), so the stated confidence is the whole gate's, not each figure's.
     tests = len(operations) * len(settings.gate_regression)
-    each = 1.0 - (1.0 - confidence) / max(1, tests)
+    each = family_wise(confidence, tests)
     stated = f"{each * 100:.4g} %, {confidence * 100:g} % over the gate's {tests} figures"
     failures = []
     for operation in operations:
         found = differences(baseline, run, operation, each)
         for figure, threshold in settings.gate_regression:
             difference = found[figure]
+            if difference.verdict == TOO_FEW:
+                continue  # a figure the data cannot judge never fails the run (nor passes it: see the report)
             words = verdict(figure, difference.low, difference.high, threshold)
             if words in REGRESSIONS:
                 percent, low, high = difference.percent

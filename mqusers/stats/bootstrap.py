@@ -20,6 +20,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from mqusers.stats.evidence import TOO_FEW, Evidence, enough, evidence, zero_width
 from mqusers.stats.figures import FIGURES, THROUGHPUT, weighted_figures
 from mqusers.stats.samples import Floats, Run, Samples
 
@@ -57,6 +58,7 @@ class Difference:
     high: float
     verdict: str
     tolerance: float
+    evidence: tuple[Evidence, Evidence]  # BASE's and NEW's
 
     @property
     def percent(self) -> tuple[float, float, float]:
@@ -178,6 +180,11 @@ def estimate(
     return estimates(runs, operation, confidence, resamples, seed)[figure]
 
 
+def family_wise(confidence: float, tests: int) -> float:
+    """Each of ``tests`` intervals' confidence so that all of them hold at ``confidence`` together (Bonferroni)."""
+    return 1.0 - (1.0 - confidence) / max(1, tests)
+
+
 def verdict(figure: str, low: float, high: float, tolerance: float) -> str:
     """The words for a ratio's interval: a direction only when the whole interval lies beyond ``1 ± tolerance``."""
     if low > 1.0 + tolerance:
@@ -196,7 +203,9 @@ def differences(
     seed: int = 0,
     tolerance: float = 0.0,
 ) -> dict[str, Difference]:
-    """NEW against BASE for every headline figure of ``operation``: the ratio, its interval, the verdict."""
+    """NEW against BASE for every headline figure of ``operation``: the ratio, its interval, the verdict
+    (:data:`~mqusers.stats.evidence.TOO_FEW` where a side holds too little for one)."""
+    sides = evidence(base, operation), evidence(new, operation)
     base_rng, new_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     before, after = _resampled(base, operation, resamples, base_rng), _resampled(new, operation, resamples, new_rng)
     # The side with fewer independent units bounds what the difference can know.
@@ -207,8 +216,9 @@ def differences(
         with np.errstate(divide="ignore", invalid="ignore"):
             low, high = _interval(after.boot[figure] / before.boot[figure], widened)
         ratio = new_estimate.point / base_estimate.point if base_estimate.point else math.nan
-        words = verdict(figure, low, high, tolerance) if math.isfinite(low) else SAME
-        found[figure] = Difference(figure, base_estimate, new_estimate, ratio, low, high, words, tolerance)
+        few = not enough(figure, *sides) or zero_width(low, high)
+        words = TOO_FEW if few else verdict(figure, low, high, tolerance)
+        found[figure] = Difference(figure, base_estimate, new_estimate, ratio, low, high, words, tolerance, sides)
     return found
 
 

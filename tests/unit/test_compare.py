@@ -102,3 +102,31 @@ def test_a_confidence_outside_50_to_99_9_percent_is_refused(capsys: pytest.Captu
     with pytest.raises(SystemExit) as exit:
         main(["compare", "a.json", "b.json", "--confidence", "100"])
     assert exit.value.code == 2 and "--confidence: 100 is not within 50-99.9 %" in capsys.readouterr().err
+
+
+def test_too_few_samples_read_so_in_the_table_the_json_and_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The defect: a connect measured 4 times in one second a side got "+237.0 % (+237.0 to +237.0) higher".
+    paths = []
+    for name, seed, scale in (("base", 1, 1.0), ("new", 2, 3.4)):
+        rng = np.random.default_rng(seed)
+        run = document(interval_latencies(rng, 30, 400, 1.0), warmup=2)
+        connect = document([scale * rng.lognormal(0, 0.1, 4)], warmup=0, operation="connect", seconds=30.0)
+        connect["intervals"]["operations"]["connect"][0][0] = run["intervals"]["measured_from"]
+        run["intervals"]["operations"].update(connect["intervals"]["operations"])
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(run))
+    out, page = tmp_path / "c.json", tmp_path / "c.html"
+    assert main(["compare", *map(str, paths), "--json", str(out), "--html", str(page)]) == 0
+    said, compared = capsys.readouterr().out, json.loads(out.read_text())
+    assert {f["verdict"] for f in compared["operations"]["connect"].values()} == {"too few samples"}
+    assert compared["operations"]["connect"]["p50"]["evidence"]["base"] == {"intervals": 1, "samples": 4}
+    table = said[said.index("connect ") : said.index("receive /queue/x ")]
+    assert table.count("too few samples") == 5 and "higher" not in table and "slower" not in table
+    assert "too few samples for a verdict: connect: every figure (BASE 1 interval, 4 samples" in " ".join(said.split())
+    assert "verdicts: 0 verdicts among 5 figures judged; family-wise" in " ".join(said.split())
+    assert compared["figures"]["judged"] == 5 and compared["each_confidence"] == pytest.approx(1 - 0.05 / 5)
+    html = page.read_text()
+    assert html.count('<span class="change-too">too few samples</span>') == 5
+    assert "too few samples for a verdict" in html

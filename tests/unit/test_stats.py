@@ -47,7 +47,7 @@ def test_identical_runs_say_no_significant_difference_at_the_stated_confidence()
     rng = np.random.default_rng(1)
     same = dict.fromkeys(FIGURES, 0)
     for seed in range(200):
-        base, new = (run(interval_latencies(rng, 30, 300, 1.0)) for _ in range(2))
+        base, new = (run(interval_latencies(rng, 30, 400, 1.0)) for _ in range(2))
         for figure, found in differences([base], [new], OPERATION, resamples=500, seed=seed).items():
             same[figure] += found.verdict == SAME
     assert all(count >= 176 for count in same.values()), same
