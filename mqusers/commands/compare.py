@@ -14,10 +14,11 @@ import os
 import sys
 from collections.abc import Sequence
 
+from mqusers.report.baselinefit import baseline_fit
 from mqusers.report.comparison import compare_runs, format_comparison
 from mqusers.report.htmlcompare import write_comparison_html
 from mqusers.stats.bootstrap import CONFIDENCE, RESAMPLES
-from mqusers.stats.samples import RunFileError, load_runs
+from mqusers.stats.samples import RunFileError, load_runs, run_paths
 
 
 def _fraction(low: float, high: float, what: str) -> type[float]:
@@ -62,8 +63,8 @@ def main(argv: Sequence[str]) -> int:
             return _refuse(f"{path}: its folder does not exist")
     try:
         base, new = load_runs([args.base]), load_runs([args.new])
-        family = not args.per_figure
-        document = compare_runs(base, new, args.confidence, args.tolerance, args.resamples, args.seed, family)
+        family, unfit = not args.per_figure, {"base": _unfit(args.base), "new": _unfit(args.new)}
+        document = compare_runs(base, new, args.confidence, args.tolerance, args.resamples, args.seed, family, unfit)
     except RunFileError as error:
         return _refuse(str(error))
     print(format_comparison(document))
@@ -79,6 +80,20 @@ def main(argv: Sequence[str]) -> int:
     if written:
         print(f"files written: {', '.join(written)}")
     return 0
+
+
+def _unfit(argument: str) -> dict[str, list[str]]:
+    """Each of a side's runs that lost messages, had a contended or saturated generator or ended early: why."""
+    found = {}
+    for path in run_paths(argument):
+        # load_runs has read each one already: a file that fails now changed since, and says nothing.
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if reasons := baseline_fit(document).reasons:
+            found[str(path)] = reasons
+    return found
 
 
 def _refuse(line: str) -> int:

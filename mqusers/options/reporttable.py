@@ -95,6 +95,15 @@ REPORT_OPTIONS: tuple[Option, ...] = (
         master_writes=True,
     ),
     Option(
+        "mq-baseline-unfit",
+        "baseline_unfit",
+        parse_bool,
+        "hold the run to a --mq-baseline that lost messages, had a contended or saturated generator or ended "
+        "early (true/false; refused by default)",
+        default="false",
+        ui=False,
+    ),
+    Option(
         "mq-gate-regression",
         "gate_regression",
         parse_regressions,

@@ -86,6 +86,7 @@ class Settings:
     other_runs: str | None = None
     fail_on_saturation: bool = False
     baseline: str | None = None
+    baseline_unfit: bool = False
     gate_regression: tuple[tuple[str, float], ...] = ()
     gate_confidence: float = 95.0
     request_events: str = "bulk"

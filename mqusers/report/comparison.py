@@ -51,12 +51,15 @@ def compare_runs(
     resamples: int = RESAMPLES,
     seed: int = 0,
     family: bool = True,
+    unfit: dict[str, dict[str, list[str]]] | None = None,
 ) -> dict[str, Any]:
     """The comparison document of two sides' operations in common (:func:`mqusers.stats.samples.common_operations`).
 
     ``family``: ``confidence`` holds for the whole table (each interval at :func:`family_wise`'s confidence over the
     figures with data enough for a verdict), so identical runs show no verdict at all in about ``confidence`` of
-    comparisons; otherwise each interval is at ``confidence`` and chance verdicts grow with the table."""
+    comparisons; otherwise each interval is at ``confidence`` and chance verdicts grow with the table. ``unfit``:
+    per side (``base``, ``new``) the runs that lost messages, had a contended or saturated generator or ended
+    early, and why (:mod:`mqusers.report.baselinefit`): each a warning, said first."""
     operations, common = {}, common_operations(base, new)
     judged = sum(enough(figure, evidence(base, op), evidence(new, op)) for op in common for figure in FIGURES)
     each = family_wise(confidence, judged) if family else confidence
@@ -79,9 +82,23 @@ def compare_runs(
         "seed": seed,
         "method": METHOD,
         "figures": {"judged": judged, "verdicts": len(verdicts), "by_chance": judged * (1.0 - each)},
-        "notes": [*notes, *_too_few_notes(operations), *([ONE_RUN_NOTE] if one_run else [])],
+        "unfit": {side: dict((unfit or {}).get(side, {})) for side in ("base", "new")},
+        "warnings": _unfit_notes(unfit or {}),
+        "notes": [
+            *notes,
+            *_too_few_notes(operations),
+            *([ONE_RUN_NOTE] if one_run else []),
+        ],
         "operations": operations,
     }
+
+
+def _unfit_notes(unfit: dict[str, dict[str, list[str]]]) -> list[str]:
+    """BASE's runs that cannot be a baseline, and NEW's with the same faults: each named with why."""
+    said = {"base": "not a baseline: a difference from it says as much about BASE as about NEW",
+            "new": "its figures are not the broker's alone"}  # fmt: skip
+    return [f"{side.upper()} {name}: {'; '.join(reasons)}: {said[side]}"
+            for side in ("base", "new") for name, reasons in unfit.get(side, {}).items()]  # fmt: skip
 
 
 def _too_few_notes(operations: dict[str, dict[str, Any]]) -> list[str]:
@@ -146,6 +163,7 @@ def format_comparison(document: dict[str, Any]) -> str:
     confidence = f"{document['confidence'] * 100:g} %"
     tolerance = f"; differences within ±{document['tolerance'] * 100:g} % do not count" if document["tolerance"] else ""
     lines = [wrap(f"mqusers compare: {sides_text(document)}, {confidence} confidence{tolerance}")]
+    lines += [wrap(f"warning: {warning}") for warning in document["warnings"]]
     each = f"{document['each_confidence'] * 100:.4g} %"
     several = len(document["base"]) > 1 or len(document["new"]) > 1
     for operation, figures in document["operations"].items():

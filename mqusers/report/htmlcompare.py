@@ -65,7 +65,8 @@ def render_comparison(document: dict[str, Any]) -> str:
     said = facts([("compared", sides_text(document)), ("confidence", confidence), ("verdicts", family_text(document)),
                   ("tolerance", f"±{document['tolerance'] * 100:g} %"), ("resamples", f"{document['resamples']:,}"),
                   ("method", document["method"])])  # fmt: skip
-    notes = "".join(f'<p class="note">{escape(note)}</p>' for note in document["notes"])
+    warnings = "".join(f'<p class="note warning">warning: {escape(w)}</p>' for w in document["warnings"])
+    notes = warnings + "".join(f'<p class="note">{escape(note)}</p>' for note in document["notes"])
     body = "".join(_section(op, figures, each) for op, figures in document["operations"].items())
     files = ", ".join(escape(os.path.basename(path)) for path in (*document["base"], *document["new"]))
     # No charts: the intervals are drawn as bars in the tables.

@@ -9,12 +9,14 @@ from __future__ import annotations
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
 from mqusers.options.destpattern import parse_pattern
 from mqusers.options.parsing import OptionError, parse_destination
 from mqusers.options.settings import Settings, read_settings
+from mqusers.report.baselinefit import baseline_fit
 from mqusers.run.context import client_config, context
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.wiring import endscreen, fdlimit, roles
@@ -116,6 +118,24 @@ def baseline_problem(environment: Environment, settings: Settings) -> str | None
     other = next((run for run in runs if run.locustfile != locustfile), None)
     if other is not None:
         return f"--mq-baseline: {other.name} ran {other.locustfile or '?'}, this run {locustfile or '?'}"
+    return None if settings.baseline_unfit else unfit_baseline(settings.baseline)
+
+
+def unfit_baseline(baseline: str) -> str | None:
+    """The first baseline run that lost messages, had a contended or saturated generator or ended early: a gate
+    against it would pass or fail on its faults, not this run's."""
+    from mqusers.stats.samples import run_paths
+
+    for path in run_paths(baseline):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # read a moment ago by load_runs: changed since, and it will say so at the gate
+        if reasons := baseline_fit(document).reasons:
+            why = "; ".join(reasons)
+            return (
+                f"--mq-baseline: {path} is not a baseline: {why} (--mq-baseline-unfit true holds the run to it anyway)"
+            )
     return None
 
 

@@ -130,3 +130,24 @@ def test_too_few_samples_read_so_in_the_table_the_json_and_the_page(
     html = page.read_text()
     assert html.count('<span class="change-too">too few samples</span>') == 5
     assert "too few samples for a verdict" in html
+
+
+def test_a_base_that_lost_messages_with_a_contended_generator_is_named_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The defect: BASE had lost 4,874 messages on a contended generator and compare judged NEW against it silently.
+    base, new = saved(tmp_path / "base.json", 1, scale=3.0), saved(tmp_path / "new.json", 2)
+    broken = json.loads(base.read_text())
+    broken["destinations"] = [{"destination": "/queue/x", "lost": 4_874, "unreceived": 0}]
+    broken["generator"] = {"verdict": "contended"}
+    base.write_text(json.dumps(broken))
+    out, page = tmp_path / "c.json", tmp_path / "c.html"
+    assert main(["compare", str(base), str(new), "--json", str(out), "--html", str(page)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    warning = (f"warning: BASE {base}: 4,874 messages lost or never received; generator contended: not a baseline: "
+               "a difference from it says as much about BASE as about NEW")  # fmt: skip
+    assert warning in said and said.index(warning) < said.index("receive /queue/x")
+    compared = json.loads(out.read_text())
+    assert compared["unfit"] == {"base": {str(base): ["4,874 messages lost or never received", "generator contended"]},
+                                 "new": {}}  # fmt: skip
+    assert "warning: BASE" in page.read_text() and "4,874 messages lost" in page.read_text()

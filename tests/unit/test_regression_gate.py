@@ -121,3 +121,23 @@ def test_a_baseline_that_cannot_be_read_is_refused_before_load(tmp_path: Path) -
     said = baseline_problem(environment, Settings(baseline=str(tmp_path / "missing.json")))  # type: ignore[arg-type]
     assert said == f"--mq-baseline: {tmp_path / 'missing.json'}: no such file or folder"
     assert baseline_problem(environment, Settings()) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ({"destinations": [{"destination": "/queue/x", "lost": 56_079}]}, "56,079 messages lost or never received"),
+        ({"generator": {"verdict": "saturated"}}, "generator saturated"),
+        ({"ended_by": "interrupt"}, "ended early: interrupted (Ctrl-C or SIGTERM)"),
+    ],
+)
+def test_a_baseline_that_lost_messages_was_contended_or_cut_short_is_refused(
+    tmp_path: Path, fault: dict[str, Any], said: str
+) -> None:
+    environment = SimpleNamespace(parsed_options=SimpleNamespace(locustfile="locustfiles/pubsub.py"))
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps({**document(interval_latencies(np.random.default_rng(5), 8, 50, 1.0)), **fault}))
+    refused = baseline_problem(environment, Settings(baseline=str(path)))  # type: ignore[arg-type]
+    assert refused == (f"--mq-baseline: {path} is not a baseline: {said} (--mq-baseline-unfit true holds the run "
+                       "to it anyway)")  # fmt: skip
+    assert baseline_problem(environment, Settings(baseline=str(path), baseline_unfit=True)) is None  # type: ignore[arg-type]
