@@ -8,7 +8,11 @@ each interval's histograms, so an interval's (or the run's) percentiles come fro
 
 Bounded: an interval more than ``SEAL_AFTER_S`` behind the newest keeps its tallies encoded
 (hdrh's compressed strings, ~1-2 KB, not a 190 KB counts array each); when a run holds more than
-``MAX_INTERVALS`` the width doubles and neighbours merge (as :class:`~mqusers.measure.series.Series`).
+``MAX_INTERVALS``, or its encoded intervals more than ``MAX_BYTES``, the width doubles and neighbours
+merge (as :class:`~mqusers.measure.series.Series`). The bytes matter as much as the count: a merged
+interval's histogram holds more distinct latencies than either half, so at a fixed count a long run's
+intervals grow fatter with every doubling (a soak's memory rose ~2 MB an hour so); under a budget of
+bytes it stops growing once the budget is first reached.
 """
 
 from __future__ import annotations
@@ -25,6 +29,13 @@ MAX_INTERVALS = 600
 #: An interval this far behind the newest is encoded: a live one holds ~190 KB per event name. A
 #: worker's report (every 3 s) for an older one decodes it, adds, and it is encoded again.
 SEAL_AFTER_S = 3
+#: Encoded bytes the intervals hold before the width doubles (a 2,000 msg/s queue run reaches it in ~8 min).
+MAX_BYTES = 2 * 1024 * 1024
+#: Under the byte budget alone the width doubles only while more than twice this many intervals are held:
+#: a run of many destinations keeps enough intervals for compare's bootstrap (docs/compare.md).
+MIN_INTERVALS = 60
+#: A sealed tally's bytes beside its histogram string (the dict, its numbers).
+TALLY_OVERHEAD = 400
 
 
 class IntervalPayload(TypedDict):
@@ -42,11 +53,13 @@ class IntervalsPayload(TypedDict):
 class Interval:
     """One interval's tallies: a live :class:`Book`, or once sealed its encoding."""
 
-    __slots__ = ("_book", "_packed")
+    __slots__ = ("_book", "_packed", "size")
 
     def __init__(self) -> None:
         self._book: Book | None = Book()
         self._packed: EncodedTallies = {}
+        #: Its encoded bytes once sealed (0 while live: only the newest few are, bounded by ``SEAL_AFTER_S``).
+        self.size = 0
 
     @property
     def book(self) -> Book:
@@ -54,7 +67,7 @@ class Interval:
         if self._book is None:
             self._book = Book()
             self._book.merge(self._packed)
-            self._packed = {}
+            self._packed, self.size = {}, 0
         return self._book
 
     @property
@@ -64,6 +77,7 @@ class Interval:
     def seal(self) -> None:
         if self._book is not None:
             self._packed, self._book = self._book.drain(), None
+            self.size = sum(len(tally["histogram"]) + TALLY_OVERHEAD for tally in self._packed.values())
 
     def encoded(self) -> EncodedTallies:
         """The tallies encoded, without unsealing (the live book keeps its own)."""
@@ -78,8 +92,8 @@ class Interval:
 class Intervals:
     """Per-interval tallies of every event name; see the module's docstring."""
 
-    def __init__(self, max_intervals: int = MAX_INTERVALS) -> None:
-        self.max_intervals = max_intervals
+    def __init__(self, max_intervals: int = MAX_INTERVALS, max_bytes: int = MAX_BYTES) -> None:
+        self.max_intervals, self.max_bytes = max_intervals, max_bytes
         self.width_s = 1
         self.intervals: dict[int, Interval] = {}
         #: False during a warm-up, as the book's: request events are not counted.
@@ -94,11 +108,17 @@ class Intervals:
         interval = self.intervals.get(key)
         if interval is None:
             interval = self.intervals[key] = Interval()
-            if len(self.intervals) > self.max_intervals:
+            if self._full():
                 self._coarsen()
                 return self._interval(second)
         self._newest = max(self._newest, key)
         return interval
+
+    def _full(self) -> bool:
+        held = len(self.intervals)
+        if held > self.max_intervals:
+            return True
+        return held > 2 * MIN_INTERVALS and sum(i.size for i in self.intervals.values()) > self.max_bytes
 
     def _seal_old(self) -> None:
         horizon = self._newest - max(SEAL_AFTER_S, 2 * self.width_s)

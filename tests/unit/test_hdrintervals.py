@@ -184,3 +184,28 @@ def test_dropped_histograms_are_freed_without_waiting_for_the_cycle_collector() 
         assert histograms <= live + 4, (histograms, live)
     finally:
         gc.enable()
+
+
+def test_a_byte_budget_stops_the_growth_of_fattening_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    # At a fixed count a merged interval holds more distinct latencies than either half, so each doubling
+    # fattened the intervals: a one-hour soak's memory rose ~2 MB an hour after its warm-up. Under the budget the
+    # bytes held stop growing once it is first reached, and no count is lost.
+    monkeypatch.setattr(hdrintervals, "MIN_INTERVALS", 4)
+    intervals, book, held = Intervals(max_intervals=10_000, max_bytes=40_000), Book(), []
+    for flush in batches(7, 400):
+        intervals.add_batches(flush)
+        book.add_batches(flush)
+        held.append(sum(i.size for i in intervals.intervals.values()))
+    reached = next(i for i, size in enumerate(held) if size > 30_000)
+    fattest = max(i.size for i in intervals.intervals.values())
+    assert max(held[reached:]) <= 40_000 + fattest, (max(held[reached:]), fattest)
+    assert intervals.width_s >= 8 and len(intervals.intervals) >= 4
+    rows = intervals.document(T0)["operations"]
+    assert all(sum(row[2] for row in rows[name]) == book.tallies[name].count for name in NAMES)
+
+
+def test_the_byte_budget_keeps_enough_intervals_for_a_bootstrap() -> None:
+    intervals = Intervals(max_bytes=1)  # every interval is over budget: only the floor holds the width back
+    for flush in batches(8, 260):
+        intervals.add_batches(flush)
+    assert hdrintervals.MIN_INTERVALS <= len(intervals.intervals) <= 2 * hdrintervals.MIN_INTERVALS + 1
