@@ -115,26 +115,30 @@ def judge(
     reasons = []
     if not rows:
         reasons.append("nothing was sent")
-    if achieved < RATE_FRACTION * rate:
-        reasons.append(f"{achieved:,.0f} msg/s < {RATE_FRACTION:.0%} of {rate:,.0f} (send to last receive)")
+    floor = RATE_FRACTION * rate
+    if shown(achieved, 0) < shown(floor, 0):
+        reasons.append(f"{achieved:,.0f} msg/s < {floor:,.0f}, {RATE_FRACTION:.0%} of {rate:,.0f}"
+                       " (send to last receive)")  # fmt: skip
     if lost:
         reasons.append(f"{lost:,} lost or never received")
     if errors:
         reasons.append(f"{errors:,} errors")
-    lagging = bool(lags) and max(lags) > max_lag_ms
+    # At the table's precision (the histograms keep µs): the reason and the "lag p99 ms" column agree.
+    lag_reason = over("schedule lag p99", max(lags, default=math.nan), max_lag_ms, 3)
+    lagging = bool(lag_reason)
     if lagging:
-        reasons.append(f"schedule lag p99 {max(lags):.2f} ms > {max_lag_ms:g} ms")
+        reasons.append(lag_reason)
     if kind in ("generator", "machine"):
         reasons.append(f"generator {evidence['verdict']}")
     if not reasons:
         return Step(sustained=True, **evidence)
     lag_only = lagging and len(reasons) == 1
     suspect = kind != "broker" and (kind != "ok" or cpu >= BUSY_PERCENT or lag_only)
-    if kind == "ok" and loop_lag > max_lag_ms:
+    if kind == "ok" and (late := over("generator loop lag p99", loop_lag, max_lag_ms, 1)):
         # Its own loop was later than the schedule allows: sends were late before any broker could be
         # slow. With CPU to spare, other processes had the cores (the machine, not the broker).
         kind, suspect = "generator" if cpu >= CPU_BOUND_PERCENT else "machine", True
-        reasons.append(f"generator loop lag p99 {loop_lag:.1f} ms > {max_lag_ms:g} ms at {cpu:.0f} % CPU")
+        reasons.append(f"{late} at {cpu:.0f} % CPU")
     elif kind == "ok" and machine_busy >= MACHINE_BUSY_PERCENT:
         kind = "machine"  # every core was taken (a broker on this machine counts): more processes cannot help
         reasons.append(f"the machine's cores {machine_busy:.0f} % busy")
@@ -145,6 +149,22 @@ def judge(
         generator_suspect=suspect,
         **evidence,
     )
+
+
+def shown(value: float, decimals: int) -> float:
+    """``value`` as a reason prints it, at ``decimals`` places: every rule is judged on this."""
+    return round(value, decimals)
+
+
+def over(figure: str, value: float, bound: float, decimals: int, unit: str = "ms") -> str:
+    """``figure VALUE unit > BOUND unit``, both at ``decimals`` places, when the first exceeds the second, else "".
+
+    The rule and its words are one: a value over the bound by less than its last printed place is
+    within it, so a reason never reads "schedule lag p99 5.00 ms > 5 ms" (NaN: never over).
+    """
+    if not shown(value, decimals) > shown(bound, decimals):
+        return ""
+    return f"{figure} {value:,.{decimals}f} {unit} > {bound:,.{decimals}f} {unit}"
 
 
 def generator_kind(generator: dict[str, Any]) -> tuple[str, float, float]:

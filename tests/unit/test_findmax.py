@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pytest
@@ -31,10 +32,10 @@ def report(
 def test_a_step_is_sustained_only_when_every_condition_holds() -> None:
     assert judge(report(995.0), 1000.0, 5.0).sustained
     cases = {
-        "< 99% of 1,000": report(980.0),
+        "980 msg/s < 990, 99% of 1,000": report(980.0),
         "3 lost or never received": report(1000.0, lost=1, unreceived=2),
         "2 errors": report(1000.0, errors=2),
-        "schedule lag p99 7.00 ms > 5 ms": report(1000.0, lag_p99=7.0),
+        "schedule lag p99 7.000 ms > 5.000 ms": report(1000.0, lag_p99=7.0),
         "generator saturated": report(1000.0, verdict="saturated"),
     }
     for reason, document in cases.items():
@@ -46,6 +47,41 @@ def test_a_step_is_sustained_only_when_every_condition_holds() -> None:
     assert not starved.sustained and starved.limit == "machine"  # loop lag with CPU to spare
     assert judge(report(1000.0, verdict="broker-slow"), 1000.0, 5.0).sustained  # the generator kept time
     assert judge({"destinations": []}, 1000.0, 5.0).reason.startswith("nothing was sent")
+
+
+def printed_comparisons_hold(reason: str) -> None:
+    """Every "A unit > B unit" and "A msg/s < B," in a reason is true of the numbers as printed."""
+    for value, bound in re.findall(r"([\d,.]+) (?:ms|msg/s|%) > ([\d,.]+)", reason):
+        assert float(value.replace(",", "")) > float(bound.replace(",", "")), reason
+    for value, bound in re.findall(r"([\d,.]+) msg/s < ([\d,.]+),", reason):
+        assert float(value.replace(",", "")) < float(bound.replace(",", "")), reason
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        (report(1000.0, lag_p99=5.004), "schedule lag p99 5.004 ms > 5.000 ms"),  # was "5.00 ms > 5 ms"
+        (report(1000.0, lag_p99=5.0004), ""),  # over by less than the µs the table prints: within
+        (report(989.4), "989 msg/s < 990, 99% of 1,000 (send to last receive)"),
+        (report(989.6), ""),  # prints 990: not below 990
+        (report(980.0, loop_lag=5.04), "980 msg/s < 990, 99% of 1,000 (send to last receive)"),  # loop lag "5.0"
+        (report(980.0, loop_lag=5.06), "; generator loop lag p99 5.1 ms > 5.0 ms at 95 % CPU"),
+    ],
+)
+def test_a_reason_compares_the_same_rounded_numbers_it_prints(document: dict[str, Any], reason: str) -> None:
+    step = judge(document, 1000.0, 5.0)
+    printed_comparisons_hold(step.reason)
+    assert step.sustained == (not reason) and (step.reason.endswith(reason) if reason else step.reason == "")
+    assert ("loop lag" in step.reason) == (step.limit == "generator")  # a loop lag within bound blames no one
+
+
+def test_a_latency_bound_compares_the_same_rounded_numbers_it_prints() -> None:
+    base = Step(1000.0, sustained=True, p99_ms=1.5433)
+    bound = parse("p99<=2x")  # 3.0866 ms: printed 3.087
+    assert bound.judge(Step(2000.0, sustained=True, p99_ms=3.087), base) == {"latency_ok": True, "latency_reason": ""}
+    over = bound.judge(Step(2000.0, sustained=True, p99_ms=3.088), base)
+    assert over == {"latency_ok": False, "latency_reason": "p99 3.088 ms > 3.087 ms"}
+    assert parse("p99<=10ms").judge(Step(2000.0, sustained=True, p99_ms=10.0004), base)["latency_ok"]
 
 
 def model(
@@ -281,7 +317,7 @@ def test_a_generator_loop_later_than_the_schedule_allows_is_not_the_brokers_limi
     """Seen here: 4,000 msg/s with 2 processes, verdict "ok", CPU 26 %, loop lag p99 24.4 ms, schedule lag 47.7 ms."""
     starved = judge(report(3960.0, lag_p99=47.7, cpu=26.2, loop_lag=24.4), 4000.0, 5.0, processes=2)
     assert starved.limit == "machine" and starved.generator_suspect
-    assert starved.reason.endswith("; generator loop lag p99 24.4 ms > 5 ms at 26 % CPU")
+    assert starved.reason.endswith("; generator loop lag p99 24.4 ms > 5.0 ms at 26 % CPU")
     busy = judge(report(3960.0, lag_p99=47.7, cpu=96.0, loop_lag=24.4), 4000.0, 5.0)
     assert busy.limit == "generator"
     on_time = judge(report(3960.0, lag_p99=47.7, cpu=26.2, loop_lag=4.0), 4000.0, 5.0)
