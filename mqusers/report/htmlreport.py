@@ -52,8 +52,7 @@ def _find_max_section(index: int, title: str | None, document: dict[str, Any]) -
                      f"{escape(str(f.get('text')))}</li>" for f in figures)  # fmt: skip
     said = [(name, document.get(key)) for name, key in (("criterion", "criterion"), ("search ended", "ended"))]
     facts = "".join(f'<p class="facts">{name}: {escape(str(value))}</p>' for name, value in said if value)
-    rows = [[link(step.get("report"), step.get("rate") or 0.0, "msg/s"), step.get("achieved"),
-             "flaky" if step.get("flaky") else bool(step.get("sustained")),
+    rows = [[link(step.get("report"), step.get("rate") or 0.0, "msg/s"), step.get("achieved"), _keeps_up(step),
              {True: "ok", False: "over"}.get(step.get("latency_ok")),
              *(step.get(c) for c in ("p50_ms", "p99_ms", "p999_ms", "max_ms", "processes", "verdict")),
              step.get("why", step.get("reason"))]
@@ -66,13 +65,26 @@ def _find_max_section(index: int, title: str | None, document: dict[str, Any]) -
 </section>"""
 
 
+def _keeps_up(step: dict[str, Any]) -> str | bool | None:
+    """The console's "keeps up" cell: yes, no or flaky (held on a rerun); None in a document saved without it."""
+    if "sustained" not in step:
+        return None
+    return "flaky" if step.get("flaky") else bool(step["sustained"])
+
+
 def _curve_section(index: int, title: str | None, document: dict[str, Any]) -> str:
-    columns = ("percent", "offered", "achieved", "p50_ms", "p99_ms", "p999_ms", "max_ms", "lost")
-    points = table(["of the maximum %", "offered msg/s", "achieved msg/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms",
-                    "lost"], ([p.get(c) for c in columns] for p in document.get("points", [])), "points")  # fmt: skip
-    return f"""<section class="curve" id="doc-{index}">{_heading(title)}
-<p class="facts">latency against offered load, from a maximum of <b>{number(document.get("max_rate", 0), "msg/s")}</b>
-msg/s</p><div class="charts" data-doc="{index}"></div>{points}</section>"""
+    """The headline (the highest point that kept up, never --max-rate's 100 % as such) and a row per point."""
+    rows = [[p.get("percent"), link(p.get("report"), p.get("offered") or 0.0, "msg/s"), p.get("achieved"),
+             _keeps_up(p), *(p.get(c) for c in ("p50_ms", "p99_ms", "p999_ms", "max_ms", "lost")), p.get("why")]
+            for p in document.get("points", [])]  # fmt: skip
+    header = ["of --max-rate %", "offered msg/s", "achieved msg/s", "keeps up", "p50 ms", "p99 ms", "p99.9 ms",
+              "max ms", "lost", "why"]  # fmt: skip
+    base = number(document.get("max_rate", 0), "msg/s")
+    headline = document.get("headline")  # a curve saved before it had one: the table alone says which rows held
+    said = f'<ul class="answer"><li><b>headline:</b> {escape(str(headline))}</li></ul>' if headline else ""
+    return f"""<section class="curve" id="doc-{index}">{_heading(title)}{said}
+<p class="facts">latency against offered load, at percentages of --max-rate <b>{base}</b> msg/s</p>
+<div class="charts" data-doc="{index}"></div>{table(header, rows, "points")}</section>"""
 
 
 def chart_data(document: dict[str, Any]) -> dict[str, Any]:

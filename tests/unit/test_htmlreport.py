@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mqusers.commands.capacity import COLUMNS
 from mqusers.commands.grids import Steady
 from mqusers.commands.matrix import Cell, matrix_document
 from mqusers.measure.book import Book
@@ -92,8 +93,8 @@ FIND_MAX = {"kind": "find-max", "max_rate": 1800.0, "steps": [
      "report": "steps/2000.json"},
 ]}  # fmt: skip
 CURVE = {"kind": "curve", "max_rate": 1800.0, "points": [
-    {"percent": 50.0, "offered": 900.0, "achieved": 900.0, "p50_ms": 0.3, "p99_ms": 0.9, "p999_ms": 1.5,
-     "max_ms": 2.0, "lost": 0},
+    {"percent": 50.0, "offered": 900.0, "achieved": 900.0, "sustained": True, "p50_ms": 0.3, "p99_ms": 0.9,
+     "p999_ms": 1.5, "max_ms": 2.0, "lost": 0},
 ]}  # fmt: skip
 
 
@@ -103,8 +104,26 @@ def test_a_search_and_a_curve_render_their_tables_and_link_each_steps_run() -> N
     assert [(number(s[0]), number(s[1]), s[2]) for s in steps] == [(1000, 999, "yes"), (2000, 1500, "no")]
     assert page.links == ["steps/1000.json", "steps/2000.json"]
     _, point = page.tables["points"]
-    assert [number(point[0]), number(point[4])] == [50, 0.9]
+    assert [number(point[0]), number(point[5])] == [50, 0.9]
     assert "compare" not in page.tables  # no runs to compare
+
+
+def test_a_curves_table_says_whether_each_point_kept_up_as_the_console_does() -> None:
+    def point(percent: float, sustained: bool, **more: Any) -> dict[str, Any]:
+        return {"percent": percent, "offered": 18.0 * percent, "achieved": 18.0 * percent, "sustained": sustained,
+                "p99_ms": 0.9, "lost": 0, **more}  # fmt: skip
+
+    why = "schedule lag p99 7.000 ms > 5.000 ms"
+    points = [point(50, True), point(90, True, flaky=True, why=f"held on a rerun after: {why}"),
+              point(100, False, why=why, report="steps/step-03.json")]  # fmt: skip
+    page = Page(render([{"kind": "curve", "max_rate": 1800.0, "points": points}], ["curve.json"]))
+    header, *rows = page.tables["points"]
+    assert header[3] == "keeps up" == COLUMNS[2]  # the console's label
+    assert [row[3] for row in rows] == ["yes", "flaky", "no"]
+    assert rows[2][-1] == why and page.links == ["steps/step-03.json"]  # why not, and the point's own run
+    old = Page(render([{"kind": "curve", "max_rate": 1800.0, "points": [{"percent": 50.0, "offered": 900.0}]}],
+                      ["old.json"]))  # fmt: skip
+    assert old.tables["points"][1][3] == "-"  # saved before points said: not a "no"
 
 
 def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
