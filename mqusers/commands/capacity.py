@@ -213,11 +213,10 @@ def curve(argv: Sequence[str]) -> int:
     except StepFailed as error:
         print(f"mqusers: {error}", file=sys.stderr)
         return 2
-    half = min(points, key=lambda p: abs(p["percent"] - 50))
-    print(f"\nheadline: maximum {options.max_rate:,.0f} msg/s; p99 at {half['percent']:g} % of it:"
-          f" {half['p99_ms'] if half['p99_ms'] is not None else '-'} ms")  # fmt: skip
+    headline = findmaxanswer.curve_headline(points, options.max_rate)
+    print(f"\nheadline: {headline['text']}")
     _write(options.json, {"kind": "curve", "max_rate": options.max_rate, "plan": _plan_document(plan),
-                          "points": points})  # fmt: skip
+                          "headline": headline["text"], "kept_up": headline["kept_up"], "points": points})  # fmt: skip
     return 0
 
 

@@ -1,14 +1,15 @@
-"""What a find-max search found, said once for the console and the JSON: both figures, which bound each is.
+"""What a find-max search or a curve found, said once for the console and the JSON: the figures, which bound each is.
 
 The two figures a performance engineer asks for: the highest rate the broker *keeps up* with
 (delivery and schedule) and the highest that is also within the latency bound. Each is ``found``
 (a higher step failed on the broker's account), ``lower`` (nothing above it failed: the search ran
 into its ceiling, its steps, its time, or the generator's or the machine's limit; "at least") or
-``none``. The criterion is stated with them.
+``none``. The criterion is stated with them. A curve's headline names only points that kept up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,3 +125,29 @@ def document(found: Search, bound: LatencyBound | None, criterion_text: str) -> 
             "within_latency": {**within.as_dict(), "label": within_label(found, bound)} if within and bound else None,
             "latency_bound": bound.as_dict(found.baseline) if bound else None, "criterion": criterion_text,
             "ended": found.ended, "limit": found.limit, "processes": final}  # fmt: skip
+
+
+def curve_headline(points: Sequence[dict[str, Any]], max_rate: float) -> dict[str, Any]:
+    """A curve's answer: the highest point that kept up (None: none did), and its headline in words.
+
+    ``--max-rate`` is only the curve's 100 %: a point above the highest kept-up one did not keep up, so
+    the headline never calls a rate the maximum unless its row says "yes" (or "flaky"). Its p99 is the
+    kept-up point's nearest 50 %: a point that fell behind measures its backlog, not the broker's latency.
+    """
+    base = f"--max-rate {max_rate:,.0f} msg/s"
+    held = [p for p in points if p.get("sustained")]
+    if not held:
+        lowest = min(points, key=lambda p: p["offered"], default=None)
+        where = f", down to {lowest['offered']:,.0f} msg/s ({lowest['percent']:g} % of {base}): each row says why" \
+            if lowest is not None else ""  # fmt: skip
+        return {"kept_up": None, "text": f"no point kept up{where}"}
+    top = max(held, key=lambda p: p["offered"])
+    above = [p for p in points if p["offered"] > top["offered"]]
+    flaky = " [flaky: held on a rerun]" if top.get("flaky") else ""
+    failed = f"; {min(p['offered'] for p in above):,.0f} msg/s did not" if above else ""
+    half = min(held, key=lambda p: abs(p["percent"] - 50))
+    p99 = "-" if half.get("p99_ms") is None else f"{half['p99_ms']:,.3f} ms"
+    text = (f"highest rate kept up with {top['offered']:,.0f} msg/s ({top['percent']:g} % of {base}{failed}){flaky};"
+            f" p99 at {half['percent']:g} % ({half['offered']:,.0f} msg/s): {p99}")  # fmt: skip
+    kept_up = {"rate": top["offered"], "percent": top["percent"], "flaky": bool(top.get("flaky"))}
+    return {"kept_up": kept_up, "text": text}

@@ -173,7 +173,7 @@ def test_the_installed_find_max_and_curve_run_a_shipped_scenario(installed: Inst
     [row] = json.loads((installed.elsewhere / point["report"]).read_text())["destinations"]
     assert (point["percent"], point["offered"]) == (50.0, 200.0) and point["sustained"], point
     assert point["p99_ms"] == row["latency_ms"]["p99"] > 0 and row["lost"] == 0
-    assert "headline: maximum 400 msg/s; p99 at 50 % of it" in curve.stdout
+    assert "headline: highest rate kept up with 200 msg/s (50 % of --max-rate 400 msg/s); p99 at 50 %" in curve.stdout
 
 
 @pytest.mark.activemq

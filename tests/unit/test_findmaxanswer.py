@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from html import escape
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from mqusers.commands.capacity import COLUMNS, StepPlan, curve
 from mqusers.findmax import findmaxanswer
 from mqusers.findmax.findstep import Step
 from mqusers.findmax.latencybound import LatencyBound, parse
 from mqusers.findmax.search import Search
 from mqusers.report.htmlreport import chart_data, render
+from tests.unit.html_page import Page
 
 
 def kept(rate: float, p99: float = 1.0, **fields: object) -> Step:
@@ -177,3 +182,73 @@ def test_the_capacity_page_says_the_same_words_as_the_console() -> None:
     assert chart_data(document)["bound_ms"] == pytest.approx(15.0) and chart_data(document)["bound"] == "p99"
     old = render([{"kind": "find-max", "max_rate": 1800.0, "steps": []}], ["old.json"])
     assert "1,800 msg/s (saved without saying whether this is a lower bound)" in old
+
+
+def curve_run(capacity: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """``mqusers curve --max-rate 4000`` (10 ... 100 %) on a model broker that keeps up to ``capacity``: its JSON."""
+
+    def run(plan: StepPlan, rate: float, index: int, processes: int = 0) -> Step:
+        held = rate <= capacity
+        return Step(rate, achieved=min(rate, capacity), sustained=held, limit="" if held else "broker",
+                    reason="" if held else f"{capacity:,.0f} msg/s < {0.99 * rate:,.0f}, 99% of {rate:,.0f}",
+                    p99_ms=1.0 + rate / 1000 if held else 900.0)  # fmt: skip
+
+    monkeypatch.setattr(StepPlan, "run", run)
+    out = tmp_path / "curve.json"
+    assert curve(["-f", __file__, "--host", "stomp://127.0.0.1:1", "--max-rate", "4000", "--json", str(out),
+                  "--workdir", str(tmp_path / "steps")]) == 0  # fmt: skip
+    return dict(json.loads(out.read_text()))
+
+
+def keeps_up_column(console: str) -> dict[str, str]:
+    """The console table's "keeps up" cell by offered rate (a row: percent, offered, achieved, keeps up, ...)."""
+    rows = [line.split() for line in console.splitlines() if re.match(r"\s+[\d.]+%  ", line)]
+    return {row[1]: row[3] for row in rows}
+
+
+def test_the_curves_headline_names_only_a_point_that_kept_up_in_console_json_and_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = curve_run(3000.0, tmp_path, monkeypatch)  # 3,600 and 4,000 msg/s (90 and 100 %) fall behind
+    console = capsys.readouterr().out
+    assert " keeps up " in console.splitlines()[0]
+    column = keeps_up_column(console)
+    assert column == {"400": "yes", "1,000": "yes", "2,000": "yes", "3,000": "yes", "3,600": "no", "4,000": "no"}
+    headline = ("highest rate kept up with 3,000 msg/s (75 % of --max-rate 4,000 msg/s; 3,600 msg/s did not); p99 at"
+                " 50 % (2,000 msg/s): 3.000 ms")  # fmt: skip
+    assert console.splitlines()[-1] == f"headline: {headline}" and "maximum" not in console
+    named = re.search(r"kept up with ([\d,]+) msg/s", headline)
+    assert named is not None and column[named.group(1)] == "yes"  # the row the headline names says so
+    assert document["headline"] == headline
+    assert document["kept_up"] == {"rate": 3000.0, "percent": 75.0, "flaky": False}
+    page = Page(render([document], ["curve.json"]))
+    header, *rows = page.tables["points"]
+    # The page's column has the console's label and cells.
+    assert header[3] == "keeps up" == COLUMNS[2]
+    assert {row[1].removesuffix(".0"): row[3] for row in rows} == column
+    assert f"<b>headline:</b> {escape(headline)}" in render([document], ["curve.json"])
+
+
+def test_a_curve_where_no_point_kept_up_says_so_plainly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = curve_run(100.0, tmp_path, monkeypatch)
+    console = capsys.readouterr().out
+    assert set(keeps_up_column(console).values()) == {"no"}
+    said = "no point kept up, down to 400 msg/s (10 % of --max-rate 4,000 msg/s): each row says why"
+    assert console.splitlines()[-1] == f"headline: {said}" and "maximum" not in console
+    assert (document["headline"], document["kept_up"]) == (said, None)
+
+
+def test_a_curves_p99_is_a_kept_up_points_and_a_flaky_top_says_so() -> None:
+    def point(percent: float, sustained: bool, p99: float, flaky: bool = False) -> dict[str, Any]:
+        return {"percent": percent, "offered": 40.0 * percent, "sustained": sustained, "flaky": flaky, "p99_ms": p99}
+
+    # The 50 % point fell behind (a stall), 75 % held on a rerun, 100 % did not: the headline's p99 is 25 %'s.
+    points = [point(25, True, 1.2), point(50, False, 80.0), point(75, True, 2.5, flaky=True), point(100, False, 90.0)]
+    found = findmaxanswer.curve_headline(points, 4000.0)
+    assert found["kept_up"] == {"rate": 3000.0, "percent": 75, "flaky": True}
+    assert found["text"] == ("highest rate kept up with 3,000 msg/s (75 % of --max-rate 4,000 msg/s; 4,000 msg/s did"
+                             " not) [flaky: held on a rerun]; p99 at 25 % (1,000 msg/s): 1.200 ms")  # fmt: skip
+    every = findmaxanswer.curve_headline([point(50, True, 1.0), point(100, True, 2.0)], 4000.0)["text"]
+    assert every.startswith("highest rate kept up with 4,000 msg/s (100 % of --max-rate 4,000 msg/s);")
