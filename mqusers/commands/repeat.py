@@ -131,7 +131,7 @@ def run_once(plan: Plan, index: int, stop: Stop) -> RunRecord:
     """Run ``index`` (from 1): its record, whatever happened (Ctrl-C: the record of a run interrupted)."""
     run_id = secrets.token_hex(6)
     report = plan.results / result_name(time.time(), run_id)
-    record = RunRecord(index, run_id, str(report))
+    record = RunRecord(index, run_id, str(report), run_time_s=plan.seconds)
     try:
         finished = run_locust(plan.command(report, run_id), report, plan.seconds + plan.slack, f" (run {index})", stop)
     except StepFailed as error:

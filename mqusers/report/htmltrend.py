@@ -77,7 +77,27 @@ def _repeat_section(summary: dict[str, Any]) -> str:
     said = "".join(f'<p class="note">{escape(line)}</p>' for line in [*summary.get("how_runs_differ", []),
                                                                        summary.get("method", "")] if line)  # fmt: skip
     return f'<section class="repeat"><h2>Repeat: {len(summary.get("runs", []))} runs</h2>{said}' \
-           f'{table(header, rows, "repeat")}</section>'  # fmt: skip
+           f'{table(header, rows, "repeat")}{_runs_table(summary)}</section>'  # fmt: skip
+
+
+def _runs_table(summary: dict[str, Any]) -> str:
+    """Each run's exit status beside its own verdicts (lost, generator, an early end) and whether it can be a
+    baseline, as the console's run lines say them; nothing for a summary saved before it had them."""
+    runs = [run for run in summary.get("runs", []) if "baseline" in run]
+    if not runs:
+        return ""
+    header = ["run", "run id", "status", "exit code", "lost", "generator", "ended early", "baseline", "counted",
+              "report"]  # fmt: skip
+    return table(header, (_run_row(run) for run in runs), "repeat-runs")
+
+
+def _run_row(run: dict[str, Any]) -> list[Any]:
+    found = run["baseline"]
+    lost, report = found.get("lost"), found.get("generator") is not None  # None: the run wrote no report
+    ended = found.get("ended_early") or ("no" if report else None)
+    baseline = "yes" if found["fit"] else f"no: {', '.join(found['reasons'])}"
+    return [run["run"], run["run_id"], run["status"], run["exit_code"], lost, found.get("generator"), ended, baseline,
+            run["counted"], link(run["report"])]  # fmt: skip
 
 
 def _plain(value: float | None, unit: str) -> Html | None:

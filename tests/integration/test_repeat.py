@@ -92,6 +92,16 @@ def test_three_runs_each_a_json_and_the_medians_are_the_medians_of_their_figures
         assert estimate["low"] <= estimate["median"] <= estimate["high"] and estimate["runs"] == RUNS, estimate
     printed = " ".join(result.stdout.split())
     assert f"p99 ms {statistics.median(t['p99'] for t in truth):,.3f} " in printed
+    # Each run's own verdicts, read here from its JSON: the generator's verdict, what it lost, how it ended.
+    for document in documents:
+        run, verdict = by_run[document["run_id"]], document["generator"]["verdict"]
+        lost = sum(row["lost"] + row["unreceived"] + row["worker_lost"] for row in document["destinations"])
+        fit = verdict not in ("contended", "saturated") and lost == 0
+        assert (run["baseline"]["generator"], run["baseline"]["lost"], run["baseline"]["fit"]) == (verdict, lost, fit)
+        said = f"ok (exit 0), {run['stopped'] - run['started']:.1f} s, nothing lost, generator {verdict};" if fit \
+            else ": not a baseline, "  # fmt: skip
+        assert any(line.startswith("run ") and document["run_id"] in line and said in line
+                   for line in result.stdout.splitlines()), result.stdout  # fmt: skip
     assert "how the runs differ: each run is a fresh locust process with its own run id, its first 1 s" in printed
 
 

@@ -7,6 +7,7 @@ a run JSON whose intervals hold known latencies, so every printed figure has an 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from mqusers.commands.locustchild import Finished, Interrupted, StepFailed
 from mqusers.commands.repeat import option_value, parse_plan
 from mqusers.stats.figures import run_headlines
 from mqusers.stats.samples import run_from_document
+from tests.unit.html_page import Page
 from tests.unit.synthetic_runs import document, interval_latencies
 
 LOCUST = ["-f", "pubsub.py", "--host", "stomp://127.0.0.1:61613", "--headless", "-t", "5s"]
@@ -184,3 +186,82 @@ def test_help_exits_0_and_shows_where_the_locust_arguments_go(capsys: pytest.Cap
         repeat.main(["--help"])
     assert ended.value.code == 0
     assert capsys.readouterr().out.startswith("usage: mqusers repeat N [options] -- LOCUST ARGS")
+
+
+def verdicts(document: dict[str, Any], generator: str = "ok", lost: int = 0, seconds: float = 5.3,
+             ended_by: str = "time") -> dict[str, Any]:  # fmt: skip
+    """``document`` with what a run's report says besides its intervals: generator verdict, audit, times."""
+    row = {"destination": "/queue/x", "lost": lost, "unreceived": 0, "worker_lost": 0, "aborted": 7}
+    return {**document, "generator": {"verdict": generator}, "destinations": [row], "ended_by": ended_by,
+            "started": 1_796_513_000.0, "stopped": 1_796_513_000.0 + seconds}  # fmt: skip
+
+
+def test_each_run_carries_its_own_verdicts_and_a_contended_run_is_not_a_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seen: a contended run (p50 12.9 ms against 0.73 for the others) listed as "ok (exit 0)"."""
+    clean, contended, other = runs_of([0.73, 12.9, 0.75])
+    fake = FakeRuns([verdicts(clean), verdicts(contended, "contended"), verdicts(other, "broker-slow")])
+    monkeypatch.setattr(repeat, "run_locust", fake)
+    out, page = tmp_path / "repeat.json", tmp_path / "repeat.html"
+    assert repeat.main(["3", "--results", str(tmp_path / "runs"), "--json", str(out), "--html", str(page), "--",
+                        *LOCUST]) == 0  # fmt: skip
+    summary = json.loads(out.read_text())
+    ids = [run["run_id"] for run in summary["runs"]]
+    printed = capsys.readouterr().out
+    lines = [line for line in printed.splitlines() if line.startswith(("run ", "not a baseline"))]
+    assert lines[0].startswith(f"run 1/3 {ids[0]}: ok (exit 0), 5.3 s, nothing lost, generator ok; ")
+    assert lines[1].startswith(f"run 2/3 {ids[1]}: exit 0, generator contended: not a baseline, 5.3 s, nothing lost; ")
+    assert lines[2].startswith(f"run 3/3 {ids[2]}: ok (exit 0), 5.3 s, nothing lost, generator broker-slow; ")
+    assert lines[3] == f"not a baseline: run 2 {ids[1]}: generator contended (counted in the statistics)"
+    assert re.search(rf"\n  run 2 {ids[1]} \(not a baseline\) +[\d,.]+ ", printed)  # its figures' row, marked
+    assert re.search(rf"\n  run 1 {ids[0]} +[\d,.]+ ", printed)
+    assert [run["baseline"]["fit"] for run in summary["runs"]] == [True, False, True]
+    assert summary["runs"][1]["baseline"] == {"fit": False, "reasons": ["generator contended"], "lost": 0,
+                                              "generator": "contended", "ended_early": None,
+                                              "text": "not a baseline: generator contended"}  # fmt: skip
+    assert summary["not_baseline"] == [{"run": 2, "run_id": ids[1], "reasons": ["generator contended"]}]
+    header, *rows = Page(page.read_text()).tables["repeat-runs"]
+    assert header[:8] == ["run", "run id", "status", "exit code", "lost", "generator", "ended early", "baseline"]
+    assert [row[1:8] for row in rows] == [
+        [ids[0], "ok", "0", "0", "ok", "no", "yes"],
+        [ids[1], "ok", "0", "0", "contended", "no", "no: generator contended"],
+        [ids[2], "ok", "0", "0", "broker-slow", "no", "yes"],
+    ]
+
+
+def test_a_run_that_lost_messages_or_ended_early_is_not_a_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = runs_of([1.0, 1.1, 1.2, 0.9])
+    answers = [verdicts(documents[0]), verdicts(documents[1], lost=3), verdicts(documents[2], seconds=3.1),
+               (3, verdicts(documents[3], "saturated", lost=1))]  # fmt: skip
+    code, summary = repeat_with(answers, tmp_path, monkeypatch)
+    assert code == 3  # the last run's own gate failed
+    printed = capsys.readouterr().out
+    ids = [run["run_id"] for run in summary["runs"]]
+    lost = "exit 0, 3 messages lost or never received: not a baseline, 5.3 s, generator ok;"
+    assert f"run 2/4 {ids[1]}: {lost}" in printed
+    assert f"run 3/4 {ids[2]}: exit 0, ended early: 3.1 s of its 5 s (-t): not a baseline, 3.1 s, nothing lost," \
+        in printed  # fmt: skip
+    assert f"run 4/4 {ids[3]}: gate failed, exit 3, 1 message lost or never received, generator saturated: not a" \
+        " baseline, 5.3 s;" in printed  # fmt: skip
+    assert [r["reasons"] for r in summary["not_baseline"]] == [
+        ["3 messages lost or never received"], ["ended early: 3.1 s of its 5 s (-t)"],
+        ["1 message lost or never received", "generator saturated"]]  # fmt: skip
+    assert [r["run"] for r in summary["not_baseline"]] == [2, 3, 4]
+    assert "not a baseline: run 2" in " ".join(printed.split())  # the summary's line, wrapped
+
+
+def test_every_run_fit_says_so_and_an_interrupted_run_is_no_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = runs_of([1.0, 1.2])
+    code, summary = repeat_with([verdicts(d) for d in documents], tmp_path, monkeypatch)
+    assert code == 0 and summary["not_baseline"] == []
+    assert "baseline: every run can serve as one" in " ".join(capsys.readouterr().out.split())
+    crashed = StepFailed("locust exited 1 without a report (run 2): boom", 1)
+    stopped = Interrupted(verdicts(documents[1], ended_by="interrupt", seconds=2.0))
+    code, summary = repeat_with([verdicts(documents[0]), crashed, stopped], tmp_path, monkeypatch)
+    reasons = [["locust exited 1 without a report (run 2): boom"], ["ended early: interrupted (Ctrl-C or SIGTERM)"]]
+    assert [r["reasons"] for r in summary["not_baseline"]] == reasons
