@@ -79,6 +79,11 @@ class Traffic:
     def sealed(self) -> bool:
         return self._live is None
 
+    @property
+    def size(self) -> int:
+        """Bytes of its packed slots (0 while live: only the newest few seconds are)."""
+        return 0 if self._packed is None else self._packed.itemsize * len(self._packed)
+
     def seal(self) -> None:
         if self._live is not None:
             pairs = sorted((min(low, _PACKED_MAX), min(count, _PACKED_MAX)) for low, count in self._live.items())

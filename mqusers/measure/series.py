@@ -6,8 +6,10 @@ and bucket its CPU and worst loop lag. Workers ship :meth:`Series.drain` with th
 master :meth:`Series.merge`\\ s it, so a bucket's percentiles come from the merged samples, never
 from an average of per-worker percentiles.
 
-Bounded: when a series would hold more than ``MAX_BUCKETS`` buckets it doubles its bucket width
-and merges neighbours (a 24 h run ends with 128 s buckets); a bucket more than ``SEAL_AFTER_S``
+Bounded: when a series would hold more than ``MAX_BUCKETS`` buckets, or more than ``MAX_BYTES`` of
+packed slots (a merged bucket holds more slots than either half, so at a fixed count every doubling
+fattened them: memory grew for hours), it doubles its bucket width and merges neighbours (a 24 h run
+ends with 128 s buckets or wider); a bucket more than ``SEAL_AFTER_S``
 older than the newest keeps its latency slots packed in an array (~0.5 KB, not ~14 KB as a dict:
 15 minutes of seconds cost ~0.5 MB rather than 12), so memory hardly grows with the run.
 """
@@ -25,6 +27,10 @@ from mqusers.measure.recorder import Batch
 
 #: Buckets kept per series before the width doubles: 15 min at 1 s (a 30-minute run has 2 s buckets).
 MAX_BUCKETS = 900
+#: Packed bytes the buckets hold before the width doubles (a 2,000 msg/s queue run reaches it in ~8 min) ...
+MAX_BYTES = 256 * 1024
+#: ... while more than twice this many buckets a destination are held: charts keep their shape.
+MIN_BUCKETS = 60
 #: A bucket this much older than the newest gets its slots packed (a late worker's data unpacks it).
 SEAL_AFTER_S = 10
 #: The percentiles the series reports per bucket, and their JSON names.
@@ -58,8 +64,8 @@ class SeriesPayload(TypedDict):
 class Series:
     """Per-bucket traffic by destination and load by process; see the module's docstring."""
 
-    def __init__(self, max_buckets: int = MAX_BUCKETS) -> None:
-        self.max_buckets = max_buckets
+    def __init__(self, max_buckets: int = MAX_BUCKETS, max_bytes: int = MAX_BYTES) -> None:
+        self.max_buckets, self.max_bytes = max_buckets, max_bytes
         self.width_s = 1
         self.traffic: dict[str, dict[int, Traffic]] = {}
         self.load: dict[str, dict[int, Load]] = {}
@@ -85,6 +91,14 @@ class Series:
             if bucket is not None:
                 bucket.seal()
         self._unsealed -= old
+
+    def _within_budget(self) -> None:
+        """Coarsen while the packed slots are over the byte budget (checked once per flush, not per bucket)."""
+        while (
+            max(map(len, self.traffic.values()), default=0) > 2 * MIN_BUCKETS
+            and sum(b.size for buckets in self.traffic.values() for b in buckets.values()) > self.max_bytes
+        ):
+            self._coarsen()
 
     def _traffic(self, destination: str, second: int) -> Traffic:
         buckets = self.traffic.setdefault(destination, {})
@@ -150,6 +164,7 @@ class Series:
                     if micros >= 0:  # a negative latency (clocks out of step) has no place on the scale
                         latency[slot(micros)] += count
         self._seal_old()
+        self._within_budget()
 
     def on_request(
         self, request_type: str, name: str, response_time: float, response_length: int, exception: Any, **_: Any
@@ -194,6 +209,7 @@ class Series:
                 latency = Counter({s: c for s, c in b["latency"]})
                 self._traffic(destination, b["t"]).add(Traffic(b["sent"], b["received"], b["errors"], latency))
         self._seal_old()
+        self._within_budget()
         for node, loads in payload["generators"].items():
             for load in loads:
                 self._load(node, load["t"]).add(Load(load["cpu_sum"], load["seconds"], load["lag_max_ms"]))
