@@ -19,19 +19,19 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mqusers.commands.locustchild import SLACK_S, Parser, StepFailed, masked, refuse, run_locust
-from mqusers.findmax import findmaxanswer
+from mqusers.findmax import findmaxanswer, recovery
 from mqusers.findmax.findstep import Step, judge
 from mqusers.findmax.latencybound import DEFAULT, LatencyBound, parse
 from mqusers.findmax.machineload import Sampler
 from mqusers.findmax.search import Search, curve_points, search
 
-COLUMNS = ("offered/s", "achieved/s", "keeps up", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "lag p99 ms", "drain s",
-           "processes", "machine %", "latency", "generator")  # fmt: skip
+COLUMNS = ("offered/s", "achieved/s", "keeps up", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "due p99 ms", "lag p99 ms",
+           "drain s", "processes", "machine %", "latency", "generator")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class StepPlan:
     consumers: int | None
     warmup: float
     window: float
-    max_lag_ms: float
+    max_lag_ms: float | None
     workdir: Path
     processes: int = 0
     expect_workers: int = 0
@@ -82,6 +82,21 @@ class StepPlan:
         busy = load.busy_percent(document.get("started", 0.0) + self.warmup, document.get("stopped", 0.0))
         return judge(document, rate, self.max_lag_ms, str(report), max(processes, self.size), busy)
 
+    def recover(self, failed: Step, baseline: Step | None) -> str:
+        """Light probes on the failed step's destination until one keeps up at the light load's latency."""
+        index = int(Path(failed.report).stem.split("-")[1])  # step-NN: its destination's suffix
+        probe_plan = replace(self, warmup=recovery.WARMUP_S, window=recovery.WINDOW_S)
+        rate, why, limit_s = recovery.probe_rate(failed, baseline), "", recovery.WARMUP_S + recovery.WINDOW_S + SLACK_S
+        for probe in range(1, recovery.PROBES + 1):
+            report = self.workdir / f"step-{index:02d}-recovery-{probe}.json"
+            command = probe_plan.command(rate, report, index, failed.processes)
+            finished = run_locust(command, report, limit_s, at=f" at {rate:,.0f} msg/s (recovery probe)")
+            why = recovery.unrecovered(judge(finished.document, rate, self.max_lag_ms, str(report)), baseline)
+            print(f"{'':>10}  recovery probe {probe} at {rate:,.0f} msg/s: {why or 'recovered'}", flush=True)
+            if not why:
+                return ""
+        return f"{recovery.PROBES} probes at {rate:,.0f} msg/s, the last: {why}"
+
 
 def step_line(step: Step) -> str:
     def ms(value: float) -> str:
@@ -90,7 +105,8 @@ def step_line(step: Step) -> str:
     keeps_up = ("flaky" if step.flaky else "yes") if step.sustained else "no"
     latency = {True: "ok", False: "over", None: "-"}[step.latency_ok]
     cells = (f"{step.rate:,.0f}", f"{step.achieved:,.0f}", keeps_up, ms(step.p50_ms), ms(step.p99_ms),
-             ms(step.p999_ms), ms(step.max_ms), ms(step.lag_p99_ms), f"{step.drain_s:.1f}", str(step.processes),
+             ms(step.p999_ms), ms(step.max_ms), ms(step.due_p99_ms), ms(step.lag_p99_ms), f"{step.drain_s:.1f}",
+             str(step.processes),
              "-" if math.isnan(step.machine_busy_percent) else f"{step.machine_busy_percent:.0f}", latency,
              step.verdict)  # fmt: skip
     line = "  ".join(f"{cell:>10}" for cell in cells)
@@ -106,8 +122,9 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--destination", default="", help="base name: each step uses a fresh DESTINATION.<run>.<n>")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds left out of each step (default 5)")
     parser.add_argument("--window", type=float, default=10.0, help="measured seconds per step (default 10)")
-    parser.add_argument("--max-lag-ms", type=float, default=5.0,
-                        help="schedule lag p99 allowed in a sustained step (default 5)")  # fmt: skip
+    parser.add_argument("--max-lag-ms", type=float, default=None,
+                        help="a rule on the schedule lag p99 of a step that keeps up (default none: late sends count "
+                        "in the due-time latency the --slo bound judges)")  # fmt: skip
     parser.add_argument(
         "--processes",
         type=int,
@@ -123,7 +140,7 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def _plan(options: argparse.Namespace) -> StepPlan:
-    if options.users < 2 or options.warmup < 0 or options.window <= 0 or options.max_lag_ms <= 0:
+    if options.users < 2 or options.warmup < 0 or options.window <= 0 or (options.max_lag_ms or 1) <= 0:
         refuse("-u must be at least 2, --window and --max-lag-ms positive, --warmup >= 0")
     if options.processes < 0:
         refuse("--processes must be >= 0")
@@ -151,7 +168,8 @@ def _run_search(plan: StepPlan, options: argparse.Namespace, bound: LatencyBound
     most = plan.size if plan.expect_workers else max(plan.size, os.cpu_count() or 1)
     return search(lambda rate, processes: plan.run(rate, next(index), processes), options.start,
                   ceiling=options.ceiling, steps=options.steps, budget_s=options.budget, processes=plan.size,
-                  max_processes=most, bound=bound, on_step=lambda step: print(step_line(step), flush=True))  # fmt: skip
+                  max_processes=most, bound=bound, on_step=lambda step: print(step_line(step), flush=True),
+                  recover=plan.recover)  # fmt: skip
 
 
 def find_max(argv: Sequence[str]) -> int:

@@ -45,15 +45,18 @@ class Figure:
                 "flaky": bool(self.flaky), "flaky_after": self.flaky or None, "text": self.text()}  # fmt: skip
 
 
-def criterion(window_s: float, warmup_s: float, max_lag_ms: float, bound: LatencyBound | None, found: Search) -> str:
+def criterion(
+    window_s: float, warmup_s: float, max_lag_ms: float | None, bound: LatencyBound | None, found: Search
+) -> str:
     """What "keeps up" and "sustainable" meant in this search, in one sentence."""
+    lag = f", the schedule lag p99 is <= {max_lag_ms:g} ms" if max_lag_ms else ""
     keeps_up = (f"a step keeps up when, over its {window_s:g} s window after a {warmup_s:g} s warm-up, at least"
                 f" {RATE_FRACTION:.0%} of the offered rate is sent and received (first send to last receive),"
-                f" nothing is lost, unreceived or failed, the schedule lag p99 is <= {max_lag_ms:g} ms and the"
-                " generator's verdict is ok")  # fmt: skip
+                f" nothing is lost, unreceived or failed{lag} and the generator's verdict is ok")  # fmt: skip
     if bound is None:
         return keeps_up + "; no latency bound"
-    return f"{keeps_up}; it is sustainable when it also has send-to-receive {bound.describe(found.baseline)}"
+    return (f"{keeps_up}; it is sustainable when it also has due-time latency (from when each message was due: "
+            f"late sends count) {bound.describe(found.baseline)}")  # fmt: skip
 
 
 def figures(found: Search, bound: LatencyBound | None) -> tuple[Figure, Figure | None]:

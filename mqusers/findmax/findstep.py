@@ -2,8 +2,10 @@
 
 A step *keeps up* when, over the window: the destinations' throughput is at least 99 % of the
 offered rate (sent over first send to last receive, so a backlog still draining after the window
-pulls it down), nothing is lost, unreceived or failed, the schedule lag p99 is within bounds, and
-the generator's verdict is ``ok``. A failed step is the broker's limit only when the generator's
+pulls it down), nothing is lost, unreceived or failed, and the generator's verdict is ``ok``. Late
+sends are not a rule of their own by default: the due-time latency (``receive-due``: from when a
+message was due, so a late send counts in it) is what the latency bound judges; ``max_lag_ms`` adds
+the schedule lag p99 as a rule for those who want one. A failed step is the broker's limit only when the generator's
 own figures clear it: its verdict, its CPU, its loop lag, and the machine's cores (``machine_busy``).
 """
 
@@ -14,6 +16,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mqusers.measure.names import RECEIVE_DUE
+
+DUE_PREFIX = RECEIVE_DUE + " "
+
 #: A step keeps up at >= this fraction of the offered rate.
 RATE_FRACTION = 0.99
 #: A saturated process using this much of a core is its own limit (health.py judges at 90 %).
@@ -23,6 +29,9 @@ CPU_BOUND_PERCENT = 90.0
 BUSY_PERCENT = 70.0
 #: A failed step on a machine this busy (all cores, over its window) was the machine's limit.
 MACHINE_BUSY_PERCENT = 95.0
+#: A generator loop later than this (p99) had its sends late before any broker could be slow: the blame
+#: of a failed step, when no ``max_lag_ms`` rule says otherwise.
+LOOP_LAG_MS = 5.0
 #: What limited a failed step, worst first (the generator's verdict names it, :func:`generator_kind`).
 KINDS = ("generator", "machine", "broker", "ok")
 
@@ -43,6 +52,11 @@ class Step:
     p99_ms: float = math.nan
     p999_ms: float = math.nan
     max_ms: float = math.nan
+    #: The same from when each message was due (``receive-due``): late sends count in it.
+    due_p50_ms: float = math.nan
+    due_p99_ms: float = math.nan
+    due_p999_ms: float = math.nan
+    due_max_ms: float = math.nan
     lag_p99_ms: float = math.nan
     lost: int = 0
     errors: int = 0
@@ -88,13 +102,14 @@ class Step:
 def judge(
     document: dict[str, Any],
     rate: float,
-    max_lag_ms: float,
+    max_lag_ms: float | None = None,
     report: str = "",
     processes: int = 1,
     machine_busy: float = math.nan,
 ) -> Step:
     """A step's verdict from its ``--mq-report-json`` document, offered ``rate`` msg/s in total, and
-    how busy the machine's cores were over its window (% of all of them; NaN: not measured)."""
+    how busy the machine's cores were over its window (% of all of them; NaN: not measured); ``max_lag_ms``
+    (None: no such rule) bounds the schedule lag p99 of a step that keeps up."""
     rows = [row for row in document.get("destinations", []) if row.get("sent")]
     generator = document.get("generator") or {}
     kind, cpu, loop_lag = generator_kind(generator)
@@ -111,6 +126,7 @@ def judge(
         "report": report, "processes": processes, "cpu_percent_max": cpu, "loop_lag_ms_p99": loop_lag,
         "machine_busy_percent": machine_busy,
         **_worst_latency(rows),
+        **_worst_due(document.get("operations", [])),
     }  # fmt: skip
     reasons = []
     if not rows:
@@ -124,7 +140,7 @@ def judge(
     if errors:
         reasons.append(f"{errors:,} errors")
     # At the table's precision (the histograms keep µs): the reason and the "lag p99 ms" column agree.
-    lag_reason = over("schedule lag p99", max(lags, default=math.nan), max_lag_ms, 3)
+    lag_reason = over("schedule lag p99", max(lags, default=math.nan), max_lag_ms, 3) if max_lag_ms else ""
     lagging = bool(lag_reason)
     if lagging:
         reasons.append(lag_reason)
@@ -134,7 +150,7 @@ def judge(
         return Step(sustained=True, **evidence)
     lag_only = lagging and len(reasons) == 1
     suspect = kind != "broker" and (kind != "ok" or cpu >= BUSY_PERCENT or lag_only)
-    if kind == "ok" and (late := over("generator loop lag p99", loop_lag, max_lag_ms, 1)):
+    if kind == "ok" and (late := over("generator loop lag p99", loop_lag, max_lag_ms or LOOP_LAG_MS, 1)):
         # Its own loop was later than the schedule allows: sends were late before any broker could be
         # slow. With CPU to spare, other processes had the cores (the machine, not the broker).
         kind, suspect = "generator" if cpu >= CPU_BOUND_PERCENT else "machine", True
@@ -198,6 +214,13 @@ def _worst_latency(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Send-to-receive p50 / p99 / p99.9 / max of the destination that did worst."""
     keys = {"p50": "p50_ms", "p99": "p99_ms", "p999": "p999_ms", "max": "max_ms"}
     figures = [row["latency_ms"] for row in rows if row.get("latency_ms")]
+    return {out: max((f.get(key, math.nan) for f in figures), default=math.nan) for key, out in keys.items()}
+
+
+def _worst_due(operations: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Due-time p50 / p99 / p99.9 / max of the destination that did worst (NaN: no shared schedule)."""
+    keys = {"p50": "due_p50_ms", "p99": "due_p99_ms", "p999": "due_p999_ms", "max": "due_max_ms"}
+    figures = [op["latency_ms"] for op in operations if op["name"].startswith(DUE_PREFIX) and op.get("latency_ms")]
     return {out: max((f.get(key, math.nan) for f in figures), default=math.nan) for key, out in keys.items()}
 
 

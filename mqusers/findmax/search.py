@@ -11,6 +11,9 @@ down to a 5 % bracket, then the same between the highest step within the latency
 lowest above it. A failed step whose generator was not clearly idle is run again with more
 generator processes before the broker is blamed; when the generator or the machine stays the
 limit, the search narrows below it and says so rather than report that limit as the broker's.
+After a step the broker fell behind on, the next starts only once the broker has recovered
+(``recover``: its backlog drained and a light load kept up at the light load's latency), so no
+step is judged on a broker still working off the last one; one that does not recover ends the search.
 """
 
 from __future__ import annotations
@@ -51,9 +54,15 @@ class Search:
     limited: str = ""
     #: The step that first set the relative latency bound (the first to keep up).
     baseline: Step | None = None
+    #: After each step the broker fell behind on: how the broker's recovery went, in words.
+    recoveries: list[str] = field(default_factory=list)
+    #: Why the broker did not recover from the last step ("" when it did, or none was asked): no step follows.
+    not_recovered: str = ""
 
 
 RunStep = Callable[[float, int], Step]
+#: ``recover(failed, baseline)``: "" once the broker has recovered from ``failed``, else why not.
+Recover = Callable[[Step, "Step | None"], str]
 
 
 def search(
@@ -68,6 +77,7 @@ def search(
     bound: LatencyBound | None = None,
     on_step: Callable[[Step], None] = lambda step: None,
     clock: Callable[[], float] = time.monotonic,
+    recover: Recover | None = None,
 ) -> Search:
     """Double from ``start`` until a step fails (or ``ceiling``), then narrow to a 5 % bracket; then
     the same for the latency bound, between its highest passing step and its lowest failing one.
@@ -77,7 +87,8 @@ def search(
     kept for later steps) and a step failed on the schedule lag alone once more (:func:`attempt`).
     A step that fails because the broker fell behind still says what the broker managed (its
     achieved rate): just under and just over that are tried first, then the bracket is halved on a
-    log scale. ``on_step`` sees every run, judged against the latency bound too.
+    log scale. ``on_step`` sees every run, judged against the latency bound too. After a step the
+    broker fell behind on, ``recover`` is asked before the next; when it says why not, the search ends.
     """
     found, deadline = Search(), clock() + budget_s
     size, tried, hint = processes, set[float](), 0.0
@@ -94,13 +105,19 @@ def search(
 
     def run(at: float) -> Step | None:
         nonlocal size
-        if len(found.steps) >= steps or clock() >= deadline:
+        if found.not_recovered or len(found.steps) >= steps or clock() >= deadline:
             return None
         runs = attempt(lambda n: run_step(at, n), size, max_processes, steps - len(found.steps), judged)
         found.steps.extend(runs)
         tried.add(at)
         size = runs[-1].processes
-        return runs[-1]
+        last = runs[-1]
+        if recover is not None and not last.sustained and last.limit == "broker":
+            sick = found.not_recovered = recover(last, found.baseline)
+            found.recoveries.append(f"after {at:,.0f} msg/s: " + (f"not recovered ({sick})" if sick else "recovered"))
+            if sick:
+                found.ended = f"the broker did not recover after {at:,.0f} msg/s: {sick}"
+        return last
 
     while (step := run(rate)) is not None:
         if step.sustained:
@@ -137,7 +154,7 @@ def _latency_search(found: Search, run: Callable[[float], Step | None], steps: i
         slo_high = min((s.rate for s in found.steps if s.rate > slo_low and not s.sustainable
                         and (s.sustained or s.limit == "broker")), default=math.inf)  # fmt: skip
         found.slo_rate, found.slo_failed_rate = slo_low or None, slo_high if slo_high < math.inf else None
-        if not slo_low or slo_high == math.inf or slo_high / slo_low <= BRACKET:
+        if not slo_low or slo_high == math.inf or slo_high / slo_low <= BRACKET or found.not_recovered:
             return
         if run(math.sqrt(slo_low * slo_high)) is None:
             found.ended += f"; the latency bound's bracket left wider than {BRACKET - 1:.0%} ({_spent(found, steps)})"

@@ -54,12 +54,12 @@ def _find_max_section(index: int, title: str | None, document: dict[str, Any]) -
     facts = "".join(f'<p class="facts">{name}: {escape(str(value))}</p>' for name, value in said if value)
     rows = [[link(step.get("report"), step.get("rate") or 0.0, "msg/s"), step.get("achieved"), _keeps_up(step),
              {True: "ok", False: "over"}.get(step.get("latency_ok")),
-             *(step.get(c) for c in ("p50_ms", "p99_ms", "p999_ms", "max_ms", "processes", "verdict")),
+             *(step.get(c) for c in ("p50_ms", "p99_ms", "p999_ms", "max_ms", "due_p99_ms", "processes", "verdict")),
              step.get("why", step.get("reason"))]
             for step in document.get("steps", [])]  # fmt: skip
     # Lost and failed messages are in "why"; the offered rate links to the step's own run report.
     header = ["offered msg/s", "achieved msg/s", "keeps up", "latency", "p50 ms", "p99 ms", "p99.9 ms", "max ms",
-              "processes", "generator", "why"]  # fmt: skip
+              "due p99 ms", "processes", "generator", "why"]  # fmt: skip
     return f"""<section class="find-max" id="doc-{index}">{_heading(title)}
 <ul class="answer">{answer}</ul>{facts}<div class="charts" data-doc="{index}"></div>{table(header, rows, "steps")}
 </section>"""

@@ -10,6 +10,7 @@ import pytest
 
 from mqusers.commands.capacity import find_max
 from mqusers.commands.locustchild import masked
+from mqusers.findmax import recovery
 from mqusers.findmax.findstep import Step, judge
 from mqusers.findmax.latencybound import parse
 from mqusers.findmax.search import attempt, curve_points, curve_rates, search
@@ -17,7 +18,7 @@ from mqusers.findmax.search import attempt, curve_points, curve_rates, search
 
 def report(
     sent_rate: float, *, lost: int = 0, unreceived: int = 0, errors: int = 0, lag_p99: float = 0.2,
-    verdict: str = "ok", p99: float = 1.5, cpu: float = 95.0, loop_lag: float = 2.5,
+    verdict: str = "ok", p99: float = 1.5, cpu: float = 95.0, loop_lag: float = 2.5, due_p99: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     row = {"destination": "/queue/a", "sent": 1000, "throughput_msgs": sent_rate,
            "throughput_mbit": sent_rate * 8 / 1e6,
@@ -26,7 +27,19 @@ def report(
     lag = {"name": "schedule-lag /queue/a", "count": 1000, "errors": 0, "latency_ms": {"p99": lag_p99}}
     process = {"verdict": verdict, "cpu_percent_max": cpu, "loop_lag_ms_p99": loop_lag}
     generator = {"verdict": verdict, "processes": {"local": process}}
-    return {"destinations": [row], "operations": [lag], "generator": generator, "drain": {"seconds": 0.3}}
+    due = (
+        []
+        if due_p99 is None
+        else [
+            {
+                "name": "receive-due /queue/a",
+                "count": 1000,
+                "errors": 0,
+                "latency_ms": {"p50": 0.5, "p99": due_p99, "p999": 4.0, "max": 12.0},
+            }
+        ]
+    )
+    return {"destinations": [row], "operations": [lag, *due], "generator": generator, "drain": {"seconds": 0.3}}
 
 
 def test_a_step_is_sustained_only_when_every_condition_holds() -> None:
@@ -336,3 +349,71 @@ def test_a_failed_step_on_a_machine_whose_cores_were_all_busy_is_the_machines_li
     assert judge(document, 4000.0, 5.0, machine_busy=80.0).limit == "broker"
     assert judge(document, 4000.0, 5.0).limit == "broker"  # not measured: nothing judged on it
     assert judge(report(4000.0), 4000.0, 5.0, machine_busy=99.0).sustained  # evidence against a failure only
+
+
+def test_late_sends_are_judged_in_the_due_time_latency_not_by_a_lag_rule_of_their_own() -> None:
+    # The defect: find-max's 5 ms schedule-lag rule called a step on a shared machine the limit while its due-time
+    # p99 (which counts every late send) was well within the search's own latency bound.
+    late = report(1000.0, lag_p99=7.0, p99=1.5, due_p99=8.5)
+    step = judge(late, 1000.0)  # the default: no rule on the lag itself
+    assert step.sustained and step.lag_p99_ms == 7.0 and step.due_p99_ms == 8.5 and step.p99_ms == 1.5
+    baseline = judge(report(500.0, due_p99=1.0), 500.0)
+    assert parse("p99<=10x").judge(step, baseline) == {"latency_ok": True, "latency_reason": ""}
+    over = parse("p99<=5ms").judge(step, baseline)
+    assert over == {"latency_ok": False, "latency_reason": "due p99 8.500 ms > 5.000 ms"}
+    assert not judge(late, 1000.0, 5.0).sustained  # asked for, the lag rule still holds
+    without_due = judge(report(1000.0, p99=6.0), 1000.0)  # no shared schedule: send-to-receive is judged
+    assert parse("p99<=5ms").judge(without_due, baseline)["latency_reason"] == "p99 6.000 ms > 5.000 ms"
+
+
+class BackloggedBroker:
+    """A broker of ``capacity`` msg/s whose overloaded step leaves a backlog of ``(rate - capacity) * window``; a
+    step started while it is still working that off does not keep up, whatever its rate. A recovery probe at a
+    light load drains ``capacity * probe_s`` of it."""
+
+    def __init__(self, capacity: float, window: float = 10.0, probe_s: float = 4.0) -> None:
+        self.capacity, self.window, self.probe_s, self.backlog, self.probes = capacity, window, probe_s, 0.0, 0
+
+    def run_step(self, rate: float, processes: int = 1) -> Step:
+        held = rate <= self.capacity and self.backlog == 0
+        self.backlog += max(0.0, rate - self.capacity) * self.window
+        return Step(rate, achieved=min(rate, self.capacity), sustained=held, limit="" if held else "broker",
+                    processes=processes, p99_ms=1.0, reason="" if held else "behind")  # fmt: skip
+
+    def recover(self, failed: Step, baseline: Step | None) -> str:
+        for _ in range(3):
+            self.probes += 1
+            self.backlog = max(0.0, self.backlog - self.capacity * self.probe_s)
+            if self.backlog == 0:
+                return ""
+        return f"a backlog of {self.backlog:,.0f} messages after 3 probes"
+
+
+def test_a_step_after_an_overloaded_one_waits_for_the_broker_to_recover() -> None:
+    # The defect: find-max's steps after an overloaded step started from a broker still recovering, so the
+    # search answered far below what plain runs sustain.
+    hurried = BackloggedBroker(5_000.0)
+    blind = search(hurried.run_step, 1000.0, steps=10)
+    assert (blind.max_rate or 0) < 5_000 / 1.05  # every step after the first overload is judged on the backlog
+    patient = BackloggedBroker(5_000.0)
+    found = search(patient.run_step, 1000.0, steps=10, recover=patient.recover)
+    assert found.max_rate is not None and 5_000 / 1.05 <= found.max_rate <= 5_000, found
+    assert patient.probes >= 1 and found.recoveries and all(r.endswith("recovered") for r in found.recoveries)
+
+
+def test_a_broker_that_does_not_recover_ends_the_search_and_says_so() -> None:
+    broker = BackloggedBroker(5_000.0, window=1_000.0)  # a backlog three probes cannot drain
+    found = search(broker.run_step, 4000.0, steps=10, recover=broker.recover)
+    assert len(found.steps) == 2 and found.max_rate == 4000.0
+    assert found.ended.startswith("the broker did not recover after 8,000 msg/s: a backlog of")
+    assert found.recoveries == [f"after 8,000 msg/s: not recovered ({found.ended.split(': ', 1)[1]})"]
+
+
+def test_a_recovery_probe_is_light_and_holds_the_light_loads_latency() -> None:
+    failed, baseline = Step(10_000.0, limit="broker"), Step(1_000.0, sustained=True, p99_ms=1.5)
+    assert recovery.probe_rate(failed, None) == 2_000.0 and recovery.probe_rate(failed, baseline) == 1_000.0
+    assert recovery.unrecovered(Step(1_000.0, sustained=True, p99_ms=3.0), baseline) == ""
+    assert recovery.unrecovered(Step(1_000.0, sustained=True, p99_ms=3.2), baseline) == (
+        "p99 3.200 ms > 3.000 ms (the light load's 1.500 ms, doubled)")  # fmt: skip
+    assert recovery.unrecovered(Step(1_000.0, reason="12 lost or never received"), baseline) == (
+        "12 lost or never received")  # fmt: skip

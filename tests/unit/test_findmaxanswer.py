@@ -150,10 +150,11 @@ def test_the_criterion_names_every_condition() -> None:
     text = findmaxanswer.criterion(10, 5, 5.0, parse("p99<=10x"), found)
     for part in ("10 s window after a 5 s warm-up", "at least 99% of the offered rate", "first send to last receive",
                  "nothing is lost, unreceived or failed", "schedule lag p99 is <= 5 ms", "generator's verdict is ok",
-                 "sustainable when it also has send-to-receive p99 <= 10 x the first kept-up step's (2.000 ms at 1,000"
-                 " msg/s) = 20.000 ms"):  # fmt: skip
+                 "sustainable when it also has due-time latency (from when each message was due: late sends count) "
+                 "p99 <= 10 x the first kept-up step's (2.000 ms at 1,000 msg/s) = 20.000 ms"):  # fmt: skip
         assert part in text, part
     assert findmaxanswer.criterion(10, 5, 5.0, None, found).endswith("; no latency bound")
+    assert "schedule lag" not in findmaxanswer.criterion(10, 5, None, None, found)  # the default: no such rule
 
 
 def test_the_capacity_page_says_the_same_words_as_the_console() -> None:

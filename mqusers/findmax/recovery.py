@@ -1,0 +1,42 @@
+"""Has the broker recovered from a step it fell behind on? The probe's load and its verdict, pure.
+
+A step the broker could not keep up with leaves it working off a backlog (and a JVM collecting what
+the burst allocated); a step started then is judged on that, not on its own rate, and the search
+answers far below what plain runs sustain. So after such a step a light *probe* runs on the same
+destination (its consumers drain what the step left) until one keeps up at the light load's latency.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mqusers.findmax.findstep import Step
+
+#: Probes after a failed step before the broker is called not recovered.
+PROBES = 3
+#: A probe offers this share of the rate the broker fell behind at (never more than the first kept-up step's).
+FRACTION = 0.2
+#: A probe's warm-up and measured window, s: long enough to see a backlog, short beside a step.
+WARMUP_S, WINDOW_S = 1.0, 3.0
+#: A probe's p99 (send to receive) may be this many times the first kept-up step's, or 1 ms more.
+P99_FACTOR, P99_SLACK_MS = 2.0, 1.0
+
+
+def probe_rate(failed: Step, baseline: Step | None) -> float:
+    """A light load: a fifth of the failed rate, at most the first kept-up step's, at least 1 msg/s."""
+    light = FRACTION * failed.rate
+    if baseline is not None:
+        light = min(light, baseline.rate)
+    return max(1.0, light)
+
+
+def unrecovered(probe: Step, baseline: Step | None) -> str:
+    """Why the probe says the broker is still behind ("" when it has recovered)."""
+    if not probe.sustained:
+        return probe.reason or "the probe did not keep up"
+    if baseline is None or math.isnan(baseline.p99_ms) or math.isnan(probe.p99_ms):
+        return ""
+    limit = max(P99_FACTOR * baseline.p99_ms, baseline.p99_ms + P99_SLACK_MS)
+    if round(probe.p99_ms, 3) > round(limit, 3):
+        return f"p99 {probe.p99_ms:,.3f} ms > {limit:,.3f} ms (the light load's {baseline.p99_ms:,.3f} ms, doubled)"
+    return ""
