@@ -13,7 +13,7 @@ define with_services
 	[ ! -s $$started ] || $(PY) -m services stop $$(cat $$started); rm -f $$started; exit $$status
 endef
 
-.PHONY: install demo test unit lint bench bench-peers bench-listener bench-memory bench-scale bench-manydest bench-churn bench-websocket bench-master soak dashboards docs services-up services-down clean
+.PHONY: install demo test unit lint bench bench-peers bench-listener bench-memory bench-scale bench-manydest bench-churn bench-websocket bench-master bench-findmax soak dashboards docs services-up services-down clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,10 @@ bench-websocket: install
 # The master's cost at 10..200 workers, by simulation: no broker (benchmarks/master.py).
 bench-master: install
 	$(PY) -m benchmarks.master $(BENCH_ARGS)
+
+# find-max's answer against plain runs of the same locustfile (issue 36): BENCH_ARGS="--rounds 3".
+bench-findmax: install
+	$(call with_services,activemq,$(PY) -m benchmarks.findmax_agreement --host $(BENCH_HOST) $(BENCH_ARGS))
 
 bench-listener: install
 	$(call with_services,activemq,$(PY) -m benchmarks.listener --host $(BENCH_HOST) $(BENCH_ARGS))

@@ -1,0 +1,138 @@
+"""Does find-max agree with plain runs? Its answer against the highest rate a plain run of the same locustfile keeps up.
+
+    python -m benchmarks.findmax_agreement --host stomp://127.0.0.1:61613 [--rounds 1] [--tolerance 10]
+
+Each round runs ``mqusers find-max`` (defaults: 5 s warm-up, 10 s window, ``--slo p99<=10x``) on
+``locustfiles/put_get.py`` (``-u 4 --consumers 2``, 1 KB), takes its answer A (the highest rate also
+within its latency bound, and that bound in ms), then plain ``locust`` runs of the same locustfile,
+15 s with the same 5 s warm-up, each on a fresh queue, judged here from their own JSON reports and
+nothing of find-max's: a plain run *keeps up* when nothing is lost or unreceived, it received at
+least 99 % of the offered rate, and its receive-due p99 is within the search's bound. A plain run at
+A must keep up (else find-max overstated); one at ``(1 + tolerance) x A`` must not (else it
+understated by more than the tolerance): then A is within the tolerance of the highest rate plain
+runs keep up with. A failed check runs the ladder on (x1.2, x1.4 ... or x0.9, x0.8 ...) to say by how
+much. Exit status: 0 every round agreed, 1 a round did not, 2 no measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import BenchError, check_broker
+from benchmarks.locust_cli import PUT_GET, ROOT, child_env
+
+WARMUP_S, RUN_S = 5, 15
+RATE_FRACTION = 0.99
+
+
+@dataclass(frozen=True)
+class Plain:
+    rate: float
+    received: float
+    lost: int
+    due_p99_ms: float | None
+
+    def keeps_up(self, bound_ms: float) -> bool:
+        return (not self.lost and self.received >= RATE_FRACTION * self.rate
+                and self.due_p99_ms is not None and self.due_p99_ms <= bound_ms)  # fmt: skip
+
+    def line(self, bound_ms: float) -> str:
+        due = "-" if self.due_p99_ms is None else f"{self.due_p99_ms:,.3f}"
+        verdict = "keeps up" if self.keeps_up(bound_ms) else "does not"
+        return (f"  plain run at {self.rate:9,.0f} msg/s: received {self.received:9,.1f} msg/s, lost {self.lost:,},"
+                f" due p99 {due} ms (bound {bound_ms:,.3f}): {verdict}")  # fmt: skip
+
+
+def find_max(host: str, workdir: Path) -> tuple[float, float, dict[str, Any]]:
+    """find-max's answer within its latency bound, the bound in ms, and its document."""
+    out = workdir / "fm.json"
+    command = [sys.executable, "-m", "mqusers.commands.cli", "find-max", "-f", PUT_GET, "--host", host, "-u", "4",
+               "--consumers", "2", "--destination", f"/queue/bench.agree.{uuid.uuid4().hex[:6]}", "--json", str(out),
+               "--workdir", str(workdir / "steps")]  # fmt: skip
+    print("$ " + " ".join(command), flush=True)
+    done = subprocess.run(command, cwd=ROOT, env=child_env(), timeout=2400, check=False)
+    if done.returncode != 0 or not out.is_file():
+        raise BenchError(f"find-max exited {done.returncode} without an answer")
+    document = json.loads(out.read_text())
+    within, bound = document.get("within_latency") or {}, document.get("latency_bound") or {}
+    if not within.get("rate") or not bound.get("limit_ms"):
+        raise BenchError(f"find-max found no rate within a latency bound: {document.get('ended')}")
+    return float(within["rate"]), float(bound["limit_ms"]), document
+
+
+def plain(host: str, rate: float, workdir: Path, index: int) -> Plain:
+    """One plain locust run at ``rate``, judged from its own report."""
+    report = workdir / f"plain-{index:02d}.json"
+    command = [sys.executable, "-m", "locust", "-f", PUT_GET, "--headless", "--host", host, "-u", "4", "-r", "4",
+               "-t", f"{WARMUP_S + RUN_S}s", "--only-summary", "--mq-consumers", "2", "--mq-total-rate",
+               f"{rate:.3f}", "--mq-warmup", str(WARMUP_S), "--mq-destination",
+               f"/queue/bench.agree.plain.{uuid.uuid4().hex[:6]}", "--mq-report-json", str(report)]  # fmt: skip
+    with open(workdir / f"plain-{index:02d}.log", "w") as log:
+        subprocess.run(command, cwd=ROOT, env=child_env(), stdout=log, stderr=log, timeout=WARMUP_S + RUN_S + 120)
+    if not report.is_file():
+        raise BenchError(f"the plain run at {rate:,.0f} msg/s wrote no report (see {workdir})")
+    document = json.loads(report.read_text())
+    rows = [row for row in document.get("destinations", []) if row.get("sent")]
+    dues = [op["latency_ms"]["p99"] for op in document.get("operations", [])
+            if op["name"].startswith("receive-due ") and op.get("latency_ms")]  # fmt: skip
+    return Plain(rate, sum(r["throughput_msgs"] for r in rows), sum(r["lost"] + r["unreceived"] for r in rows),
+                 max(dues) if dues else None)  # fmt: skip
+
+
+def round_once(host: str, tolerance: float, workdir: Path) -> bool:
+    answer, bound_ms, document = find_max(host, workdir)
+    print(f"find-max: {answer:,.0f} msg/s within {document['latency_bound']['text']} ({document['ended']})")
+    index = iter(range(1, 100))
+    at = plain(host, answer, workdir, next(index))
+    print(at.line(bound_ms), flush=True)
+    above = plain(host, (1 + tolerance) * answer, workdir, next(index))
+    print(above.line(bound_ms), flush=True)
+    if at.keeps_up(bound_ms) and not above.keeps_up(bound_ms):
+        print(f"AGREE: plain runs keep up at {answer:,.0f} and not at {above.rate:,.0f} msg/s (+{tolerance:.0%})")
+        return True
+    # By how much: walk on in steps of 10 % of the answer, up to four more runs.
+    step = 0.1 if above.keeps_up(bound_ms) else -0.1
+    factor, last = 1 + tolerance, above if step > 0 else at
+    for _ in range(4):
+        factor += step
+        if factor <= 0.3:
+            break
+        last = plain(host, factor * answer, workdir, next(index))
+        print(last.line(bound_ms), flush=True)
+        if last.keeps_up(bound_ms) != (step > 0):
+            break
+    said = "understated" if step > 0 else "overstated"
+    print(f"DISAGREE: find-max {said} what plain runs keep up with (last plain run at {last.rate:,.0f} msg/s)")
+    return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.findmax_agreement", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="stomp://127.0.0.1:61613", help="the broker, stomp://HOST:PORT")
+    parser.add_argument("--rounds", type=int, default=1, help="searches, each checked by plain runs (default 1)")
+    parser.add_argument("--tolerance", type=float, default=10.0, help="percent (default 10)")
+    options = parser.parse_args(argv)
+    try:
+        check_broker(options.host)
+        agreed = []
+        for number in range(1, options.rounds + 1):
+            print(f"round {number} of {options.rounds}", flush=True)
+            with tempfile.TemporaryDirectory(prefix="bench-agree.") as folder:
+                agreed.append(round_once(options.host, options.tolerance / 100.0, Path(folder)))
+    except (BenchError, subprocess.TimeoutExpired) as error:
+        print(f"benchmark failed: {error}", file=sys.stderr)
+        return 2
+    print(f"rounds agreeing: {sum(agreed)} of {len(agreed)}")
+    return 0 if all(agreed) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
