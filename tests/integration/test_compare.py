@@ -114,16 +114,16 @@ def test_two_identical_runs_show_no_significant_difference(identical_runs: tuple
         (folder / name).mkdir()
         for i in members:
             (folder / name / f"run-{i}.json").write_text((folder / f"run-{i}.json").read_text())
-    # Every figure at once: each interval at 1 - 5 % / the figures' count (Bonferroni), so that the claim "none
-    # differs" holds at 95 %; at 95 % each, one of five figures is flagged falsely up to 23 % of the time (this
-    # test failed in a full run at a3ed2ea, passed alone).
-    confidence = 100 - 5 / len(FIGURES)
-    done = compare(str(folder / "base"), str(folder / "new"), "--json", str(folder / "repeats.json"), "--confidence",
-                   f"{confidence:g}")  # fmt: skip
+    # Every figure at once, as compare reads a table by default (family-wise: each interval at 1 - 5 % / the figures
+    # judged), so that the claim "none differs" holds at 95 %; at 95 % each, one of five figures is flagged falsely
+    # up to 23 % of the time (this test failed in a full run at a3ed2ea, passed alone).
+    done = compare(str(folder / "base"), str(folder / "new"), "--json", str(folder / "repeats.json"))
     assert done.returncode == 0, done.stderr
     repeats = figures(folder / "repeats.json", f"receive {queue}")
     assert set(repeats) == set(FIGURES)
-    assert {figure["verdict"] for figure in repeats.values()} == {"no significant difference"}, repeats
+    # A short run's p99.9 may hold too few samples for a verdict (docs/compare.md): never a direction.
+    assert {figure["verdict"] for figure in repeats.values()} <= {"no significant difference", "too few samples"}
+    assert repeats["p50"]["verdict"] == "no significant difference", repeats
     assert "one run a side" not in done.stdout and "BASE 3 runs" in done.stdout
 
 
@@ -183,4 +183,5 @@ def test_the_comparison_page_fits_a_laptop_and_a_phone(
     if width >= 1280:
         assert fit["hidden"] == 0, fit  # every column in view, no scroll bar on the table
     # One interval bar per figure and operation; each "slower" or "lower" of the JSON shown as one; throughput surely.
-    assert fit["bars"] == 5 * len(operations) and fit["worse"] == worse >= 1, (fit, worse)
+    judged = sum(verdict != "too few samples" for verdict in verdicts)  # no interval drawn where none is read
+    assert fit["bars"] == judged and fit["worse"] == worse >= 1, (fit, worse)

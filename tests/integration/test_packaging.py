@@ -210,4 +210,4 @@ def test_the_installed_repeat_runs_a_shipped_scenario_twice_and_compare_reads_it
     compared = installed.run("mqusers", "compare", str(first), str(second), "--json", "compare.json")
     assert compared.returncode == 0, compared.stdout[-2000:] + compared.stderr[-2000:]
     figures = json.loads((installed.elsewhere / "compare.json").read_text())["operations"][f"receive {topic}"]
-    assert figures["throughput"]["verdict"] in ("no significant difference", "higher", "lower"), figures
+    assert figures["throughput"]["verdict"] in ("no significant difference", "higher", "lower", "too few samples")
