@@ -17,7 +17,7 @@ PROBES = 3
 #: A probe offers this share of the rate the broker fell behind at (never more than the first kept-up step's).
 FRACTION = 0.2
 #: A probe's warm-up and measured window, s: long enough to see a backlog, short beside a step.
-WARMUP_S, WINDOW_S = 1.0, 3.0
+WARMUP_S, WINDOW_S = 1.0, 2.0
 #: A probe's p99 (send to receive) may be this many times the first kept-up step's, or 1 ms more.
 P99_FACTOR, P99_SLACK_MS = 2.0, 1.0
 
