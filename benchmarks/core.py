@@ -10,7 +10,8 @@ round so that machine noise hits all of them alike:
   (c) paced  mqusers at a paced rate (default 2,000 msg/s for 10 s): send-to-receive p50/p99;
   (d) cli    the same N through the ``locust`` command a user types (locustfiles/put_get.py,
              --mq-total-messages N): whole process CPU, messages from its --mq-report-json;
-  (e) raw paced  (a) at (c)'s rate and duration with TCP_NODELAY: p50/p99 from every sample.
+  (e) raw paced  (a) at (c)'s rate and duration with TCP_NODELAY: p50/p99 from every sample;
+  (f) go     the compiled reference (benchmarks/goref.py): (a)'s N all out, then (c)'s rate and duration.
 
 (a) and (b) report wall msg/s and messages per generator CPU-second, over the measured phase
 (user+sys of that child from ``getrusage(RUSAGE_SELF)``) and over the whole process (start-up
@@ -34,6 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import goref
 from benchmarks.common import RANGE, RESULT_PREFIX, BenchError, parse_host, parse_size, spread
 from benchmarks.locust_cli import PUT_GET, check_complete, locust_argv, report_row, run_process
 
@@ -48,9 +50,10 @@ LABELS = {
     "paced": "(c) mqusers paced",
     "cli": "(d) locust command line",
     "raw-paced": "(e) raw stomp.py paced",
+    **goref.LABELS,
 }
-#: --parts letter -> kind, in the order each round runs them.
-PARTS = {"a": "raw", "b": "mqusers", "c": "paced", "d": "cli", "e": "raw-paced"}
+#: --parts letter -> kind, in the order each round runs them ("go" is (f)'s two runs: goref.with_go).
+PARTS = {"a": "raw", "b": "mqusers", "c": "paced", "d": "cli", "e": "raw-paced", "f": "go"}
 
 
 def fresh_queue(kind: str) -> str:
@@ -142,6 +145,8 @@ def run_with_retries(kind: str, options: argparse.Namespace) -> dict[str, Any]:
         try:
             if kind == "cli":
                 return run_cli(options)
+            if kind in goref.LABELS:
+                return goref.run(kind, options, fresh_queue(kind))
             return run_child(child_command(kind, options), options.timeout + 60)
         except BenchError as error:
             if attempt == options.retries:
@@ -170,7 +175,7 @@ def describe(result: dict[str, Any]) -> str:
         f" + {result['sys_s'] * per_msg:.1f} sys; {result['wall_s']:.2f} s wall,"
         f" whole process {result['process_cpu_s']:.2f} CPU-s = {whole_process(result):,.0f} msg/CPU-s)"
     )
-    if kind in ("paced", "raw-paced"):
+    if kind in ("paced", "raw-paced", "go-paced"):
         latency = result["latency_ms"]
         text = (
             f"{LABELS[kind]:<26} {result['msg_per_s']:>9,.0f} msg/s  p50 {latency['p50']:.3f} ms"
@@ -190,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="rounds of a, b, c (default 3)")
     parser.add_argument("--paced-rate", type=float, default=2000.0, help="(c) msg/s (default 2000)")
     parser.add_argument("--paced-seconds", type=float, default=10.0, help="(c) duration (default 10)")
-    parser.add_argument("--parts", default="abcde", help="which of a, b, c, d, e to run (default abcde)")
+    parser.add_argument("--parts", default="abcdef", help="which of a, b, c, d, e, f to run (default abcdef)")
     parser.add_argument("--timeout", type=float, default=120.0, help="deadline per measurement, s (default 120)")
     parser.add_argument("--retries", type=int, default=1, help="reruns of a failed measurement (default 1)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
@@ -212,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         " (fresh process and queue each)",
         flush=True,
     )
+    kinds = goref.with_go(kinds)
     results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     try:
         for round_no in range(1, options.repeat + 1):
@@ -249,7 +255,7 @@ def report(results: dict[str, list[dict[str, Any]]]) -> bool:
     """Print the summary; True when a target was missed."""
     verdicts: list[bool | None] = []
     print(f"\nsummary: median [min{RANGE}max] over rounds")
-    for kind in ("raw", "mqusers"):
+    for kind in ("raw", "mqusers", "go"):
         if results.get(kind):
             runs = results[kind]
             wall = spread([r["msg_per_s"] for r in runs])
@@ -301,6 +307,8 @@ def report(results: dict[str, list[dict[str, Any]]]) -> bool:
             f"  {'(c) p99 - (e) p99':<26} {spread(excess, '{:+.3f}')} ms   target <= +{P99_MARGIN_MS:g} ms:"
             f" {verdict(ok)}   (per-round differences)"
         )
+    for line in goref.report_lines(results):
+        print(line)
     return any(v is False for v in verdicts)
 
 
