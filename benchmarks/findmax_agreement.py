@@ -51,12 +51,12 @@ class Plain:
                 f" due p99 {due} ms (bound {bound_ms:,.3f}): {verdict}")  # fmt: skip
 
 
-def find_max(host: str, workdir: Path) -> tuple[float, float, dict[str, Any]]:
+def find_max(host: str, workdir: Path, extra: list[str]) -> tuple[float, float, dict[str, Any]]:
     """find-max's answer within its latency bound, the bound in ms, and its document."""
     out = workdir / "fm.json"
     command = [sys.executable, "-m", "mqusers.commands.cli", "find-max", "-f", PUT_GET, "--host", host, "-u", "4",
                "--consumers", "2", "--destination", f"/queue/bench.agree.{uuid.uuid4().hex[:6]}", "--json", str(out),
-               "--workdir", str(workdir / "steps")]  # fmt: skip
+               "--workdir", str(workdir / "steps"), *extra]  # fmt: skip
     print("$ " + " ".join(command), flush=True)
     done = subprocess.run(command, cwd=ROOT, env=child_env(), timeout=2400, check=False)
     if done.returncode != 0 or not out.is_file():
@@ -87,8 +87,8 @@ def plain(host: str, rate: float, workdir: Path, index: int) -> Plain:
                  max(dues) if dues else None)  # fmt: skip
 
 
-def round_once(host: str, tolerance: float, workdir: Path) -> bool:
-    answer, bound_ms, document = find_max(host, workdir)
+def round_once(host: str, tolerance: float, workdir: Path, extra: list[str]) -> bool:
+    answer, bound_ms, document = find_max(host, workdir, extra)
     print(f"find-max: {answer:,.0f} msg/s within {document['latency_bound']['text']} ({document['ended']})")
     index = iter(range(1, 100))
     at = plain(host, answer, workdir, next(index))
@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="stomp://127.0.0.1:61613", help="the broker, stomp://HOST:PORT")
     parser.add_argument("--rounds", type=int, default=1, help="searches, each checked by plain runs (default 1)")
     parser.add_argument("--tolerance", type=float, default=10.0, help="percent (default 10)")
+    parser.add_argument("--quick", action="store_true", help="find-max with 1 s warm-up, 3 s windows, 6 steps: a check")
     options = parser.parse_args(argv)
     try:
         check_broker(options.host)
@@ -126,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         for number in range(1, options.rounds + 1):
             print(f"round {number} of {options.rounds}", flush=True)
             with tempfile.TemporaryDirectory(prefix="bench-agree.") as folder:
-                agreed.append(round_once(options.host, options.tolerance / 100.0, Path(folder)))
+                extra = ["--warmup", "1", "--window", "3", "--steps", "6"] if options.quick else []
+                agreed.append(round_once(options.host, options.tolerance / 100.0, Path(folder), extra))
     except (BenchError, subprocess.TimeoutExpired) as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 2

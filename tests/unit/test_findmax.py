@@ -417,3 +417,16 @@ def test_a_recovery_probe_is_light_and_holds_the_light_loads_latency() -> None:
         "p99 3.200 ms > 3.000 ms (the light load's 1.500 ms, doubled)")  # fmt: skip
     assert recovery.unrecovered(Step(1_000.0, reason="12 lost or never received"), baseline) == (
         "12 lost or never received")  # fmt: skip
+
+
+def test_one_late_last_delivery_does_not_fail_a_step_a_backlog_does() -> None:
+    # The defect: 6,000 messages in 3 s whose last arrived 52 ms after the last send read 1,966 msg/s < 99 % of
+    # 2,000 (sent over first send to last receive), while plain runs kept up far above that rate.
+    def row(tail_s: float) -> dict[str, Any]:
+        found = report(6_000 / (3.0 + tail_s))
+        found["destinations"][0].update(sent=6_000, send_span_s=3.0, span_s=3.0 + tail_s)
+        return found
+
+    assert judge(row(0.052), 2_000.0).sustained  # within the grace: one late message
+    behind = judge(row(0.4), 2_000.0)  # a backlog of ~600 messages at the end: 0.3 s counted
+    assert not behind.sustained and behind.achieved == pytest.approx(6_000 / 3.3)
