@@ -34,6 +34,7 @@ RUNS = 5
 #: 20 %: above the 10-15 % by which the p50 of identical runs on a warm broker differed here.
 GATE = "p50:20%,p99:20%,throughput:10%"
 ARGS = ("--mq-rate", "1500", "--mq-warmup", "2")
+UNFIT = ("--mq-baseline-unfit", "true")
 
 
 def compare(*args: str) -> subprocess.CompletedProcess[str]:
@@ -41,9 +42,9 @@ def compare(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, cwd=ROOT)  # fmt: skip
 
 
-#: Each run's seconds, its first 2 left out (--mq-warmup): 4 one-second intervals a run, 12 and 8 a side of the
-#: repeats' comparison; the fixtures stay under the 60 s a test may take.
-SECONDS = 6
+#: Each run's seconds, its first 2 left out (--mq-warmup): 5 one-second intervals a run (the fewest compare judges,
+#: docs/compare.md), 15 and 10 a side of the repeats' comparison; the fixtures stay under the 60 s a test may take.
+SECONDS = 7
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,9 @@ def identical_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list
     run_locust("put_get.py", broker.url, "--mq-destination", queue, *ARGS, users=4, seconds=3, tmp_path=folder)
     identical: list[LocustRun] = []
     for i in range(1, RUNS + 1):
-        gate = ("--mq-baseline", str(folder / "run-1.json"), "--mq-gate-regression", GATE) if i > 1 else ()
+        # The gate's statistics are the question here; a baseline run whose generator this shared machine contended
+        # would be refused (unit-tested, test_regression_gate.py), so it is accepted as it is.
+        gate = ("--mq-baseline", str(folder / "run-1.json"), "--mq-gate-regression", GATE, *UNFIT) if i > 1 else ()
         run = run_locust("put_get.py", broker.url, "--mq-destination", queue, *ARGS, *gate, users=4,
                          seconds=SECONDS, tmp_path=folder)  # fmt: skip
         assert run.report.get("intervals"), run.output[-3000:]
@@ -73,7 +76,7 @@ def runs(identical_runs: tuple[Path, list[LocustRun]]) -> tuple[Path, list[Locus
     persistent = started("activemq-persistent")
     slower = run_locust("put_get.py", persistent.url, "--mq-destination", queue, *ARGS, "--mq-persistent", "true",
                         "--mq-receipts", "true", "--mq-baseline", str(folder / "run-1.json"), "--mq-gate-regression",
-                        GATE, users=4, seconds=SECONDS, tmp_path=folder)  # fmt: skip
+                        GATE, *UNFIT, users=4, seconds=SECONDS, tmp_path=folder)  # fmt: skip
     (folder / "persistent.json").write_text(json.dumps(slower.report))
     return folder, identical, slower
 

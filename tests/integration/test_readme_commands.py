@@ -108,6 +108,13 @@ def test_the_compare_examples_run(tmp_path: Path) -> None:
         done = run(short(command, tmp_path).replace(" -t 4s", " -t 8s"), tmp_path)
         output = done.stdout[-3000:] + done.stderr[-3000:]
         if "--mq-baseline" in command:  # the gate against base.json: passes, or fails naming its figure
+            if done.returncode == 2:
+                # A base run whose generator was contended (this test shares the cores with others: seen in CI) is
+                # refused as a baseline in one line, as docs/compare.md says; the gate itself is then run anyway.
+                assert "is not a baseline: " in output and output.count("mqusers: --mq-baseline") == 1, output
+                command = command + " --mq-baseline-unfit true"
+                done = run(short(command, tmp_path).replace(" -t 4s", " -t 8s"), tmp_path)
+                output = done.stdout[-3000:] + done.stderr[-3000:]
             assert done.returncode == 0 or (done.returncode == 3 and "than --mq-baseline by" in output), output
         else:
             assert done.returncode == 0, output
