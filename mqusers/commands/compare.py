@@ -13,12 +13,13 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from mqusers.report.baselinefit import baseline_fit
 from mqusers.report.comparison import compare_runs, format_comparison
 from mqusers.report.htmlcompare import write_comparison_html
 from mqusers.stats.bootstrap import CONFIDENCE, RESAMPLES
-from mqusers.stats.samples import RunFileError, load_runs, run_paths
+from mqusers.stats.samples import Run, RunFileError, load_runs
 
 
 def _fraction(low: float, high: float, what: str) -> type[float]:
@@ -62,8 +63,8 @@ def main(argv: Sequence[str]) -> int:
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             return _refuse(f"{path}: its folder does not exist")
     try:
-        base, new = load_runs([args.base]), load_runs([args.new])
-        family, unfit = not args.per_figure, {"base": _unfit(args.base), "new": _unfit(args.new)}
+        base, new = load_runs([args.base], _reasons), load_runs([args.new], _reasons)
+        family, unfit = not args.per_figure, {"base": _unfit(base), "new": _unfit(new)}
         document = compare_runs(base, new, args.confidence, args.tolerance, args.resamples, args.seed, family, unfit)
     except RunFileError as error:
         return _refuse(str(error))
@@ -82,18 +83,13 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _unfit(argument: str) -> dict[str, list[str]]:
+def _reasons(document: dict[str, Any]) -> list[str]:
+    return baseline_fit(document).reasons
+
+
+def _unfit(runs: list[Run]) -> dict[str, list[str]]:
     """Each of a side's runs that lost messages, had a contended or saturated generator or ended early: why."""
-    found = {}
-    for path in run_paths(argument):
-        # load_runs has read each one already: a file that fails now changed since, and says nothing.
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if reasons := baseline_fit(document).reasons:
-            found[str(path)] = reasons
-    return found
+    return {run.name: list(run.said) for run in runs if run.said}
 
 
 def _refuse(line: str) -> int:

@@ -8,8 +8,8 @@ slots any interval of the operation filled, so a resample's merged histogram is 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ class Run:
     name: str
     locustfile: str
     operations: dict[str, Samples]
+    #: What ``load_runs``' ``inspect`` said of its document (why it cannot be a baseline, say); empty without one.
+    said: tuple[str, ...] = ()
 
 
 def slot_values_us(indexes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -106,8 +108,9 @@ def run_paths(argument: str) -> list[Path]:
     return [path]
 
 
-def load_runs(arguments: list[str]) -> list[Run]:
-    """The runs of one side: files, folders of files, or both; every one must read as a run with intervals."""
+def load_runs(arguments: list[str], inspect: Callable[[dict[str, Any]], list[str]] | None = None) -> list[Run]:
+    """The runs of one side: files, folders of files, or both; every one must read as a run with intervals.
+    ``inspect`` reads each document once, as it is parsed: its words are the run's ``said``."""
     runs = []
     for path in (p for argument in arguments for p in run_paths(argument)):
         try:
@@ -116,7 +119,8 @@ def load_runs(arguments: list[str]) -> list[Run]:
             raise RunFileError(f"{path}: not a readable JSON document ({error})") from None
         if not isinstance(document, dict) or document.get("kind", "run") != "run":
             raise RunFileError(f"{path}: not a run's JSON (--mq-report-json)")
-        runs.append(run_from_document(document, str(path)))
+        run = run_from_document(document, str(path))
+        runs.append(replace(run, said=tuple(inspect(document))) if inspect else run)
     return runs
 
 

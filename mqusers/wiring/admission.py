@@ -9,7 +9,6 @@ from __future__ import annotations
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -111,32 +110,20 @@ def baseline_problem(environment: Environment, settings: Settings) -> str | None
     from mqusers.stats.samples import RunFileError, load_runs
 
     try:
-        runs = load_runs([settings.baseline])
+        runs = load_runs([settings.baseline], lambda document: baseline_fit(document).reasons)
     except RunFileError as error:
         return f"--mq-baseline: {error}"
     locustfile = endscreen.locustfile_names(environment)
     other = next((run for run in runs if run.locustfile != locustfile), None)
     if other is not None:
         return f"--mq-baseline: {other.name} ran {other.locustfile or '?'}, this run {locustfile or '?'}"
-    return None if settings.baseline_unfit else unfit_baseline(settings.baseline)
-
-
-def unfit_baseline(baseline: str) -> str | None:
-    """The first baseline run that lost messages, had a contended or saturated generator or ended early: a gate
-    against it would pass or fail on its faults, not this run's."""
-    from mqusers.stats.samples import run_paths
-
-    for path in run_paths(baseline):
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # read a moment ago by load_runs: changed since, and it will say so at the gate
-        if reasons := baseline_fit(document).reasons:
-            why = "; ".join(reasons)
-            return (
-                f"--mq-baseline: {path} is not a baseline: {why} (--mq-baseline-unfit true holds the run to it anyway)"
-            )
-    return None
+    # A gate against a run that lost messages, had a contended or saturated generator or ended early would pass or
+    # fail on its faults, not this run's.
+    unfit = next((run for run in runs if run.said), None)
+    if unfit is None or settings.baseline_unfit:
+        return None
+    why = "; ".join(unfit.said)
+    return f"--mq-baseline: {unfit.name} is not a baseline: {why} (--mq-baseline-unfit true holds the run to it anyway)"
 
 
 def backlog_problem(environment: Environment, settings: Settings) -> str | None:
