@@ -215,11 +215,11 @@ def _kind(verdict: str) -> str:
     return "generator"
 
 
-def _worst_latency(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """Send-to-receive p50 / p99 / p99.9 / max of the destination that did worst."""
-    keys = {"p50": "p50_ms", "p99": "p99_ms", "p999": "p999_ms", "max": "max_ms"}
+def _worst_latency(rows: Sequence[dict[str, Any]], prefix: str = "") -> dict[str, float]:
+    """p50 / p99 / p99.9 / max of the rows' ``latency_ms``, each the worst row's, as the step's ``{prefix}p50_ms``..."""
     figures = [row["latency_ms"] for row in rows if row.get("latency_ms")]
-    return {out: max((f.get(key, math.nan) for f in figures), default=math.nan) for key, out in keys.items()}
+    return {f"{prefix}{key}_ms": max((f.get(key, math.nan) for f in figures), default=math.nan)
+            for key in ("p50", "p99", "p999", "max")}  # fmt: skip
 
 
 def _achieved(row: dict[str, Any]) -> float:
@@ -233,9 +233,7 @@ def _achieved(row: dict[str, Any]) -> float:
 
 def _worst_due(operations: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Due-time p50 / p99 / p99.9 / max of the destination that did worst (NaN: no shared schedule)."""
-    keys = {"p50": "due_p50_ms", "p99": "due_p99_ms", "p999": "due_p999_ms", "max": "due_max_ms"}
-    figures = [op["latency_ms"] for op in operations if op["name"].startswith(DUE_PREFIX) and op.get("latency_ms")]
-    return {out: max((f.get(key, math.nan) for f in figures), default=math.nan) for key, out in keys.items()}
+    return _worst_latency([op for op in operations if op["name"].startswith(DUE_PREFIX)], "due_")
 
 
 def generator_figures(step: Step) -> str:
