@@ -218,10 +218,14 @@ def test_ctrl_c_in_the_terminal_of_a_multi_process_run_still_writes_the_report(d
     row = run.row(topic)
     assert row["sent"] > 200 and row["lost"] == 0
     # Every message each of the 2 subscribers expected is accounted for: received, unreceived, in flight (sent
-    # as the Ctrl-C reached the subscribers: 2 of 488 on a busy machine) or unconfirmed; none lost.
+    # as the Ctrl-C reached the subscribers: 2 of 488 on a busy machine) or unconfirmed; none lost. A message
+    # sent within a checkpoint (100 ms) of a subscriber's leave is not expected of it, and counts as
+    # "unexpected" when it arrives all the same: at 200 msg/s, at most 20 a producer.
     expected = sum(sub["expected"] for sub in row["by_subscription"])
-    accounted = row["received"] + row["unreceived"] + row["in_flight"] + row["unconfirmed"]
+    unexpected = sum(sub["unexpected"] for sub in row["by_subscription"])
+    accounted = row["received"] - unexpected + row["unreceived"] + row["in_flight"] + row["unconfirmed"]
     assert accounted == expected, row
+    assert unexpected <= 20 * 2 * len(row["by_subscription"]), row
     # A subscriber expects what was sent before it left: the other process's producer may send on for a moment
     # after this process's subscriber left (2 of 438 on a busy machine), never for long.
     assert 2 * row["sent"] - expected <= row["sent"] // 10, row
