@@ -7,7 +7,9 @@ The phases (ARCHITECTURE.md, "How to test"):
 - ``lint``: ruff, ruff format --check, mypy.
 - ``unit``: tests/unit in two pytest processes, half the files each (no services, no timing assertions).
 - ``integration``: tests/integration not marked ``alone``, four pytest processes at a time, one test file each,
-  the biggest files first: exact counts, refusals, reports and pages hold however busy the machine is.
+  the longest first (by ``tests/integration/seconds.json``, what each file's tests took in a recent run; a file
+  it does not know goes first): exact counts, refusals, reports and pages hold however busy the machine is.
+  Each run writes what its files took to ``seconds.json`` in its work folder: copy it over to refresh the order.
 - ``alone``: the tests marked ``alone``, one at a time with nothing beside them: they assert on timing, CPU or
   latency, or kill, freeze or fail over a broker the others share.
 
@@ -20,6 +22,8 @@ everything it found); the exit status is the first failure's. ``python -m tools.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -43,6 +47,9 @@ PHASES = ("lint", "unit", "integration", "alone")
 UNIT_PROCESSES, INTEGRATION_PROCESSES = 2, 4
 #: pytest's exit status when a selection holds no test (a file whose tests are all marked ``alone``).
 NO_TESTS = 5
+#: Seconds each integration file's parallel tests took in a recent run: the longest start first, so that four
+#: processes end together instead of one long file starting last.
+SECONDS = ROOT / "tests" / "integration" / "seconds.json"
 
 
 @dataclass
@@ -67,9 +74,21 @@ def _pytest(junit: Path, *args: str) -> list[str]:
     return _python("-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=-ra", f"--junitxml={junit}", *args)
 
 
-def _test_files(folder: str) -> list[Path]:
-    """The folder's test files, biggest first (a proxy for slowest: it starts the long ones early)."""
-    return sorted((ROOT / folder).glob("test_*.py"), key=lambda path: (-path.stat().st_size, path.name))
+def _test_files(folder: str, seconds: dict[str, float] | None = None) -> list[Path]:
+    """The folder's test files, longest first: by ``seconds`` (file name -> seconds), those it does not know
+    before all (they may be long), else by size (a proxy for slowest: it starts the long ones early)."""
+
+    def key(path: Path) -> tuple[float, int, str]:
+        known = (seconds or {}).get(path.name)
+        return (-known if known is not None else float("-inf"), -path.stat().st_size, path.name)
+
+    return sorted((ROOT / folder).glob("test_*.py"), key=key)
+
+
+def file_seconds(junit: Path) -> float:
+    """What the tests of one JUnit XML file took (setup, call and teardown): 0 for none."""
+    cases = ElementTree.parse(junit).iter("testcase") if junit.exists() else iter(())
+    return round(sum(float(case.get("time") or 0.0) for case in cases), 1)
 
 
 def _run_at_once(phase: Phase, commands: list[list[str]], slots: int, work: Path) -> None:
@@ -101,15 +120,25 @@ def _tests(phase: Phase, work: Path) -> Phase:
         phase.junits = [work / f"unit-{i}.xml" for i in range(UNIT_PROCESSES)]
         _run_at_once(phase, [_pytest(j, "-q", *s) for j, s in zip(phase.junits, shards, strict=True)], 2, work)
     elif phase.name == "integration":
-        files = _test_files("tests/integration")
+        files = _test_files("tests/integration", json.loads(SECONDS.read_text()) if SECONDS.exists() else None)
         phase.junits = [work / f"integration-{path.stem}.xml" for path in files]
         commands = [_pytest(j, "-q", "-m", "not alone", str(path)) for j, path in zip(phase.junits, files, strict=True)]
         _run_at_once(phase, commands, INTEGRATION_PROCESSES, work)
+        took = {path.name: file_seconds(junit) for path, junit in zip(files, phase.junits, strict=True)}
+        (work / SECONDS.name).write_text(json.dumps(took, indent=1, sort_keys=True) + "\n")
     else:
         phase.junits = [work / "alone.xml"]
         phase.failed(subprocess.run(_pytest(phase.junits[0], "-m", "alone", "tests/integration"), cwd=ROOT).returncode)
     phase.seconds = time.monotonic() - began
     return phase
+
+
+def _cache_bytecode(folder: Path) -> None:
+    """Every Python process of the run (pytest's, each Locust run's, each worker's) compiles the project's modules
+    once, into ``folder``: with PYTHONDONTWRITEBYTECODE (set in some CI images) each would compile them again,
+    0.2 CPU-s a process, hundreds of processes on two cores."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
 
 
 def _lint() -> Phase:
@@ -180,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no phase {', '.join(unknown)} (phases: {', '.join(PHASES)})")
     began = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="mqusers-test-"))
+    _cache_bytecode(work / "pycache")
     started, log = work / "started", work / "services.log"
     background = None
     if {"integration", "alone"} & set(chosen):

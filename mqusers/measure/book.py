@@ -76,11 +76,35 @@ class Tally:
         hist = self.histogram
         if hist.get_total_count() == 0:
             return {}
-        figures = {"mean": hist.get_mean_value() / 1000.0}
-        for percentile in PERCENTILES:
-            figures[_percentile_key(percentile)] = hist.get_value_at_percentile(percentile) / 1000.0
+        mean, values = walk(hist, PERCENTILES)
+        figures = {"mean": mean / 1000.0}
+        for percentile, value in zip(PERCENTILES, values, strict=True):
+            figures[_percentile_key(percentile)] = value / 1000.0
         figures["max"] = hist.get_max_value() / 1000.0
         return figures
+
+
+def walk(histogram: HdrHistogram, percentiles: Sequence[float]) -> tuple[float, list[int]]:
+    """The mean and the values at ``percentiles`` (ascending) that hdrh's ``get_mean_value`` and
+    ``get_value_at_percentile`` give, from one pass over the non-zero counts: hdrh steps through every
+    counter in Python, each figure on its own (0.2 CPU-s for one report's means)."""
+    total = histogram.total_count
+    counts = histogram.counts[: histogram._counts_index_for(histogram.max_value) + 1]
+    targets = [histogram.get_target_count_at_percentile(p) for p in percentiles]
+    values: list[int] = []
+    weighted, reached = 0, 0
+    for index, count in enumerate(counts):
+        if not count:
+            continue
+        value = histogram.get_value_from_index(index)
+        weighted += count * histogram._hdr_median_equiv_value(value)
+        reached += count
+        while len(values) < len(targets) and reached >= targets[len(values)]:
+            p = percentiles[len(values)]
+            values.append(histogram.get_highest_equivalent_value(value) if p else
+                          histogram.get_lowest_equivalent_value(value))  # fmt: skip
+    values += [0] * (len(targets) - len(values))
+    return (weighted / total if total else 0.0), values
 
 
 def slot_floor(value: int, exact_bits: int) -> int:

@@ -1,10 +1,10 @@
 import random
 
 from hdrh.histogram import HdrHistogram
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, new_histogram, percentile_plot, record_grouped
+from mqusers.measure.book import HIGHEST_US, LOWEST_US, Book, new_histogram, percentile_plot, record_grouped, walk
 from mqusers.measure.totals import destination_rows
 from mqusers.report.build import operation_rows
 
@@ -108,3 +108,19 @@ def test_grouped_recording_leaves_what_record_value_per_sample_leaves(samples: l
     assert grouped.get_total_count() == truth.get_total_count()
     assert (grouped.get_min_value(), grouped.get_max_value()) == (truth.get_min_value(), truth.get_max_value())
     assert grouped.encode() == truth.encode()
+
+
+@settings(max_examples=25)  # hdrh's own figures, the truth here, walk every counter in Python
+@given(st.lists(st.integers(min_value=1, max_value=HIGHEST_US), min_size=1, max_size=300))
+def test_one_walk_gives_hdrhs_own_mean_and_percentiles(values: list[int]) -> None:
+    histogram = new_histogram()
+    for value in values:
+        histogram.record_value(value)
+    percentiles = (0.0, 1.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 100.0)
+    mean, at = walk(histogram, percentiles)
+    assert mean == histogram.get_mean_value()
+    assert at == [histogram.get_value_at_percentile(p) for p in percentiles]
+
+
+def test_one_walk_of_an_empty_histogram_is_zeros() -> None:
+    assert walk(new_histogram(), (50.0, 99.0)) == (0.0, [0, 0])

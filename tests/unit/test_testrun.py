@@ -65,3 +65,18 @@ def test_every_integration_test_marked_alone_says_why() -> None:
             elif "pytest.mark.alone" in line:
                 above = "\n".join(lines[max(0, number - 3) : number])
                 assert "# alone: " in above, f"{path.name}:{number + 1}"
+
+
+def test_integration_files_start_longest_first_and_an_unknown_file_before_all() -> None:
+    files = testrun._test_files("tests/integration", {"test_audit.py": 70.0, "test_errors.py": 60.0})
+    names = [path.name for path in files]
+    known = [names.index("test_audit.py"), names.index("test_errors.py")]
+    assert known == sorted(known) and known[0] == len(names) - 2  # every other file is unknown here, so first
+    every = {path.name: 1.0 for path in files}
+    every["test_errors.py"] = 99.0
+    assert testrun._test_files("tests/integration", every)[0].name == "test_errors.py"
+
+
+def test_the_seconds_a_file_took_sum_its_cases_and_a_missing_file_took_none(tmp_path: Path) -> None:
+    xml = junit(tmp_path / "a.xml", {"tests/integration/test_a.py::x": 1.5, "tests/integration/test_a.py::y": 2.0})
+    assert testrun.file_seconds(xml) == 3.5 and testrun.file_seconds(tmp_path / "none.xml") == 0.0
