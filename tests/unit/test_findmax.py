@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -318,6 +319,27 @@ def test_the_latency_bound_is_bracketed_below_the_rate_kept_up_with() -> None:
     assert absolute.slo_rate == absolute.max_rate and absolute.slo_failed_rate == absolute.failed_rate
     unbounded = search(latency_model(12_000.0, 5_300.0), 1000.0, steps=20)
     assert unbounded.slo_rate == unbounded.max_rate and all(s.latency_ok is None for s in unbounded.steps)
+
+
+def test_a_latency_failure_counts_when_it_recurs() -> None:
+    """Each rate's first run near the knee reads over the bound once (one window's p99 swings); its rerun holds."""
+    seen: dict[float, int] = {}
+    steady = latency_model(12_000.0, 5_300.0)
+
+    def noisy(rate: float, processes: int = 1) -> Step:
+        seen[rate] = seen.get(rate, 0) + 1
+        step = steady(rate, processes)
+        return replace(step, p99_ms=50.0) if 4_000 < rate <= 5_300 and seen[rate] == 1 else step
+
+    found = search(noisy, 1000.0, steps=30, bound=parse("p99<=10x"))
+    assert found.slo_rate is not None and 5_300 / 1.05 <= found.slo_rate <= 5_300, found.slo_rate
+    held = [s for s in found.steps if s.rerun_after]
+    assert held and all(s.flaky and s.sustainable and s.rerun_after == "p99 50.000 ms > 10.000 ms" for s in held)
+    # Above the knee the failure recurs: each rate that bounds the bracket ran twice, neither held.
+    over = [s for s in found.steps if s.rate == found.slo_failed_rate]
+    assert len(over) == 2 and not any(s.sustainable for s in over)
+    steady_search = search(steady, 1000.0, steps=30, bound=parse("p99<=10x"))
+    assert steady_search.slo_rate == found.slo_rate  # the noise moved nothing
 
 
 def test_the_latency_search_stops_within_the_steps_and_says_its_bracket_is_wide() -> None:
