@@ -20,6 +20,8 @@ from hdrh.histogram import HdrHistogram
 from mqusers.measure.book import SIGNIFICANT_DIGITS
 
 Floats = npt.NDArray[np.float64]
+#: An interval shorter than this part of the run's median interval is joined to its neighbour (:func:`whole`).
+SHORT_FRACTION = 0.5
 
 
 class RunFileError(ValueError):
@@ -70,12 +72,38 @@ def operation_samples(rows: list[list[Any]], measured_from: float) -> Samples | 
     slots = np.zeros((len(kept), len(union)))
     for i, (where, counts) in enumerate(decoded):
         slots[i, np.searchsorted(union, where)] = counts
-    return Samples(
+    return whole(Samples(
         seconds=np.array([float(row[1]) for row in kept]),
         counts=np.array([float(row[2]) for row in kept]),
         slots=slots,
         values_ms=slot_values_us(union.astype(np.int64)) / 1000.0,
-    )
+    ))  # fmt: skip
+
+
+def whole(samples: Samples) -> Samples:
+    """``samples`` with each interval shorter than :data:`SHORT_FRACTION` of the median width joined to its
+    neighbour (the one before; the first, to the one after).
+
+    The warm-up's end cuts the first interval and the stop the last: 22 ms of sends is one of seven blocks the
+    bootstrap resamples alike, and resamples made mostly of such slivers set a family-wise interval's far ends
+    (a 3,000 msg/s run read 1,270 to 3,002). Joined, each block holds about an interval's worth of data; no
+    sample is dropped."""
+    seconds = samples.seconds
+    if len(seconds) < 2:
+        return samples
+    short = SHORT_FRACTION * float(np.median(seconds))
+    starts, held = [0], float(seconds[0])
+    for i in range(1, len(seconds)):
+        if seconds[i] >= short and held >= short:
+            starts.append(i)
+            held = 0.0
+        held += float(seconds[i])
+    if held < short and len(starts) > 1:
+        starts.pop()  # the last block is a sliver: it joins the one before
+    if len(starts) == len(seconds):
+        return samples
+    return replace(samples, seconds=np.add.reduceat(seconds, starts), counts=np.add.reduceat(samples.counts, starts),
+                   slots=np.add.reduceat(samples.slots, starts, axis=0))  # fmt: skip
 
 
 def run_from_document(document: Mapping[str, Any], name: str) -> Run:
