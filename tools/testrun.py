@@ -10,6 +10,7 @@ The phases (ARCHITECTURE.md, "How to test"):
   the longest first (by ``tests/integration/seconds.json``, what each file's tests took in a recent run; a file
   it does not know goes first): exact counts, refusals, reports and pages hold however busy the machine is.
   Each run writes what its files took to ``seconds.json`` in its work folder: copy it over to refresh the order.
+  A module whose ``pytestmark`` holds ``alone`` is not started here at all.
 - ``alone``: the tests marked ``alone``, one at a time with nothing beside them: they assert on timing, CPU or
   latency, or kill, freeze or fail over a broker the others share.
 
@@ -22,6 +23,7 @@ everything it found); the exit status is the first failure's. ``python -m tools.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import subprocess
@@ -85,6 +87,15 @@ def _test_files(folder: str, seconds: dict[str, float] | None = None) -> list[Pa
     return sorted((ROOT / folder).glob("test_*.py"), key=key)
 
 
+def all_alone(path: Path) -> bool:
+    """Whether the module marks every test of it ``alone`` (its ``pytestmark``): the parallel phase would start a
+    pytest process only to deselect them all."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            return any(isinstance(n, ast.Attribute) and n.attr == "alone" for n in ast.walk(node.value))
+    return False
+
+
 def file_seconds(junit: Path) -> float:
     """What the tests of one JUnit XML file took (setup, call and teardown): 0 for none."""
     cases = ElementTree.parse(junit).iter("testcase") if junit.exists() else iter(())
@@ -120,7 +131,8 @@ def _tests(phase: Phase, work: Path) -> Phase:
         phase.junits = [work / f"unit-{i}.xml" for i in range(UNIT_PROCESSES)]
         _run_at_once(phase, [_pytest(j, "-q", *s) for j, s in zip(phase.junits, shards, strict=True)], 2, work)
     elif phase.name == "integration":
-        files = _test_files("tests/integration", json.loads(SECONDS.read_text()) if SECONDS.exists() else None)
+        known = json.loads(SECONDS.read_text()) if SECONDS.exists() else None
+        files = [path for path in _test_files("tests/integration", known) if not all_alone(path)]
         phase.junits = [work / f"integration-{path.stem}.xml" for path in files]
         commands = [_pytest(j, "-q", "-m", "not alone", str(path)) for j, path in zip(phase.junits, files, strict=True)]
         _run_at_once(phase, commands, INTEGRATION_PROCESSES, work)

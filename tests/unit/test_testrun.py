@@ -80,3 +80,15 @@ def test_integration_files_start_longest_first_and_an_unknown_file_before_all() 
 def test_the_seconds_a_file_took_sum_its_cases_and_a_missing_file_took_none(tmp_path: Path) -> None:
     xml = junit(tmp_path / "a.xml", {"tests/integration/test_a.py::x": 1.5, "tests/integration/test_a.py::y": 2.0})
     assert testrun.file_seconds(xml) == 3.5 and testrun.file_seconds(tmp_path / "none.xml") == 0.0
+
+
+def test_a_module_marked_alone_as_a_whole_is_left_out_of_the_parallel_phase(tmp_path: Path) -> None:
+    whole = tmp_path / "test_whole.py"
+    whole.write_text("import pytest\n\n# alone: why\npytestmark = [pytest.mark.activemq, pytest.mark.alone]\n")
+    some = tmp_path / "test_some.py"
+    some.write_text(
+        "import pytest\n\npytestmark = pytest.mark.activemq\n\n@pytest.mark.alone  # why\ndef test_x(): pass\n"
+    )
+    assert "pytestmark" in some.read_text()
+    assert testrun.all_alone(whole) and not testrun.all_alone(some)
+    assert testrun.all_alone(ROOT / "tests" / "integration" / "test_failover.py")
