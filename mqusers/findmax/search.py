@@ -32,6 +32,9 @@ from mqusers.findmax.latencybound import LatencyBound
 CAPPED_FRACTION = 0.97
 #: The search stops bisecting once the bracket is this narrow (upper / lower).
 BRACKET = 1.05
+#: Steps kept for the latency bound's search (of ``steps``, when it is at least twice this): halving a 2x
+#: bracket to 5 % takes 4, and a latency failure at the bracket's top is run twice.
+LATENCY_STEPS = 6
 
 
 @dataclass
@@ -92,6 +95,9 @@ def search(
     """
     found, deadline = Search(), clock() + budget_s
     size, tried, hint = processes, set[float](), 0.0
+    # With a latency bound, the last steps are the latency search's: a throughput search the machine limits can
+    # spend every step narrowing above it and leave the bound's bracket as wide as doubling left it.
+    cap = steps - LATENCY_STEPS if bound is not None and steps >= 2 * LATENCY_STEPS else steps
     low, high, rate = 0.0, math.inf, min(start, ceiling)
 
     def judged(step: Step, after: Step | None = None) -> Step:
@@ -107,9 +113,9 @@ def search(
 
     def run(at: float, after: Step | None = None) -> Step | None:
         nonlocal size
-        if found.not_recovered or len(found.steps) >= steps or clock() >= deadline:
+        if found.not_recovered or len(found.steps) >= cap or clock() >= deadline:
             return None
-        runs = attempt(lambda n: run_step(at, n), size, max_processes, steps - len(found.steps),
+        runs = attempt(lambda n: run_step(at, n), size, max_processes, cap - len(found.steps),
                        partial(judged, after=after))  # fmt: skip
         found.steps.extend(runs)
         tried.add(at)
@@ -144,8 +150,11 @@ def search(
             found.ended = "not kept up with even at 1 msg/s"
             break
     else:
-        found.ended = found.ended or _spent(found, steps)
+        found.ended = found.ended or _spent(found, cap) + (
+            f" ({steps - cap} kept for the latency bound)" if cap < steps else ""
+        )
     found.max_rate, found.failed_rate = low or None, high if high < math.inf and not found.limit else None
+    cap = steps
     _latency_search(found, run, steps)
     return found
 

@@ -342,6 +342,15 @@ def test_a_latency_failure_counts_when_it_recurs() -> None:
     assert steady_search.slo_rate == found.slo_rate  # the noise moved nothing
 
 
+def test_steps_are_kept_for_the_latency_bound_when_the_throughput_search_runs_long() -> None:
+    """Seen: a machine-limited search spent 12 of its 14 steps above 16,000 msg/s and left the bound's bracket at
+    8,000 to 11,314, where plain runs held 8,800."""
+    found = search(latency_model(100_000.0, 5_300.0), 1000.0, steps=14, bound=parse("p99<=10x"))
+    assert len(found.steps) <= 14 and found.ended.startswith("8 steps run (6 kept for the latency bound)")
+    assert found.slo_rate is not None and found.slo_failed_rate is not None
+    assert 5_300 / 1.1 <= found.slo_rate <= 5_300 < found.slo_failed_rate, (found.slo_rate, found.slo_failed_rate)
+
+
 def test_the_latency_search_stops_within_the_steps_and_says_its_bracket_is_wide() -> None:
     found = search(latency_model(12_000.0, 1_300.0), 1000.0, steps=8, bound=parse("p99<=10x"))
     assert len(found.steps) == 8 and found.slo_rate == 1000.0 and found.slo_failed_rate is not None
