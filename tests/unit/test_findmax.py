@@ -351,6 +351,25 @@ def test_steps_are_kept_for_the_latency_bound_when_the_throughput_search_runs_lo
     assert 5_300 / 1.1 <= found.slo_rate <= 5_300 < found.slo_failed_rate, (found.slo_rate, found.slo_failed_rate)
 
 
+def test_the_latency_search_runs_at_the_generator_size_that_kept_up_below() -> None:
+    """Seen: 16,000 msg/s needed 2 processes; the latency steps near 8,500 kept them and read 55-108 ms with the
+    broker on the same cores, where 1 process (a plain run) held 10-15 ms."""
+
+    def shared_cores(rate: float, processes: int = 1) -> Step:
+        if rate > 12_000 and processes == 1:
+            return Step(rate, achieved=0.9 * rate, reason="generator contended", limit="generator",
+                        generator_suspect=True, processes=1)  # fmt: skip
+        crowded = processes > 1 and rate > 4_000
+        return Step(rate, achieved=rate, sustained=rate <= 20_000, limit="" if rate <= 20_000 else "broker",
+                    p99_ms=50.0 if crowded or rate > 9_000 else 1.0, processes=processes)  # fmt: skip
+
+    found = search(shared_cores, 1000.0, max_processes=2, steps=16, bound=parse("p99<=10x"))
+    assert any(s.processes == 2 for s in found.steps)  # the throughput search grew the generator
+    assert found.slo_rate is not None and 9_000 / 1.05 <= found.slo_rate <= 9_000, found.slo_rate
+    latency_steps = [s for s in found.steps if 8_000 < s.rate < 16_000]
+    assert latency_steps and all(s.processes == 1 for s in latency_steps if s.rate <= 12_000), latency_steps
+
+
 def test_the_latency_search_stops_within_the_steps_and_says_its_bracket_is_wide() -> None:
     found = search(latency_model(12_000.0, 1_300.0), 1000.0, steps=8, bound=parse("p99<=10x"))
     assert len(found.steps) == 8 and found.slo_rate == 1000.0 and found.slo_failed_rate is not None
