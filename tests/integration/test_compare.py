@@ -13,6 +13,7 @@ Its latency is higher on a quiet machine, but on CI's busy one the non-persisten
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import uuid
@@ -70,12 +71,18 @@ def identical_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list
 
 @pytest.fixture(scope="module")
 def runs(identical_runs: tuple[Path, list[LocustRun]]) -> tuple[Path, list[LocustRun], LocustRun]:
-    """The identical runs, and one persistent run with receipts gated against run 1."""
+    """The identical runs, and one persistent run with receipts gated against all five (a folder): one run's
+    straggling last messages (4 of them 0.5 s after the last send: receive rate 2,715 of 3,000) stood for the
+    whole baseline when it was run 1 alone, and its interval reached -8 % of the persistent run's -34 %."""
     folder, identical = identical_runs
     queue = identical[0].report["destinations"][0]["destination"]
+    baseline = folder / "baseline"
+    baseline.mkdir()
+    for i in range(1, RUNS + 1):
+        (baseline / f"run-{i}.json").write_text((folder / f"run-{i}.json").read_text())
     persistent = started("activemq-persistent")
     slower = run_locust("put_get.py", persistent.url, "--mq-destination", queue, *ARGS, "--mq-persistent", "true",
-                        "--mq-receipts", "true", "--mq-baseline", str(folder / "run-1.json"), "--mq-gate-regression",
+                        "--mq-receipts", "true", "--mq-baseline", str(baseline), "--mq-gate-regression",
                         GATE, *UNFIT, users=4, seconds=SECONDS, tmp_path=folder)  # fmt: skip
     (folder / "persistent.json").write_text(json.dumps(slower.report))
     return folder, identical, slower
@@ -136,16 +143,19 @@ def test_persistent_with_receipts_is_found_slower_and_fails_the_gate(
     folder, identical, slower = runs
     queue = identical[0].report["destinations"][0]["destination"]
     assert identical[0].code == 0 and slower.row(queue)["lost"] == 0
-    done = compare(str(folder / "run-1.json"), str(folder / "persistent.json"), "--json", str(folder / "slower.json"),
+    done = compare(str(folder / "baseline"), str(folder / "persistent.json"), "--json", str(folder / "slower.json"),
                    "--html", str(folder / "slower.html"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     found = figures(folder / "slower.json", f"receive {queue}")
     throughput, p50 = found["throughput"], found["p50"]
-    # The truth, independently: each run's own report (its merged histogram) gives the two p50s compared.
-    base_p50, slower_p50 = identical[0].row(queue)["latency_ms"]["p50"], slower.row(queue)["latency_ms"]["p50"]
-    assert (p50["base"]["point"], p50["new"]["point"]) == (base_p50, slower_p50)
-    # And the report's own receive rates: the persistent run's is well below run 1's (its producers wait for RECEIPTs).
-    assert slower.row(queue)["receive_rate_msgs"] < 0.8 * identical[0].row(queue)["receive_rate_msgs"]
+    # The truth, independently: each run's own report (its merged histogram) gives the p50s compared, BASE's the
+    # median of its five runs'.
+    base_p50 = statistics.median(run.row(queue)["latency_ms"]["p50"] for run in identical)
+    assert (p50["base"]["point"], p50["new"]["point"]) == (base_p50, slower.row(queue)["latency_ms"]["p50"])
+    # And the reports' own receive rates: the persistent run's is well below the identical runs' (its producers wait
+    # for RECEIPTs).
+    base_rate = statistics.median(run.row(queue)["receive_rate_msgs"] for run in identical)
+    assert slower.row(queue)["receive_rate_msgs"] < 0.8 * base_rate
     assert throughput["verdict"] == "lower" and throughput["difference_high_pct"] < -10, throughput
     line = next(line for line in done.stdout.splitlines() if line.startswith("throughput msg/s ") and "lower" in line)
     assert f"{throughput['difference_pct']:+,.1f} % ({throughput['difference_low_pct']:+,.1f} to" in line
@@ -155,10 +165,8 @@ def test_persistent_with_receipts_is_found_slower_and_fails_the_gate(
     summary = " ".join(slower.output.split())
     assert f"receive {queue}: throughput lower than --mq-baseline by -" in summary
     # 6 figures gated (p50, p99, throughput of send and receive): each at 99.17 %, 95 % over the gate (Bonferroni).
-    assert (
-        "at 99.17 %, 95 % over the gate's 6 figures), beyond --mq-gate-regression throughput:10%; one baseline run"
-        in summary
-    )
+    assert "at 99.17 %, 95 % over the gate's 6 figures), beyond --mq-gate-regression throughput:10%" in summary
+    assert "one baseline run" not in summary  # five: their run-to-run noise is in the interval
 
 
 @pytest.mark.browser
