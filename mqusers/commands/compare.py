@@ -13,9 +13,8 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-from mqusers.report.baselinefit import baseline_fit
+from mqusers.report.baselinefit import unfit_reasons
 from mqusers.report.comparison import compare_runs, format_comparison
 from mqusers.report.htmlcompare import write_comparison_html
 from mqusers.stats.bootstrap import CONFIDENCE, RESAMPLES
@@ -63,7 +62,7 @@ def main(argv: Sequence[str]) -> int:
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             return _refuse(f"{path}: its folder does not exist")
     try:
-        base, new = load_runs([args.base], _reasons), load_runs([args.new], _reasons)
+        base, new = load_runs([args.base], unfit_reasons), load_runs([args.new], unfit_reasons)
         family, unfit = not args.per_figure, {"base": _unfit(base), "new": _unfit(new)}
         document = compare_runs(base, new, args.confidence, args.tolerance, args.resamples, args.seed, family, unfit)
     except RunFileError as error:
@@ -81,10 +80,6 @@ def main(argv: Sequence[str]) -> int:
     if written:
         print(f"files written: {', '.join(written)}")
     return 0
-
-
-def _reasons(document: dict[str, Any]) -> list[str]:
-    return baseline_fit(document).reasons
 
 
 def _unfit(runs: list[Run]) -> dict[str, list[str]]:

@@ -77,6 +77,11 @@ def baseline_fit(document: Mapping[str, Any], run_time_s: float | None = None) -
     return BaselineFit(lost, generator, _ended_early(document, run_time_s))
 
 
+def unfit_reasons(document: dict[str, Any]) -> list[str]:
+    """Why a run's document cannot be a baseline (empty: it can), as ``load_runs``' ``inspect`` asks."""
+    return baseline_fit(document).reasons
+
+
 def _ended_early(document: Mapping[str, Any], run_time_s: float | None) -> str:
     ended_by = str(document.get("ended_by") or "")
     if ended_by in EARLY_ENDINGS:

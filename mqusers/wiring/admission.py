@@ -15,7 +15,7 @@ from typing import Any
 from mqusers.options.destpattern import parse_pattern
 from mqusers.options.parsing import OptionError, parse_destination
 from mqusers.options.settings import Settings, read_settings
-from mqusers.report.baselinefit import baseline_fit
+from mqusers.report.baselinefit import unfit_reasons
 from mqusers.run.context import client_config, context
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.wiring import endscreen, fdlimit, roles
@@ -110,7 +110,7 @@ def baseline_problem(environment: Environment, settings: Settings) -> str | None
     from mqusers.stats.samples import RunFileError, load_runs
 
     try:
-        runs = load_runs([settings.baseline], lambda document: baseline_fit(document).reasons)
+        runs = load_runs([settings.baseline], unfit_reasons)
     except RunFileError as error:
         return f"--mq-baseline: {error}"
     locustfile = endscreen.locustfile_names(environment)
