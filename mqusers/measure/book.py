@@ -107,6 +107,11 @@ def walk(histogram: HdrHistogram, percentiles: Sequence[float]) -> tuple[float, 
     return (weighted / total if total else 0.0), values
 
 
+def value_at(histogram: HdrHistogram, percentile: float) -> int:
+    """hdrh's ``get_value_at_percentile``, from :func:`walk`'s one pass."""
+    return walk(histogram, (percentile,))[1][0]
+
+
 def slot_floor(value: int, exact_bits: int) -> int:
     """The lowest value of ``value``'s slot when values below 2^exact_bits are exact and each
     power-of-two range above is cut into 2^(exact_bits - 1) slots (HdrHistogram's layout)."""

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from hdrh.histogram import HdrHistogram
 
-from mqusers.measure.book import walk
+from mqusers.measure.book import value_at
 from mqusers.measure.cpu import CpuInterval, CpuSampler, peak_rss_mb
 from mqusers.measure.openfiles import open_files
 from mqusers.run import verdicts
@@ -174,7 +174,7 @@ class Health:
             "cpu_percent_mean": round(self.cpu_percent_sum / self.seconds, 1) if self.seconds else 0.0,
             "rss_mb_max": peak_rss_mb(),
             "loop_lag_ms_max": lag.get_max_value() / 1000.0 if lag.get_total_count() else 0.0,
-            "loop_lag_ms_p99": walk(lag, (99.0,))[1][0] / 1000.0 if lag.get_total_count() else 0.0,
+            "loop_lag_ms_p99": value_at(lag, 99.0) / 1000.0 if lag.get_total_count() else 0.0,
             "seconds": self.seconds,
             "saturated_s": self.saturated_s,
             "contended_s": self.contended_s,

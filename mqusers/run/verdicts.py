@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypedDict
 
-from mqusers.measure.book import Tally, walk
+from mqusers.measure.book import Tally, value_at
 from mqusers.measure.names import (
     RECEIPT,
     RECEIVE,
@@ -229,7 +229,7 @@ def broker_p99_ms(tallies: Mapping[str, Tally]) -> dict[str, float]:
         if found is not None and found[0] == RECEIVE and event_name(RECEIVE_BACKLOG, found[1]) in tallies:
             continue  # a backlog run: this latency is mostly the backlog's age; its new messages' is the broker's
         if found is not None and found[0] in BROKER_TIMED and tally.histogram.get_total_count():
-            p99[name] = walk(tally.histogram, (99.0,))[1][0] / 1000.0
+            p99[name] = value_at(tally.histogram, 99.0) / 1000.0
     return p99
 
 
