@@ -96,10 +96,17 @@ def all_alone(path: Path) -> bool:
     return False
 
 
+def _cases(junit: Path) -> list[tuple[float, str]]:
+    """Each test of a JUnit XML file (none when it is missing): its seconds (setup, call and teardown), its name."""
+    if not junit.exists():
+        return []
+    return [(float(case.get("time") or 0.0), f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}")
+            for case in ElementTree.parse(junit).iter("testcase")]  # fmt: skip
+
+
 def file_seconds(junit: Path) -> float:
-    """What the tests of one JUnit XML file took (setup, call and teardown): 0 for none."""
-    cases = ElementTree.parse(junit).iter("testcase") if junit.exists() else iter(())
-    return round(sum(float(case.get("time") or 0.0) for case in cases), 1)
+    """What the tests of one JUnit XML file took: 0 for none."""
+    return round(sum(seconds for seconds, _ in _cases(junit)), 1)
 
 
 def _run_at_once(phase: Phase, commands: list[list[str]], slots: int, work: Path) -> None:
@@ -182,14 +189,7 @@ def _services_ready(background: subprocess.Popen[bytes], began: float, log: Path
 
 def slowest(junits: list[Path], count: int = SLOWEST) -> list[tuple[float, str]]:
     """The ``count`` slowest tests of these JUnit XML files (setup, call and teardown together), slowest first."""
-    cases: list[tuple[float, str]] = []
-    for junit in junits:
-        if not junit.exists():
-            continue
-        for case in ElementTree.parse(junit).iter("testcase"):
-            name = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
-            cases.append((float(case.get("time") or 0.0), name))
-    return sorted(cases, reverse=True)[:count]
+    return sorted((case for junit in junits for case in _cases(junit)), reverse=True)[:count]
 
 
 def summary(phases: list[Phase], wall_s: float) -> str:
