@@ -1,13 +1,15 @@
 """Comparisons of real runs on ActiveMQ (issue 27, items 3 and 4): ``mqusers compare`` and the regression gate.
 
-Five identical put/get runs (6 s, 2 s warm-up, 2 producers x 1,500 msg/s = 3,000 msg/s, one queue) on the
+Five identical put/get runs (8 s, 2 s warm-up, 2 producers x 1,500 msg/s = 3,000 msg/s, one queue) on the
 local non-persistent ActiveMQ, runs 2-5 gated against run 1; then one persistent run with receipts on its
-KahaDB twin (``activemq-persistent``) gated against run 1 too. Every run is a real locust process.
+KahaDB twin (``activemq-persistent``) at a third of the rate, gated against all five. Every run is a real
+locust process.
 
-The slower configuration is slower by construction, whatever the machine's load: a producer waiting for each
-RECEIPT of a stored message sends at most 1 / round trip (~2 ms here: ~500 msg/s), a third of what it is asked.
-Its latency is higher on a quiet machine, but on CI's busy one the non-persistent runs' p50 reached 2.1 ms
-(0.37 ms quiet), as high as the persistent run's 1.8 ms: latency alone is not a test that holds.
+The slower run's regression is planted, its size known: it is asked for 1,000 msg/s where the others are asked
+for 3,000 (-66.7 %). Persistence with receipts alone is no regression that holds: a warm KahaDB broker kept up
+with 3,000 msg/s sync sends here (a cold one sent 2,000 to 3,100 a second, a trend whose interval reached +3 %),
+and on CI's busy machine the non-persistent runs' p50 reached 2.1 ms (0.37 ms quiet), as high as the persistent
+run's 1.8 ms.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ RUNS = 5
 #: p50 is the figure a persistent store moves most (fsync per message); p99's interval on a 10 s run is wide. Both at
 #: 20 %: above the 10-15 % by which the p50 of identical runs on a warm broker differed here.
 GATE = "p50:20%,p99:20%,throughput:10%"
-ARGS = ("--mq-rate", "1500", "--mq-warmup", "2")
+RATE = 1500
+WARMUP = ("--mq-warmup", "2")
+ARGS = ("--mq-rate", str(RATE), *WARMUP)
+#: The slower run's rate per producer: a third of the others', so its throughput is -66.7 % by construction.
+SLOWER_RATE = RATE // 3
 UNFIT = ("--mq-baseline-unfit", "true")
 
 
@@ -43,9 +49,11 @@ def compare(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, cwd=ROOT)  # fmt: skip
 
 
-#: Each run's seconds, its first 2 left out (--mq-warmup): 5 one-second intervals a run (the fewest compare judges,
-#: docs/compare.md), 15 and 10 a side of the repeats' comparison; the fixtures stay under the 60 s a test may take.
-SECONDS = 7
+#: Each run's seconds, its first 2 left out (--mq-warmup): about 6 s measured on the one-second grid, at least 5
+#: intervals once the slivers at its ends are joined to their neighbours (5 is the fewest compare judges,
+#: docs/compare.md; a 5 s window came to 4 when both ends were slivers), 15 and 10 a side of the repeats'
+#: comparison; the fixtures stay under the 60 s a test may take.
+SECONDS = 8
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +79,9 @@ def identical_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list
 
 @pytest.fixture(scope="module")
 def runs(identical_runs: tuple[Path, list[LocustRun]]) -> tuple[Path, list[LocustRun], LocustRun]:
-    """The identical runs, and one persistent run with receipts gated against all five (a folder): one run's
-    straggling last messages (4 of them 0.5 s after the last send: receive rate 2,715 of 3,000) stood for the
-    whole baseline when it was run 1 alone, and its interval reached -8 % of the persistent run's -34 %."""
+    """The identical runs, and one persistent run with receipts at a third of their rate, gated against all five
+    (a folder): one run's straggling last messages (4 of them 0.5 s after the last send: receive rate 2,715 of
+    3,000) stood for the whole baseline when it was run 1 alone, and its interval reached -8 % of a -34 %."""
     folder, identical = identical_runs
     queue = identical[0].report["destinations"][0]["destination"]
     baseline = folder / "baseline"
@@ -81,9 +89,9 @@ def runs(identical_runs: tuple[Path, list[LocustRun]]) -> tuple[Path, list[Locus
     for i in range(1, RUNS + 1):
         (baseline / f"run-{i}.json").write_text((folder / f"run-{i}.json").read_text())
     persistent = started("activemq-persistent")
-    slower = run_locust("put_get.py", persistent.url, "--mq-destination", queue, *ARGS, "--mq-persistent", "true",
-                        "--mq-receipts", "true", "--mq-baseline", str(baseline), "--mq-gate-regression",
-                        GATE, *UNFIT, users=4, seconds=SECONDS, tmp_path=folder)  # fmt: skip
+    slower = run_locust("put_get.py", persistent.url, "--mq-destination", queue, "--mq-rate", str(SLOWER_RATE),
+                        *WARMUP, "--mq-persistent", "true", "--mq-receipts", "true", "--mq-baseline", str(baseline),
+                        "--mq-gate-regression", GATE, *UNFIT, users=4, seconds=SECONDS, tmp_path=folder)  # fmt: skip
     (folder / "persistent.json").write_text(json.dumps(slower.report))
     return folder, identical, slower
 
@@ -137,7 +145,7 @@ def test_two_identical_runs_show_no_significant_difference(identical_runs: tuple
     assert "one run a side" not in done.stdout and "BASE 3 runs" in done.stdout
 
 
-def test_persistent_with_receipts_is_found_slower_and_fails_the_gate(
+def test_a_run_at_a_third_of_the_rate_is_found_lower_and_fails_the_gate(
     runs: tuple[Path, list[LocustRun], LocustRun],
 ) -> None:
     folder, identical, slower = runs
@@ -152,11 +160,13 @@ def test_persistent_with_receipts_is_found_slower_and_fails_the_gate(
     # median of its five runs'.
     base_p50 = statistics.median(run.row(queue)["latency_ms"]["p50"] for run in identical)
     assert (p50["base"]["point"], p50["new"]["point"]) == (base_p50, slower.row(queue)["latency_ms"]["p50"])
-    # And the reports' own receive rates: the persistent run's is well below the identical runs' (its producers wait
-    # for RECEIPTs).
+    # The slower run kept up with the third it was asked for (2 producers x 500 msg/s), and the difference found is
+    # the reports' own receive rates' (BASE's the median of five), whatever BASE reached on a cold broker.
+    slower_rate = slower.row(queue)["receive_rate_msgs"]
+    assert slower_rate == pytest.approx(2 * SLOWER_RATE, rel=0.05), slower.row(queue)
     base_rate = statistics.median(run.row(queue)["receive_rate_msgs"] for run in identical)
-    assert slower.row(queue)["receive_rate_msgs"] < 0.8 * base_rate
     assert throughput["verdict"] == "lower" and throughput["difference_high_pct"] < -10, throughput
+    assert throughput["difference_pct"] == pytest.approx(100 * (slower_rate / base_rate - 1), abs=5), throughput
     line = next(line for line in done.stdout.splitlines() if line.startswith("throughput msg/s ") and "lower" in line)
     assert f"{throughput['difference_pct']:+,.1f} % ({throughput['difference_low_pct']:+,.1f} to" in line
     assert "note: not compared, measured by one side only: receipt " + queue in done.stdout
