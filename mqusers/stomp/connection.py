@@ -8,6 +8,7 @@ tests plug in an in-memory one.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -37,6 +38,12 @@ class ClientConfig:
     key_file: str | None = None
     #: The largest frame read from the broker (``--mq-max-frame``).
     max_frame: int = MAX_FRAME_DEFAULT
+
+    def __post_init__(self) -> None:
+        if self.address.websocket:
+            # Loaded with the config, not inside the first timed connect (stomp/transport.py imports it there):
+            # wsproto and h11 are a fifth of mqusers' import time, and only ws:// needs them.
+            importlib.import_module("mqusers.stomp.websocket")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import socket
 import ssl
 from collections.abc import Mapping
 
-from mqusers.stomp import tls, websocket
+from mqusers.stomp import tls
 from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.link import Link, Stream
 from mqusers.stomp.wire import connect_frame
@@ -70,6 +70,8 @@ def _dial_one(config: ClientConfig, host: str, port: int, index: int) -> Stream:
                 raise OSError(tls.silent(host, port)) from None
             sock.settimeout(config.timeout)
         if config.address.websocket:  # the HTTP upgrade, within the timeout too
+            from mqusers.stomp import websocket  # loaded by ClientConfig already: only ws:// needs it
+
             stream = websocket.upgrade(sock, host, port, config.address.paths[index])
         # The timeout bounds connecting only: the reader waits for as long as the broker is quiet.
         sock.settimeout(None)

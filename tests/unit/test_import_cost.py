@@ -23,3 +23,17 @@ def test_a_local_runs_audit_folds_its_queue_without_numpy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_websockets_are_loaded_for_a_ws_broker_only_and_before_its_first_connect() -> None:
+    # wsproto and h11 are ~20 ms of a process's start-up (issue 37: a 1-message run at most 0.5 CPU-s); a ws://
+    # run loads them when its client config is made, so no timed connect pays the import.
+    code = (
+        "import sys, locust, mqusers.wiring\nfrom mqusers.options.parsing import parse_broker_url\n"
+        "from mqusers.stomp.connection import ClientConfig\nplain = 'wsproto' in sys.modules\n"
+        "ClientConfig(parse_broker_url('stomp://127.0.0.1:61613'))\nafter_plain = 'wsproto' in sys.modules\n"
+        "ClientConfig(parse_broker_url('ws://127.0.0.1:61614/stomp'))\n"
+        "print(plain, after_plain, 'wsproto' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["False", "False", "True"]
