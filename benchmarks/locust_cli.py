@@ -1,6 +1,6 @@
 """The ``locust`` command a user types, run as one measured child process tree.
 
-Shared by :mod:`benchmarks.core` (part d), :mod:`benchmarks.scale`, :mod:`benchmarks.memory` and
+Shared by :mod:`benchmarks.core` (parts d and g), :mod:`benchmarks.scale`, :mod:`benchmarks.memory` and
 :mod:`benchmarks.soak`: the command line, this checkout's mqusers first on ``PYTHONPATH``, a hard
 deadline, the tree's CPU and peak RSS, its RSS sampled while it runs, and the ``--mq-report-json``
 row of the run's queue. Imports nothing that patches sockets: the parent stays a plain process.
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -186,3 +188,30 @@ def check_complete(row: dict[str, Any], expected: int, run: ProcessRun) -> None:
             f"locust exit {run.returncode}: sent {row['sent']:,}, received {row['received']:,} of {expected:,};"
             f" {faults or 'no faults'}; see {run.log}"
         )
+
+
+def run_counted(host: str, messages: int, size_bytes: int, timeout: float, destination: str) -> dict[str, Any]:
+    """``locust -f locustfiles/put_get.py ... --mq-total-messages N``, one producer, one consumer.
+
+    Its own end of a fixed count stops it (no -t); the whole process's CPU is all there is to
+    measure, and the report must show exactly N sent and received with nothing lost.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="mqusers-bench-cli-"))
+    report = workdir / "report.json"
+    load = ["--mq-consumers", "1", "--mq-rate", "0", "--mq-total-messages", str(messages), "--mq-size", str(size_bytes)]
+    run = run_process(locust_argv(PUT_GET, host, 2, destination, report, load), workdir / "locust.log", timeout + 60)
+    document, row = report_row(report, destination, run)
+    check_complete(row, messages, run)
+    shutil.rmtree(workdir)  # kept when the run failed: the error names its log
+    return {
+        "kind": "cli",
+        "messages": messages,
+        "wall_s": run.wall_s,
+        "process_cpu_s": run.cpu_s,
+        "sys_s": run.sys_s,
+        "msg_per_s": row["receive_rate_msgs"],
+        "msg_per_cpu_s": messages / run.cpu_s,
+        "received": row["received"],
+        "ended_by": document.get("ended_by"),
+        "generator_verdict": document.get("generator", {}).get("verdict"),
+    }
