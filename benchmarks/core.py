@@ -12,12 +12,13 @@ round so that machine noise hits all of them alike:
              --mq-total-messages N): whole process CPU, messages from its --mq-report-json;
   (e) raw paced  (a) at (c)'s rate and duration with TCP_NODELAY: p50/p99 from every sample;
   (f) go     the compiled reference (benchmarks/goref.py): (a)'s N all out, then (c)'s rate and duration;
-  (g) startup  (d) with one message: start-up to exit (benchmarks/startup.py), beside ``import locust``.
+  (g) startup  (d) with one message: start-up to exit (benchmarks/startup.py), beside ``import locust``;
+  (h) sync   a RECEIPT awaited per SEND, mqusers then go (benchmarks/syncsend.py), --sync-messages each.
 
 (a) and (b) report wall msg/s and messages per generator CPU-second, over the measured phase
 (user+sys of that child from ``getrusage(RUSAGE_SELF)``) and over the whole process (start-up
 included, from the parent's view of the child). Targets: (b)/(a) and (d)/(a) per CPU-second >= 3,
-(c) p50 <= 0.5 ms, (c) p99 <= (e) p99 + 1 ms and (g) <= 0.5 CPU-s. See benchmarks/README.md.
+(c) p50 <= 0.5 ms, (c) p99 <= (e) p99 + 1 ms, (g) <= 0.5 CPU-s and (h) >= go's. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import goref, startup
+from benchmarks import goref, startup, syncsend
 from benchmarks.common import RANGE, RESULT_PREFIX, BenchError, cache_bytecode, parse_host, parse_size, spread
 from benchmarks.locust_cli import run_counted
 
@@ -52,9 +53,10 @@ LABELS = {
     "raw-paced": "(e) raw stomp.py paced",
     **goref.LABELS,
     **startup.LABELS,
+    **syncsend.LABELS,
 }
 #: --parts letter -> kind, in the order each round runs them ("go" is (f)'s two runs: goref.with_go).
-PARTS = {"a": "raw", "b": "mqusers", "c": "paced", "d": "cli", "e": "raw-paced", "f": "go", "g": "startup"}
+PARTS = {"a": "raw", "b": "mqusers", "c": "paced", "d": "cli", "e": "raw-paced", "f": "go", "g": "startup", "h": "sync"}
 
 
 def fresh_queue(kind: str) -> str:
@@ -68,6 +70,8 @@ def child_command(kind: str, options: argparse.Namespace, profile: str = "") -> 
         command = ["-m", "benchmarks.mq_locust", "--mode", "mqusers", "--host", options.host]
         extra = ["--profile", profile] if profile else []
         return [sys.executable, *command, "--messages", str(options.messages), "--rate", "0", *common, *extra]
+    if kind == "sync":
+        return syncsend.child_command(options, fresh_queue(kind))
     if kind == "raw":
         command = ["-m", "benchmarks.raw_stomp", "--broker-host", host, "--broker-port", str(port)]
         return [sys.executable, *command, "--messages", str(options.messages), *common]
@@ -110,6 +114,9 @@ def run_with_retries(kind: str, options: argparse.Namespace) -> dict[str, Any]:
                 return run_counted(options.host, n, size, options.timeout, fresh_queue(kind))
             if kind in startup.LABELS:
                 return startup.run(options, fresh_queue(kind))
+            if kind == "go-sync":
+                queue = fresh_queue(kind)
+                return goref.run(kind, options, queue, syncsend.go_command(options, queue))
             if kind in goref.LABELS:
                 return goref.run(kind, options, fresh_queue(kind))
             return run_child(child_command(kind, options), options.timeout + 60)
@@ -162,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="rounds of a, b, c (default 3)")
     parser.add_argument("--paced-rate", type=float, default=2000.0, help="(c) msg/s (default 2000)")
     parser.add_argument("--paced-seconds", type=float, default=10.0, help="(c) duration (default 10)")
-    parser.add_argument("--parts", default="abcdefg", help="which of a to g to run (default abcdefg)")
+    parser.add_argument("--sync-messages", type=int, default=20_000, help="N for (h) sync sends (default 20000)")
+    parser.add_argument("--parts", default="abcdefgh", help="which of a to h to run (default abcdefgh)")
     parser.add_argument("--timeout", type=float, default=120.0, help="deadline per measurement, s (default 120)")
     parser.add_argument("--retries", type=int, default=1, help="reruns of a failed measurement (default 1)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
@@ -173,8 +181,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parse_host(options.host)
     except ValueError as error:
         parser.error(str(error))
-    if options.messages < 1 or options.repeat < 1 or not set(options.parts) <= set(PARTS) or not options.parts:
-        parser.error(f"--messages and --repeat must be at least 1; --parts is a subset of {''.join(PARTS)}")
+    if (
+        min(options.messages, options.sync_messages, options.repeat) < 1
+        or not set(options.parts) <= set(PARTS)
+        or not options.parts
+    ):
+        parser.error(
+            f"--messages, --sync-messages and --repeat must be at least 1; --parts is a subset of {''.join(PARTS)}"
+        )
     kinds = [kind for part, kind in PARTS.items() if part in options.parts]
     cache_bytecode()
 
@@ -185,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         " (fresh process and queue each)",
         flush=True,
     )
-    kinds = goref.with_go(kinds)
+    kinds = syncsend.with_go(goref.with_go(kinds), goref.build() if "sync" in kinds else "")
     results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     try:
         for round_no in range(1, options.repeat + 1):
@@ -278,9 +292,10 @@ def report(results: dict[str, list[dict[str, Any]]]) -> bool:
     for line in goref.report_lines(results):
         print(line)
     lines, ok_startup = startup.report_lines(results)
-    for line in lines:
+    sync_lines, sync_verdicts = syncsend.report_lines(results)
+    for line in [*lines, *sync_lines]:
         print(line)
-    verdicts.append(ok_startup)
+    verdicts += [ok_startup, *sync_verdicts]
     return any(v is False for v in verdicts)
 
 

@@ -112,9 +112,10 @@ def to_result(kind: str, line: dict[str, Any], process_cpu_s: float) -> dict[str
     }
 
 
-def run(kind: str, options: argparse.Namespace, queue: str) -> dict[str, Any]:
-    """One goref process: its result, with the whole process's CPU as the parent saw it."""
-    argv = command(kind, options, queue)
+def run(kind: str, options: argparse.Namespace, queue: str, argv: list[str] | None = None) -> dict[str, Any]:
+    """One goref process (``argv``, else :func:`command`'s): its result, with the whole process's CPU as the
+    parent saw it."""
+    argv = argv or command(kind, options, queue)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=options.timeout + 60)

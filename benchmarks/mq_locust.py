@@ -1,4 +1,4 @@
-"""(b) and (c): mqusers' producer and consumer Users run by Locust as a library.
+"""(b), (c) and (h): mqusers' producer and consumer Users run by Locust as a library.
 
 Run by :mod:`benchmarks.core` in its own process; prints one ``BENCH-RESULT {json}`` line.
 
@@ -40,10 +40,14 @@ from mqusers.run.context import context
 _POLL_S = 0.02
 
 
-def build_environment(host: str) -> Environment:
+#: (h) sync sends: each SEND asks a RECEIPT and the producer waits for it before the next (one in flight).
+SYNC_OPTIONS = ("--mq-receipts", "true", "--mq-in-flight", "1")
+
+
+def build_environment(host: str, extra: tuple[str, ...] = ()) -> Environment:
     # No config files: a stray locust.conf or [tool.locust] must not change the benchmark.
     # -u 2 as run() starts: mqusers refuses a headless -u 1 (one consumer, no producer) at init.
-    parsed = get_parser(default_config_files=[]).parse_args(["--headless", "--host", host, "-u", "2"])
+    parsed = get_parser(default_config_files=[]).parse_args(["--headless", "--host", host, "-u", "2", *extra])
     return Environment(user_classes=[], events=events, parsed_options=parsed, host=host)
 
 
@@ -78,7 +82,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
 
     BenchConsumer.destination = BenchProducer.destination = destination
 
-    env = build_environment(options.host)
+    env = build_environment(options.host, SYNC_OPTIONS if options.mode == "sync" else ())
     env.user_classes = [BenchConsumer, BenchProducer]
     runner = env.create_local_runner()
     events.init.fire(environment=env, runner=runner, web_ui=None)
@@ -126,6 +130,8 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
             raise BenchError(f"counts differ from N={n}: {checks}; failures: {_failures(env)}")
         extra: dict[str, Any] = {"received": receive.count, "stats_receive": checks["locust stats receive"]}
         extra["latency_ms"] = receive.latency_ms()
+        if (receipt := book.get(f"receipt {destination}")) is not None:
+            extra["receipt_ms"] = receipt.latency_ms()  # (h): the SEND-to-RECEIPT round trip each send waited
         extra["negative_latencies"] = receive.negative
         return throughput_result(options.mode, n, meter, **extra)
     finally:
@@ -168,7 +174,7 @@ def _failures(env: Environment) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--mode", choices=("mqusers", "paced"), default="mqusers")
+    parser.add_argument("--mode", choices=("mqusers", "paced", "sync"), default="mqusers")
     parser.add_argument("--host", required=True)
     parser.add_argument("--destination", required=True)
     parser.add_argument("--messages", type=int, required=True)
