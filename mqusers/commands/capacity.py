@@ -235,7 +235,7 @@ def curve(argv: Sequence[str]) -> int:
     print(f"\nheadline: {headline['text']}")
     _write(options.json, {"kind": "curve", "max_rate": options.max_rate, "plan": _plan_document(plan),
                           "headline": headline["text"], "kept_up": headline["kept_up"], "points": points})  # fmt: skip
-    return 0
+    return 0 if headline["kept_up"] is not None else 1  # as find-max: a curve with no point kept up is no answer
 
 
 def _plan_document(plan: StepPlan) -> dict[str, Any]:

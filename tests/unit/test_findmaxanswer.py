@@ -185,8 +185,9 @@ def test_the_capacity_page_says_the_same_words_as_the_console() -> None:
     assert "1,800 msg/s (saved without saying whether this is a lower bound)" in old
 
 
-def curve_run(capacity: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """``mqusers curve --max-rate 4000`` (10 ... 100 %) on a model broker that keeps up to ``capacity``: its JSON."""
+def curve_run(capacity: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int = 0) -> dict[str, Any]:
+    """``mqusers curve --max-rate 4000`` (10 ... 100 %) on a model broker that keeps up to ``capacity``: its JSON
+    (its exit status ``code``)."""
 
     def run(plan: StepPlan, rate: float, index: int, processes: int = 0) -> Step:
         held = rate <= capacity
@@ -197,7 +198,7 @@ def curve_run(capacity: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(StepPlan, "run", run)
     out = tmp_path / "curve.json"
     assert curve(["-f", __file__, "--host", "stomp://127.0.0.1:1", "--max-rate", "4000", "--json", str(out),
-                  "--workdir", str(tmp_path / "steps")]) == 0  # fmt: skip
+                  "--workdir", str(tmp_path / "steps")]) == code  # fmt: skip
     return dict(json.loads(out.read_text()))
 
 
@@ -233,7 +234,7 @@ def test_the_curves_headline_names_only_a_point_that_kept_up_in_console_json_and
 def test_a_curve_where_no_point_kept_up_says_so_plainly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    document = curve_run(100.0, tmp_path, monkeypatch)
+    document = curve_run(100.0, tmp_path, monkeypatch, code=1)  # no answer: exit 1, as find-max
     console = capsys.readouterr().out
     assert set(keeps_up_column(console).values()) == {"no"}
     said = "no point kept up, down to 400 msg/s (10 % of --max-rate 4,000 msg/s): each row says why"
