@@ -32,6 +32,12 @@ def pattern_gate_failures(section: dict[str, Any], settings: Settings) -> list[s
 def gate_failures(report: RunReport) -> list[str]:
     """One line per gate failed: per destination (p99, lost, rate), and run-wide (nothing sent by a run
     with producers, errors, generator)."""
+    return judge(report)[0]
+
+
+def judge(report: RunReport) -> tuple[list[str], list[str]]:
+    """:func:`gate_failures`' lines, and a note per figure ``--mq-gate-regression`` could not judge (too few
+    samples): such a figure neither fails the run nor passes it, and the report says which."""
     settings, failures = report.settings, []
     sections = {section["pattern"]: section for section in report.patterns}
     for row in report.rows:
@@ -75,18 +81,20 @@ def gate_failures(report: RunReport) -> list[str]:
     generator = report.facts.generator["verdict"]
     if settings.fail_on_saturation and generator in ("saturated", "contended"):
         failures.append(f"the load generator's verdict is {generator} and --mq-fail-on-saturation is set")
-    return failures + regression_failures(report)
+    regressions, unjudged = regression_gate(report)
+    return failures + regressions, unjudged
 
 
-def regression_failures(report: RunReport) -> list[str]:
+def regression_gate(report: RunReport) -> tuple[list[str], list[str]]:
     """``--mq-gate-regression`` against ``--mq-baseline``: a figure fails when the whole interval of its difference
-    (this run against the baseline's, at ``--mq-gate-confidence``) lies beyond its threshold, the worse way."""
+    (this run against the baseline's, at ``--mq-gate-confidence``) lies beyond its threshold, the worse way. Also
+    a note per figure with too few samples to judge."""
     settings = report.settings
     if not settings.baseline or not settings.gate_regression:
-        return []
+        return [], []
     # Here, not at the top: the statistics import numpy, which every locust process would pay for at start.
     from mqusers.stats.bootstrap import REGRESSIONS, differences, family_wise, verdict
-    from mqusers.stats.evidence import TOO_FEW
+    from mqusers.stats.evidence import TOO_FEW, rule
     from mqusers.stats.samples import RunFileError, common_operations, load_runs, run_from_document
 
     confidence = settings.gate_confidence / 100.0
@@ -96,7 +104,7 @@ def regression_failures(report: RunReport) -> list[str]:
         run = [run_from_document(document, "this run")]
         operations = common_operations(baseline, run)
     except RunFileError as error:
-        return [f"--mq-gate-regression: cannot compare this run with --mq-baseline: {error}"]
+        return [f"--mq-gate-regression: cannot compare this run with --mq-baseline: {error}"], []
     # One baseline run shows its own within-run noise only: said with each failure (docs/compare.md).
     alone = "; one baseline run: the run-to-run noise is not in the interval" if len(baseline) == 1 else ""
     # The gate makes one test per operation and figure; each at the confidence divided among them
@@ -104,17 +112,22 @@ def regression_failures(report: RunReport) -> list[str]:
     tests = len(operations) * len(settings.gate_regression)
     each = family_wise(confidence, tests)
     stated = f"{each * 100:.4g} %, {confidence * 100:g} % over the gate's {tests} figures"
-    failures = []
+    failures, unjudged = [], []
     for operation in operations:
         found = differences(baseline, run, operation, each)
         for figure, threshold in settings.gate_regression:
             difference = found[figure]
             if difference.verdict == TOO_FEW:
-                continue  # a figure the data cannot judge never fails the run (nor passes it: see the report)
+                unjudged.append(f"{operation} {figure}")  # neither fails the run nor passes it: the note says so
+                continue
             words = verdict(figure, difference.low, difference.high, threshold)
             if words in REGRESSIONS:
                 percent, low, high = difference.percent
                 failures.append(f"{operation}: {figure} {words} than --mq-baseline by {percent:+,.1f} % ("
                                 f"{low:+,.1f} to {high:+,.1f} at {stated}), beyond "
                                 f"--mq-gate-regression {figure}:{threshold * 100:g}%{alone}")  # fmt: skip
-    return failures
+    if not unjudged:
+        return failures, []
+    note = (f"--mq-gate-regression did not judge {', '.join(unjudged)}: too few samples for a verdict ({rule()}); "
+            "those figures neither fail the run nor pass it")  # fmt: skip
+    return failures, [note]

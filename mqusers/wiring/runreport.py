@@ -12,10 +12,11 @@ from locust.runners import MasterRunner
 import logging
 import os
 import time
+from dataclasses import replace
 
 from mqusers.report.build import RunFacts, build_report
 from mqusers.report.failover import failover_document
-from mqusers.report.gates import gate_failures
+from mqusers.report.gates import judge
 from mqusers.report.hdrlog import write_hdr_log
 from mqusers.report.history import result_name
 from mqusers.report.htmlreport import write_html
@@ -58,6 +59,9 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         measured_from=ctx.recorder.measured_from_ns / 1e9 or ctx.started,
     )
     report = build_report(ctx.book, verdict, facts, settings, ctx.series, ctx.spread.figures(), ctx.intervals)
+    # Judged before anything is written: a figure the regression gate could not judge is a note of every output.
+    failures, unjudged = judge(report)
+    report = replace(report, notes=[*report.notes, *unjudged])
     written: list[str] = []
     try:
         document = report_document(report)
@@ -82,7 +86,6 @@ def write_report(environment: Environment, ctx: RunContext, stopped: float) -> N
         logger.error("mqusers: cannot write the report %s: %s", error.filename, error.strerror)
         environment.process_exit_code = max(environment.process_exit_code or 0, 2)
     show_report(environment, report)
-    failures = gate_failures(report)
     if failures:
         environment.process_exit_code = 3
     elif ctx.ended_by in ("interrupt", "quit"):

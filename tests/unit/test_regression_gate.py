@@ -20,7 +20,7 @@ from mqusers.options.gatespec import GATE_FIGURES, parse_regressions
 from mqusers.options.parsing import OptionError
 from mqusers.options.settings import Settings, read_settings
 from mqusers.report.build import RunFacts, RunReport, build_report
-from mqusers.report.gates import gate_failures
+from mqusers.report.gates import gate_failures, judge
 from mqusers.run.ending import DrainOutcome
 from mqusers.stats.figures import FIGURES
 from mqusers.wiring.admission import baseline_problem
@@ -72,6 +72,20 @@ def test_an_identical_run_or_a_faster_one_passes(tmp_path: Path) -> None:
     gate = "p50:0%,p90:0%,p99:0%,p99.9:0%,throughput:0%"
     assert gate_failures(report(baseline, gate, interval_latencies(rng, 30, 400, 1.0))) == []
     assert gate_failures(report(baseline, gate, interval_latencies(rng, 30, 400, 1.0, scale=0.6))) == []
+
+
+def test_a_figure_with_too_few_samples_is_named_not_gated(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    baseline = tmp_path / "base.json"
+    baseline.write_text(json.dumps(document(interval_latencies(rng, 30, 400, 1.0))))
+    # 30 x 200 samples: p99.9 needs 10,000 a run (10 above it); p50 has plenty. A slower p99.9 cannot fail the run.
+    failures, notes = judge(report(baseline, "p50:1000%,p99.9:0%", interval_latencies(rng, 30, 200, 1.0, scale=3)))
+    assert failures == []
+    assert notes == ["--mq-gate-regression did not judge receive /queue/x p99.9: too few samples for a verdict (a "
+                     "verdict needs at least 5 intervals with samples in every run of each side and, for a percentile,"
+                     " 10 samples above it (p99: 1,000), and an interval of some width); those figures neither fail "
+                     "the run nor pass it"]  # fmt: skip
+    assert judge(report(baseline, "p50:1000%", interval_latencies(rng, 30, 200, 1.0))) == ([], [])
 
 
 def test_a_run_that_cannot_be_compared_fails_the_gate(tmp_path: Path) -> None:
