@@ -3,12 +3,17 @@
 ``schema`` names every measurement, tag and field, and every Prometheus family; ``influx`` is the
 listener's entry (:func:`attach` from mqusers' init listener, :func:`register` from a locustfile);
 the repository's ``tools/dashboards.py`` generates the Grafana dashboards from the schema. Nothing
-here imports influxdb-client or prometheus-client until an output starts.
+here imports influxdb-client or prometheus-client until an output starts, nor the listener itself
+(``InfluxSink``, ``RunInfo``, ``AuditSource`` load it on first use): a run that streams nowhere pays none
+of it at start-up.
 """
 
 from __future__ import annotations
 
-from mqusers.sinks.influx import AuditSource, InfluxSink, RunInfo, attach, register
+from typing import Any
+
+from mqusers.sinks import influx
+from mqusers.sinks.influx import attach, register
 from mqusers.sinks.settings import (
     InfluxSettings,
     PrometheusSettings,
@@ -29,3 +34,8 @@ __all__ = [
     "read_prometheus_settings",
     "register",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``InfluxSink``, ``RunInfo`` and ``AuditSource`` load the listener on first use (see the docstring)."""
+    return getattr(influx, name)

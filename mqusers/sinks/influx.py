@@ -16,14 +16,11 @@ import logging
 import sys
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mqusers.options.optionspec import text_of
 from mqusers.options.parsing import OptionError
 from mqusers.run.context import context
-from mqusers.sinks.lines import AuditSource
-from mqusers.sinks.listener import InfluxSink, RunInfo, listen
-from mqusers.sinks.prometheus import Endpoint
 from mqusers.sinks.settings import (
     PROMETHEUS_PORT,
     InfluxSettings,
@@ -31,6 +28,11 @@ from mqusers.sinks.settings import (
     read_influx_settings,
     read_prometheus_settings,
 )
+
+if TYPE_CHECKING:
+    from mqusers.sinks.lines import AuditSource
+    from mqusers.sinks.listener import InfluxSink, RunInfo
+    from mqusers.sinks.prometheus import Endpoint
 
 __all__ = ["AuditSource", "InfluxSink", "RunInfo", "add_influx_arguments", "attach", "register", "secrets"]
 
@@ -66,8 +68,10 @@ def attach(
     if waits and environment not in _waiting:
         # Before the endpoint: binding a host name yields to the loop, and a worker's test may start meanwhile.
         _waiting.add(environment)
-        listen(environment.events.test_start, lambda **_: _attach_late(environment, ctx, audit, send))
+        environment.events.test_start.add_listener(lambda **_: _attach_late(environment, ctx, audit, send))
     if prometheus is not None and environment not in _endpoints:
+        from mqusers.sinks.prometheus import Endpoint  # loaded when a run serves metrics (module docstring)
+
         endpoint = _endpoints[environment] = Endpoint(prometheus)  # bound now, before any load
         started = _sinks.get(environment)
         if started is not None and started.endpoint is None:  # the test started while it was bound
@@ -80,6 +84,8 @@ def attach(
 def _start(
     environment: Environment, ctx: RunInfo, settings: InfluxSettings | None, audit: AuditSource | None, send: Any
 ) -> InfluxSink:
+    from mqusers.sinks.listener import InfluxSink  # loaded when a run streams (module docstring)
+
     endpoint = _endpoints.get(environment)
     sink = _sinks[environment] = InfluxSink(environment, ctx, settings, audit=audit, send=send, endpoint=endpoint)
     sink.start()
@@ -132,5 +138,18 @@ def register(events: Events | None = None, audit: AuditSource | None = None) -> 
             sys.stderr.write(f"mqusers: {error}\n")
             raise SystemExit(2) from None
 
-    listen(hooks.init_command_line_parser, on_parser)
-    listen(hooks.init, on_init)
+    hooks.init_command_line_parser.add_listener(on_parser)
+    hooks.init.add_listener(on_init)
+
+
+def __getattr__(name: str) -> Any:
+    """The listener's names on first use: a run that streams nowhere never loads the listener and its outputs."""
+    if name in ("InfluxSink", "RunInfo"):
+        from mqusers.sinks import listener
+
+        return getattr(listener, name)
+    if name == "AuditSource":
+        from mqusers.sinks import lines
+
+        return lines.AuditSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,3 +37,15 @@ def test_websockets_are_loaded_for_a_ws_broker_only_and_before_its_first_connect
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["False", "False", "True"]
+
+
+def test_a_run_that_streams_nowhere_leaves_the_listener_out() -> None:
+    # The InfluxDB / Prometheus listener and its windows (~10 ms) load when a run streams; names still resolve.
+    code = (
+        "import sys, locust, mqusers.wiring.plugin\n"
+        "left = [m for m in ('mqusers.sinks.listener', 'mqusers.sinks.lines', 'mqusers.sinks.windows',"
+        " 'mqusers.sinks.prometheus') if m in sys.modules]\n"
+        "from mqusers.sinks import InfluxSink\nprint(left, InfluxSink.__module__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[] mqusers.sinks.listener"
