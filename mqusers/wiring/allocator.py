@@ -14,7 +14,6 @@ process's choice, made once at init; an ``MALLOC_MMAP_THRESHOLD_`` in the enviro
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 
@@ -38,11 +37,10 @@ def hold_mmap_threshold() -> bool:
         return True
     if ENVIRONMENT in os.environ:
         return False
-    name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError, TypeError):
+        # The process's own symbols: libc's among them, without find_library's ldconfig subprocess at start-up.
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     _done = bool(mallopt(M_MMAP_THRESHOLD, THRESHOLD_BYTES) == 1)

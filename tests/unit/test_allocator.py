@@ -4,7 +4,6 @@ its own mapping (returned whole when freed) once the threshold is held, and none
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import subprocess
 import sys
 
@@ -26,7 +25,7 @@ if sys.argv[1] == "held":
 big = bytearray(4 * 1024 * 1024)
 del big  # freed: glibc's dynamic rule raises its threshold to 4 MiB
 before = libc.mallinfo2().hblks
-blocks = [bytearray(190 * 1024) for _ in range(5)]  # a histogram's counts array each
+blocks = [bytearray(190 * 1024) for _ in range(50)]  # a histogram's counts array each
 print(libc.mallinfo2().hblks - before)
 """
 
@@ -37,10 +36,11 @@ def mapped(mode: str, env: dict[str, str] | None = None) -> int:
     return int(done.stdout.strip())
 
 
-@pytest.mark.skipif(not hasattr(ctypes.CDLL(ctypes.util.find_library("c")), "mallinfo2"), reason="glibc >= 2.33 only")
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "mallinfo2"), reason="glibc >= 2.33 only")
 def test_histogram_sized_blocks_keep_their_own_mappings_once_the_threshold_is_held() -> None:
-    assert mapped("free") == 0
-    assert mapped("held") >= 4
+    # The heap's free top serves a few either way; beyond it, held blocks get mappings and the others grow the heap.
+    assert mapped("free") <= 5
+    assert mapped("held") >= 40
 
 
 def test_the_users_own_setting_wins(monkeypatch: pytest.MonkeyPatch) -> None:
