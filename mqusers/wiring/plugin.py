@@ -46,7 +46,6 @@ from mqusers.stomp.client import MqError
 from mqusers.webui import pages as webui
 from mqusers.wiring import (
     admission,
-    allocator,
     brokerwatch,
     endscreen,
     fdlimit,
@@ -90,7 +89,6 @@ def _on_parser(parser: Any, **_: Any) -> None:
 @events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
     install_bucketing()  # sub-millisecond response times in Locust's tables and web UI
-    allocator.hold_mmap_threshold()  # a long run's histograms freed whole, its memory flat (allocator.py)
     if environment.parsed_options is None:
         return
     try:
