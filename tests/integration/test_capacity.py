@@ -7,6 +7,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,12 @@ LAG_MS = 50.0
 def mqusers(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "mqusers.commands.cli", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
+
+
+def steps_kept_up_at_top(document: dict[str, Any]) -> bool:
+    """The search's last step kept up at its highest rate: nothing above it failed."""
+    top = max(s["rate"] for s in document["steps"])
+    return any(s["sustained"] and s["rate"] == top == document["max_rate"] for s in document["steps"])
 
 
 @pytest.mark.alone  # find-max and curve verdicts are rates and latencies
@@ -48,8 +55,13 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
     # A floor against a broken search only: with other work on the two cores it bracketed 1,252 and, in CI's
     # last phase, 947 (seen).
     assert document["kind"] == "find-max" and max_rate >= 500, document
-    if document["limit"]:  # the generator or this shared machine failed first: only a lower bound, said so
-        assert document["bound"] == "lower" and f"limit: {document['limit']}, not the broker" in said
+    if document["bound"] == "lower":  # only a lower bound, said so: the generator or this machine failed first, or
+        # the steps ran out on a step that kept up (a fast machine: 4,000, 8,000, 16,000 failed with 1 process and
+        # kept up with 2)
+        if document["limit"]:
+            assert f"limit: {document['limit']}, not the broker" in said
+        else:
+            assert document["ended"].startswith("4 steps") and steps_kept_up_at_top(document), document
         assert f"highest rate kept up with: at least {max_rate:,.0f} msg/s" in said
     else:
         assert document["bound"] == "found" and f"highest rate kept up with: {max_rate:,.0f} msg/s, " in said
@@ -61,13 +73,14 @@ def test_find_max_holds_at_half_and_not_at_two_and_a_half_times(tmp_path: Path) 
         assert any(abs(failed - s["rate"]) <= 0.5 for s in document["steps"] if not s["sustained"]), keeps_up
         assert " ".join(keeps_up["text"].split()) in said and f"({failed:,.0f} msg/s did not: " in said
     steps = document["steps"]
-    # Bracketed: a step failed above the maximum, within 5 % of it when the search says it got that close.
-    above = min(s["rate"] for s in steps if not s["sustained"])
-    assert above > max_rate, steps
-    if document["ended"] == "bracketed within 5%":
-        assert above <= 1.05 * max_rate, steps
-    else:
-        assert document["ended"].startswith("4 steps"), document["ended"]
+    if document["bound"] == "found":
+        # Bracketed: a step failed above the maximum, within 5 % of it when the search says it got that close.
+        above = min(s["rate"] for s in steps if not s["sustained"])
+        assert above > max_rate, steps
+        if document["ended"] == "bracketed within 5%":
+            assert above <= 1.05 * max_rate, steps
+        else:
+            assert document["ended"].startswith("4 steps"), document["ended"]
     for step in steps:  # each step's verdict agrees with its own run report
         row = json.loads(Path(step["report"]).read_text())["destinations"][0]
         # Sent over first send to last receive, the last 0.1 s of the tail after the last send forgiven.
