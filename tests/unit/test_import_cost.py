@@ -6,10 +6,14 @@ import subprocess
 import sys
 
 
+def printed(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter: its imports are all it has loaded."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+
+
 def test_importing_mqusers_and_its_report_leaves_numpy_out() -> None:
     code = "import sys, mqusers, mqusers.report.htmlreport, mqusers.report.gates; print('numpy' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.strip() == "False"
+    assert printed(code).strip() == "False"
 
 
 def test_a_local_runs_audit_folds_its_queue_without_numpy() -> None:
@@ -21,8 +25,7 @@ def test_a_local_runs_audit_folds_its_queue_without_numpy() -> None:
         "for seq in range(1, 5001):\n    sub.record('producer', seq)\n"
         "audit = Audit()\naudit.merge(ledger.drain())\naudit.verdict(10**19, 0)\nprint('numpy' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.strip() == "False"
+    assert printed(code).strip() == "False"
 
 
 def test_websockets_are_loaded_for_a_ws_broker_only_and_before_its_first_connect() -> None:
@@ -35,8 +38,7 @@ def test_websockets_are_loaded_for_a_ws_broker_only_and_before_its_first_connect
         "ClientConfig(parse_broker_url('ws://127.0.0.1:61614/stomp'))\n"
         "print(plain, after_plain, 'wsproto' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.split() == ["False", "False", "True"]
+    assert printed(code).split() == ["False", "False", "True"]
 
 
 def test_a_run_that_streams_nowhere_leaves_the_listener_out() -> None:
@@ -47,5 +49,4 @@ def test_a_run_that_streams_nowhere_leaves_the_listener_out() -> None:
         " 'mqusers.sinks.prometheus') if m in sys.modules]\n"
         "from mqusers.sinks import InfluxSink\nprint(left, InfluxSink.__module__)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.strip() == "[] mqusers.sinks.listener"
+    assert printed(code).strip() == "[] mqusers.sinks.listener"
