@@ -234,8 +234,10 @@ def test_workers_on_three_hosts_behind_a_long_link_to_the_master(
             assert line.stdout is not None and line.stdout.readline().strip() == b"listening"
             home = tmp_path / role  # no locustfile here: it comes from the master
             home.mkdir()
+            # Locust writes the master's locustfile to the temporary folder; real hosts each have their own, and
+            # namespaces share this machine's, where one host's write would truncate the file another is importing.
             workers.append(network.popen(role, worker_argv, stdout=handles[role], stderr=subprocess.STDOUT, cwd=home,
-                                         env=env))  # fmt: skip
+                                         env={**env, "TMPDIR": str(home)}))  # fmt: skip
         code = master.wait(timeout=120)
         worker_codes = [proc.wait(timeout=30) for proc in workers]
     finally:
