@@ -141,7 +141,7 @@ class RunContext:
     outages: Outages = field(default_factory=Outages)
     #: False once the run is ending: producers send nothing more.
     producing: bool = True
-    #: (destination, client) of this process's producers, for the blocked-send watch.
+    #: (destination, client) of this process's producers, for the blocked-send watch and the drain.
     producers: list[tuple[str, Any]] = field(default_factory=list)
     health: Health = field(default_factory=lambda: Health("local"))
     #: The master's copy of every process's health report, by node.

@@ -97,6 +97,11 @@ class Session:
                 return BEHIND_PAUSE_S
         return 0.0
 
+    @property
+    def awaiting(self) -> bool:
+        """True while a RECEIPT or reply this client asked for has neither come nor timed out."""
+        return bool(self._answers.pending)
+
     def operation(self, name: str) -> Record:
         """Where the per-message path records a success of ``name``."""
         return self.recorder.operation(name)

@@ -23,7 +23,7 @@ import gevent
 
 from mqusers.measure.names import RECEIVE, split_event_name
 from mqusers.run.context import RunContext, context
-from mqusers.run.ending import arrival
+from mqusers.run.ending import ALL_ARRIVED, NOTHING_SENT, arrival
 from mqusers.wiring import finals, lostworkers, phases
 
 logger = logging.getLogger(__name__)
@@ -32,12 +32,24 @@ STOP_PRODUCING = "mqusers_stop_producing"
 PROGRESS = "mqusers_progress"
 #: While draining, workers ship their tallies and audit this often (the drain's idle clock needs them).
 PROGRESS_EVERY_S = 0.25
+#: How often an ending worker looks whether its producers' last RECEIPTs have come.
+IN_DOUBT_POLL_S = 0.01
 #: How long quitting waits for an end under way in another greenlet to write the report: the master
 #: waits up to 15 s for workers' final tallies, the broker's last reading up to ~3 s.
 REPORT_WAIT_S = 30.0
 
 
+def sends_in_doubt(ctx: RunContext) -> bool:
+    """True while a producer of this process awaits a RECEIPT (or a reply): that send is in no ledger yet."""
+    return any(client.awaiting for _, client in ctx.producers)
+
+
 def ship_progress(ctx: RunContext, runner: WorkerRunner) -> None:
+    # The master's drain counts this worker's sends whole from its first shipment: hold it until the
+    # RECEIPTs its producers await have come or timed out (each wait is bounded by --mq-timeout).
+    deadline = time.monotonic() + ctx.settings.timeout + 1.0
+    while sends_in_doubt(ctx) and time.monotonic() < deadline:
+        gevent.sleep(IN_DOUBT_POLL_S)
     while True:
         runner.send_message(PROGRESS, ctx.shipping.payload())
         gevent.sleep(PROGRESS_EVERY_S)
@@ -70,7 +82,10 @@ def all_arrived(environment: Environment, ctx: RunContext) -> str | None:
         return None  # a backlog run's consumers have not all subscribed yet
     if isinstance(runner, MasterRunner) and not lostworkers.alive(runner) <= ctx.progressed:
         return None  # some worker's last sends may not be in the audit yet
-    return arrival(ctx.audit.verdict(time.time_ns(), 0, ctx.clock_offsets(), settled=False).values())
+    arrived = arrival(ctx.audit.verdict(time.time_ns(), 0, ctx.clock_offsets(), settled=False).values())
+    if arrived in (ALL_ARRIVED, NOTHING_SENT) and sends_in_doubt(ctx):
+        return None  # a send awaiting its RECEIPT is in no ledger yet: its message may still come
+    return arrived
 
 
 def on_test_stopping(environment: Environment, **_: Any) -> None:
