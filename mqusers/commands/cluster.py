@@ -32,6 +32,7 @@ from mqusers.commands.locustchild import Stop, interruptible
 from mqusers.commands.matrix import shipped_locustfiles
 from mqusers.options.faultspec import parse_fault
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
+from mqusers.report.figures import figure
 from mqusers.report.htmlgrids import INTERRUPTED, NOISE
 from mqusers.stats.samples import Run
 
@@ -112,9 +113,6 @@ def failover_figures(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    def number(value: Any, digits: int = 0) -> str:
-        return "-" if value is None else f"{value:,.{digits}f}"
-
     lines = [
         "| configuration | " + " | ".join(f"{t} msg/s" for t in TITLES.values()) + f" | {NOISE} noise | "
         "failover window ms | reconnect ms | lost | unconfirmed | dup after reconnect |",
@@ -125,8 +123,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         noise = grids.noise_text(row.get("noise", []), TITLES)
         f = row.get("failover") or {}
         losses = " | ".join(str(f.get(key, "-")) for key in ("lost", "unconfirmed", "dup_after_reconnect"))
-        lines.append(f"| {row['config']} | {schemes} | {noise} | {number(f.get('window_ms'))} | "
-                     f"{number(f.get('reconnect_ms'))} | {losses} |")  # fmt: skip
+        lines.append(f"| {row['config']} | {schemes} | {noise} | {figure(f.get('window_ms'))} | "
+                     f"{figure(f.get('reconnect_ms'))} | {losses} |")  # fmt: skip
     return "\n".join(lines)
 
 

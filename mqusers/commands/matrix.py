@@ -24,6 +24,7 @@ from typing import Any
 from mqusers.commands import grids
 from mqusers.commands.locustchild import interruptible
 from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
+from mqusers.report.figures import figure
 from mqusers.report.htmlgrids import INTERRUPTED, NOISE
 from mqusers.report.htmlreport import write_html
 from mqusers.stats.samples import Run
@@ -152,9 +153,6 @@ def noise(cells: dict[Cell, list[Run]]) -> dict[Cell, list[str]]:
 
 
 def markdown(mode: str, results: list[tuple[Cell, dict[str, Any]]]) -> str:
-    def number(value: Any, digits: int) -> str:
-        return "-" if value is None else f"{value:,.{digits}f}"
-
     lines = [
         f"### {mode}",
         "",
@@ -165,8 +163,8 @@ def markdown(mode: str, results: list[tuple[Cell, dict[str, Any]]]) -> str:
         persistent = ("yes (store 0 B)" if f["persisted"] is False else "yes") if cell.persistent else "no"
         lines.append(
             f"| {persistent} | {'yes' if cell.durable else 'no'} | {cell.size} | "
-            f"{number(f['mean'], 3)} | {number(f['p99'], 3)} | {grids.cell_text(f)} | {number(f['mbit'], 2)} | "
-            f"{number(f['lost'], 0)} | {', '.join(f.get('noise') or []) or '-'} |"
+            f"{figure(f['mean'], 3)} | {figure(f['p99'], 3)} | {grids.cell_text(f)} | {figure(f['mbit'], 2)} | "
+            f"{figure(f['lost'], 0)} | {', '.join(f.get('noise') or []) or '-'} |"
         )
     return "\n".join(lines)
 

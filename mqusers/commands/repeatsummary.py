@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from mqusers.report.baselinefit import BaselineFit, baseline_fit, verdict_text
+from mqusers.report.figures import ms, rate
 from mqusers.report.htmltrend import write_trend
-from mqusers.report.reportformats import WIDTH, ms, rate
+from mqusers.report.reportformats import WIDTH
 from mqusers.stats.bootstrap import CONFIDENCE, Estimate, estimates
 from mqusers.stats.figures import FIGURES, THROUGHPUT, UNITS, run_headlines
 from mqusers.stats.samples import Run, RunFileError, run_from_document

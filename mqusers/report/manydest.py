@@ -18,6 +18,7 @@ from mqusers.measure.audit import FIGURES, SUB_FIGURES
 from mqusers.measure.spread import DestinationFigures
 from mqusers.measure.totals import rate
 from mqusers.options.destpattern import Pattern, label_of, patterns_in
+from mqusers.report.figures import figure
 
 #: The worst destinations a section names.
 WORST = 10
@@ -150,16 +151,13 @@ def pattern_sections(tables: Mapping[str, list[dict[str, Any]]]) -> list[dict[st
 def section_lines(section: dict[str, Any]) -> list[list[list[str]] | str]:
     """The console's lines of a section: a sentence, the worst destinations' table, the distributions' table."""
 
-    def number(value: float | None, digits: int) -> str:
-        return "-" if value is None else f"{value:,.{digits}f}"
-
     head = (f"{section['pattern']}: {section['destinations']:,} destinations, {section['sent_to']:,} sent to, "
             f"{section['subscribed']:,} subscribed, {section['with_loss']:,} with loss; the worst "
             f"{len(section['worst'])} (most lost, then unreceived, then p99):")  # fmt: skip
     worst = [["destination", "sent", "received", "lost", "unreceived", "dup", "reord", "p99 ms", "recv/s"]]
-    worst += [[r["destination"], *(f"{r[k]:,}" for k in WORST_FIGURES), number(r["p99_ms"], 3),
-               number(r["receive_rate_msgs"], 1)] for r in section["worst"]]  # fmt: skip
+    worst += [[r["destination"], *(f"{r[k]:,}" for k in WORST_FIGURES), figure(r["p99_ms"], 3),
+               figure(r["receive_rate_msgs"], 1)] for r in section["worst"]]  # fmt: skip
     spread = [["per destination", *QUANTILES]]
-    spread.append(["p99 ms", *(number(section["p99_ms"][q], 3) for q in QUANTILES)])
-    spread.append(["recv/s", *(number(section["receive_rate_msgs"][q], 1) for q in QUANTILES)])
+    spread.append(["p99 ms", *(figure(section["p99_ms"][q], 3) for q in QUANTILES)])
+    spread.append(["recv/s", *(figure(section["receive_rate_msgs"][q], 1) for q in QUANTILES)])
     return [head, worst, spread]

@@ -16,6 +16,7 @@ from mqusers.report.backlogreport import backlog_sentence, phase_table, priority
 from mqusers.report.brokerreport import broker_table
 from mqusers.report.build import AUDIT_KEYS, Row, RunReport
 from mqusers.report.failover import failover_table
+from mqusers.report.figures import count, mbit, ms, rate, seconds
 from mqusers.report.manydest import section_lines
 from mqusers.report.transactionsreport import transactions_sentence
 from mqusers.run.verdicts import Generator, master_sentence
@@ -34,27 +35,6 @@ _AUDIT_COLUMNS = {"lost": "lost", "worker_lost": "worker-lost", "unreceived": "u
 #: Columns shown only in a run that has one of them: every other run's table stays as narrow as it was.
 _RARE_COLUMNS = ("worker_lost", "aborted_delivered", "not_selected", "selector_violations", "expired",
                  "delivered_expired", "group_violations", "nacks", "dead_lettered")  # fmt: skip
-
-
-# One number format per kind, with thousands separators.
-def count(value: int) -> str:
-    return f"{value:,}"
-
-
-def rate(value: float) -> str:
-    return f"{value:,.1f}"
-
-
-def mbit(value: float) -> str:
-    return f"{value:,.2f}"
-
-
-def seconds(value: float) -> str:
-    return f"{value:,.3f}"  # a put-only burst's send span can be a few ms
-
-
-def ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.3f}"
 
 
 def format_summary(report: RunReport, files: list[str] | None = None) -> str:
