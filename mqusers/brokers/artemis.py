@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import requests
 
 from mqusers.brokers import artemisjson
-from mqusers.brokers.httpcall import Unreachable, call, without_credentials
+from mqusers.brokers.httpcall import EndpointUnreachable, call, without_credentials
 from mqusers.brokers.model import BrokerFigures, DestinationFigures, JvmFigures, MetricsError
 from mqusers.options.parsing import BrokerAddress
 
@@ -132,7 +132,7 @@ class ArtemisJolokia:
                 [answer] = self._post([artemisjson.read(ACCEPTORS, ("Parameters",))])
             except _Refused:
                 raise  # a console that refuses these credentials: that is the line to read
-            except Unreachable as error:
+            except EndpointUnreachable as error:
                 tried.append(f"{self._shown} {error.reason}")
                 continue
             except MetricsError as error:  # something else listens there

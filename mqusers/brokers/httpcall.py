@@ -34,7 +34,7 @@ def reason(error: requests.RequestException) -> str:
     return found.group(1).strip() if found else type(error).__name__
 
 
-class Unreachable(MetricsError):
+class EndpointUnreachable(MetricsError):
     """Nothing answered at that address (refused, or no answer in time); ``reason`` says which."""
 
     def __init__(self, where: str, reason: str) -> None:
@@ -47,7 +47,7 @@ def call(
 ) -> requests.Response:
     """``send(url, timeout=..., **kwargs)`` (a session's ``get`` or ``post``) within ``timeout`` as a whole.
 
-    Raises :class:`Unreachable` (refused, no answer in time) or :class:`MetricsError` (any other
+    Raises :class:`EndpointUnreachable` (refused, no answer in time) or :class:`MetricsError` (any other
     failure of the request), each saying ``where``; the caller then starts its session afresh: a
     call cut short may leave a half-read response in the pool.
     """
@@ -58,11 +58,11 @@ def call(
     except gevent.Timeout as expired:
         if expired is not timer:
             raise
-        raise Unreachable(where, f"did not answer within {timeout:g}s") from None
+        raise EndpointUnreachable(where, f"did not answer within {timeout:g}s") from None
     except requests.Timeout:
-        raise Unreachable(where, f"did not answer within {timeout:g}s") from None
+        raise EndpointUnreachable(where, f"did not answer within {timeout:g}s") from None
     except requests.ConnectionError as error:
-        raise Unreachable(where, f"is unreachable ({reason(error)})") from None
+        raise EndpointUnreachable(where, f"is unreachable ({reason(error)})") from None
     except requests.RequestException as error:
         raise MetricsError(f"{where} failed ({type(error).__name__})") from None
     finally:

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import requests
 
-from mqusers.brokers.httpcall import Unreachable, call, without_credentials
+from mqusers.brokers.httpcall import EndpointUnreachable, call, without_credentials
 from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsError
 from mqusers.brokers.rabbitmqjson import broker_figures, queue_figures, subscriber_figures
 from mqusers.options.parsing import BrokerAddress
@@ -110,7 +110,7 @@ class RabbitManagement:
             self._use(url)
             try:
                 overview = self._get("overview")
-            except Unreachable as error:
+            except EndpointUnreachable as error:
                 tried.append(f"{self._shown} {error.reason}")
                 continue
             except _Refused:
