@@ -50,6 +50,21 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
         time.sleep(interval)
 
 
+def readings_agree(
+    ours: Callable[[], dict[str, Any]], theirs: Callable[[], dict[str, Any]], expected: dict[str, Any]
+) -> dict[str, Any]:
+    """Wait until mqusers' reading (``ours``) and the test's own (``theirs``) agree and hold ``expected``; the
+    reading they agreed on. Fails with both readings when they never do (each reader lags the broker its own way)."""
+    seen: list[dict[str, Any]] = [{}, {}]
+
+    def agree() -> bool:
+        seen[:] = [ours(), theirs()]
+        return seen[0] == seen[1] and expected.items() <= seen[1].items()
+
+    assert wait_for(agree, timeout=15), f"ours {seen[0]} theirs {seen[1]} expected {expected}"
+    return seen[0]
+
+
 # -------------------------------------------------------------------- ActiveMQ
 
 

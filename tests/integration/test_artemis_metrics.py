@@ -12,7 +12,6 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,18 +59,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def settle(ours: Callable[[], dict[str, Any]], theirs: Callable[[], dict[str, Any]], expected: dict[str, Any]) -> None:
-    """Wait until mqusers' reading and this test's agree and hold ``expected``; fail with both otherwise."""
-    seen: list[dict[str, Any]] = [{}, {}]
-
-    def agree() -> bool:
-        seen[:] = [ours(), theirs()]
-        return seen[0] == seen[1] and expected.items() <= seen[1].items()
-
-    assert broker_stats.wait_for(agree, timeout=15), f"ours {seen[0]} theirs {seen[1]} expected {expected}"
-    print(f"artemis figures, mqusers' = the test's own read: {seen[0]}")
-
-
 class Arrivals(reference_client.Inbox):
     """stomp.py's inbox that says when ``expect`` messages arrived."""
 
@@ -101,7 +88,10 @@ def test_the_sources_figures_equal_the_brokers_attributes(artemis: int, destinat
     assert artemis_jolokia.on_queue(address, "expireMessages(java.lang.String)", "seq = '0'") == 1
     assert artemis_jolokia.on_queue(address, "removeMessages(java.lang.String)", "seq = '1'") == 1
     paged = {"enqueued": N, "dequeued": 0, "expired": 1, "killed": 1, "depth": N - 2, "consumers": 0, "paging": 1}
-    settle(lambda: dict(ours.destination(queue)), lambda: artemis_jolokia.figures(address), paged)
+    agreed = broker_stats.readings_agree(
+        lambda: dict(ours.destination(queue)), lambda: artemis_jolokia.figures(address), paged
+    )
+    print(f"artemis figures, mqusers' = the test's own read: {agreed}")
     assert ours.destination(queue)["pages"] >= 1
 
     acker = Arrivals(N - 2)
@@ -114,7 +104,10 @@ def test_the_sources_figures_equal_the_brokers_attributes(artemis: int, destinat
         held = N - 2 - ACKED
         consumed = {"enqueued": N, "dequeued": ACKED, "expired": 1, "killed": 1, "depth": held, "unacked": held,
                     "consumers": 1}  # fmt: skip
-        settle(lambda: dict(ours.destination(queue)), lambda: artemis_jolokia.figures(address), consumed)
+        agreed = broker_stats.readings_agree(
+            lambda: dict(ours.destination(queue)), lambda: artemis_jolokia.figures(address), consumed
+        )
+        print(f"artemis figures, mqusers' = the test's own read: {agreed}")
 
         broker, truth = ours.broker(), artemis_jolokia.read(artemis_jolokia.broker_mbean())
         print(f"artemis broker figures: {broker}")

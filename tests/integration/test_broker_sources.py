@@ -95,17 +95,6 @@ def consumers() -> Iterator[list[Consumer]]:
         consumer.close()
 
 
-def settle(ours: Callable[[], dict[str, Any]], theirs: Callable[[], dict[str, Any]], expected: dict[str, Any]) -> None:
-    """Wait until both readers agree and show ``expected``; fail with both readings otherwise."""
-    seen: list[dict[str, Any]] = [{}, {}]
-
-    def agree() -> bool:
-        seen[:] = [ours(), theirs()]
-        return seen[0] == seen[1] and expected.items() <= seen[1].items()
-
-    assert broker_stats.wait_for(agree, timeout=15), f"ours {seen[0]} theirs {seen[1]} expected {expected}"
-
-
 # -------------------------------------------------------------------------- ActiveMQ
 
 
@@ -132,7 +121,9 @@ def test_activemq_queue_figures_equal_the_brokers_counters(
     queue = destination("queue")
     consumers.append(Consumer(ACTIVEMQ, queue, PREFETCH, ACKED))
     send(ACTIVEMQ, queue)
-    settle(lambda: dict(activemq.destination(queue)), lambda: activemq_counters(queue), QUEUE_FIGURES)
+    broker_stats.readings_agree(
+        lambda: dict(activemq.destination(queue)), lambda: activemq_counters(queue), QUEUE_FIGURES
+    )
 
 
 @pytest.mark.activemq
@@ -144,7 +135,7 @@ def test_activemq_topic_figures_equal_the_brokers_counters(
     send(ACTIVEMQ, topic)
     # A topic counts a publish once and a delivery per subscriber.
     expected = {"enqueued": N, "dispatched": 2 * N, "dequeued": 2 * N, "consumers": 2}
-    settle(lambda: dict(activemq.destination(topic)), lambda: activemq_counters(topic), expected)
+    broker_stats.readings_agree(lambda: dict(activemq.destination(topic)), lambda: activemq_counters(topic), expected)
     assert activemq.destination(destination("topic")) == {}  # a topic nobody used
 
 
@@ -278,8 +269,8 @@ def test_rabbitmq_queue_figures_equal_the_brokers_counters(
     def theirs() -> dict[str, Any]:
         return {**rabbitmq_counters(name), **rabbitmq_rates(name)}
 
-    settle(lambda: dict(rabbit.destination(queue)), theirs, QUEUE_FIGURES)
-    settle(lambda: dict(rabbit.destination(f"/amq/queue/{name}")), theirs, QUEUE_FIGURES)
+    broker_stats.readings_agree(lambda: dict(rabbit.destination(queue)), theirs, QUEUE_FIGURES)
+    broker_stats.readings_agree(lambda: dict(rabbit.destination(f"/amq/queue/{name}")), theirs, QUEUE_FIGURES)
 
 
 @pytest.mark.rabbitmq
@@ -297,7 +288,7 @@ def test_rabbitmq_topic_figures_sum_the_subscribers_queues(
     def theirs() -> dict[str, Any]:
         return {**rabbitmq_counters(*names), **rabbitmq_rates(*names)}
 
-    settle(lambda: dict(rabbit.destination(topic)), theirs, expected)
+    broker_stats.readings_agree(lambda: dict(rabbit.destination(topic)), theirs, expected)
     assert rabbit.destination(destination("topic")) == {}  # nobody subscribed
 
 
