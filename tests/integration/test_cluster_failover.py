@@ -26,8 +26,8 @@ pytestmark = pytest.mark.alone
 MESSAGES = 600
 #: Each scheme's producer paced (passed on to every run, after cluster-compare's own unpaced --mq-rate 0): unpaced
 #: sends into a JDBC durable subscription outrun its store (~500 msg/s here) and leave a debt of acknowledgements
-#: that blocked the next run's producer by flow control for all its seconds (CI at 18c62e9). This test checks the
-#: schemes and the failover, not the store's ceiling.
+#: that blocks the next run's producer by flow control for all its seconds. This test checks the schemes and the
+#: failover, not the store's ceiling.
 RATE = 300
 #: The slave took over at most this long before a client was back on it (issue: within 2 s).
 RECONNECT_AFTER_READY_S = 2.0

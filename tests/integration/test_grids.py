@@ -36,8 +36,8 @@ def test_cluster_compare_warms_up_repeats_interleaved_and_marks_identical_scheme
                "--schemes", "nonpersistent,persistent", "--repeats", str(REPEATS), "--warmup-seconds", "2",
                "--seconds", "3", "--steady-after", f"{STEADY_AFTER:g}", "--messages", "100", "--out", str(tmp_path),
                "--json", str(tmp_path / "cc.json"), "--mq-drain", "1", "--mq-rate", "2000"]  # fmt: skip
-    # Paced (passed on to every run): unpaced runs grew the shared broker's heap, and later tests on it saw its
-    # pauses (CI at 18c62e9); the warm-up, the interleaving and the noise mark do not need the broker's ceiling.
+    # Paced (passed on to every run): unpaced runs grow the shared broker's heap, and later tests on it see its
+    # pauses; the warm-up, the interleaving and the noise mark do not need the broker's ceiling.
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     print(done.stdout)

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.alone
 SHORT = ["--repeats", "1", "--warmup-seconds", "1", "--seconds", "1", "--steady-after", "0.5"]
 
 CLI = "mqusers.commands.cli"
-#: On a store, paced: an unpaced warm-up left KahaDB a debt that blocked the next run's producer past its 1 s
-#: (CI at 18c62e9: "no receive ... after its warm-up"). This test is about the store's mark, not its ceiling.
+#: On a store, paced: an unpaced warm-up leaves KahaDB a debt that blocks the next run's producer past its 1 s
+#: ("no receive ... after its warm-up"). This test is about the store's mark, not its ceiling.
 PACED = ["--rate", "500"]
 
 

@@ -297,10 +297,9 @@ def test_the_brokers_counts_agree_within_unconfirmed(run: PartitionRun, kind: st
     assert (counts["dequeueCount"], counts["size"]) == (counts["enqueueCount"], 0), (row, counts)
     assert distinct <= counts["dispatchCount"], (row, counts)
     # ActiveMQ 5.17 counts the sends it took before the cut: a send in doubt that arrived anyway is
-    # dispatched and acknowledged outside enqueueCount and dequeueCount (seen under load: 1 of 1 in
-    # doubt, and 2 of 53; enqueueCount was sent - unconfirmed in every run). Only those go uncounted:
-    # the unconfirmed, and a send the cut failed mid-write (an error, its frame on the wire: CI saw 2
-    # beyond dequeueCount with 1 unconfirmed).
+    # dispatched and acknowledged outside enqueueCount and dequeueCount (under load, any of those in
+    # doubt; enqueueCount is sent - unconfirmed). Only those go uncounted: the unconfirmed, and a send
+    # the cut failed mid-write (an error, its frame on the wire).
     in_doubt = row["unconfirmed"] + row["errors"]
     assert counts["dequeueCount"] <= distinct <= counts["dequeueCount"] + in_doubt, (row, counts)
 

@@ -34,7 +34,7 @@ def test_a_topic_receives_subscribers_times_sent_after_a_warm_up(processes: list
     assert row["received"] == SUBSCRIBERS * row["sent"], row
     backlog = run.report["series"]["destinations"][topic]["backlog"]
     # Across processes a subscriber may file a delivery in the second before its sender files the send (the
-    # sender's clock read after its write returned: CI saw -1 once); more than one message a subscriber is a bug.
+    # sender's clock is read after its write returned); more than one message a subscriber is a bug.
     assert min(backlog) >= (0 if not processes else -SUBSCRIBERS) and backlog[-1] == 0, backlog
     # Something was left out: the broker counted the warm-up's messages too.
     assert run.report["broker"]["destinations"][topic]["enqueued"] > row["sent"]
