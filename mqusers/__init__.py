@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import locust  # noqa: F401  (gevent's monkey-patching must come before any socket or ssl import)
 
-from mqusers.measure.book import Book, Tally
+from mqusers.errors import MqusersError
 from mqusers.options.parsing import BrokerAddress, OptionError, parse_broker_url, parse_size
 from mqusers.options.settings import Settings, read_settings
 from mqusers.stomp.client import BrokerError, ClientConfig, ConnectionLost, MqError, Publisher, Sent, StompClient
-from mqusers.stomp.dialects import Dialect, dialect_for
-from mqusers.stomp.receiver import Receiver
-from mqusers.stomp.replier import Replier
 from mqusers.users.base import StompUser
 from mqusers.users.churn import StompChurnConsumerUser, StompChurnProducerUser
 from mqusers.users.consumers import StompConsumerUser, StompResponderUser
@@ -24,18 +21,17 @@ from mqusers.wiring import plugin  # noqa: F401  (registers the --mq-* options a
 
 __version__ = "0.1.0"
 
+#: The public API, nothing of the machinery: the Users, the client (StompClient, ClientConfig, Publisher, Sent),
+#: the settings (Settings, read_settings, BrokerAddress, parse_broker_url, parse_size) and the errors.
 __all__ = [
-    "Book",
     "BrokerAddress",
     "BrokerError",
     "ClientConfig",
     "ConnectionLost",
-    "Dialect",
     "MqError",
+    "MqusersError",
     "OptionError",
     "Publisher",
-    "Receiver",
-    "Replier",
     "Sent",
     "Settings",
     "StompChurnConsumerUser",
@@ -47,9 +43,7 @@ __all__ = [
     "StompResponderUser",
     "StompTransactionProducerUser",
     "StompUser",
-    "Tally",
     "__version__",
-    "dialect_for",
     "parse_broker_url",
     "parse_size",
     "read_settings",

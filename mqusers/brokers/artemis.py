@@ -21,7 +21,7 @@ import requests
 
 from mqusers.brokers import artemisjson
 from mqusers.brokers.httpcall import EndpointUnreachable, call, without_credentials
-from mqusers.brokers.model import BrokerFigures, DestinationFigures, JvmFigures, MetricsError
+from mqusers.brokers.model import BrokerFigures, DestinationFigures, JvmFigures, LoginRefused, MetricsError
 from mqusers.options.parsing import BrokerAddress
 
 CONSOLE_PORT = 8161
@@ -46,10 +46,6 @@ def console_urls(address: BrokerAddress) -> list[str]:
     shown = f"[{host}]" if ":" in host else host
     ports = dict.fromkeys([CONSOLE_PORT, CONSOLE_PORT + port - STOMP_PORT])
     return [f"http://{shown}:{p}{JOLOKIA_PATH}" for p in ports if 0 < p < 65_536]
-
-
-class _Refused(MetricsError):
-    """The console refused the credentials, or the access."""
 
 
 class ArtemisJolokia:
@@ -130,7 +126,7 @@ class ArtemisJolokia:
             self._use(url)
             try:
                 [answer] = self._post([artemisjson.read(ACCEPTORS, ("Parameters",))])
-            except _Refused:
+            except LoginRefused:
                 raise  # a console that refuses these credentials: that is the line to read
             except EndpointUnreachable as error:
                 tried.append(f"{self._shown} {error.reason}")
@@ -169,12 +165,12 @@ class ArtemisJolokia:
         status = response.status_code
         if status == 401:
             who = f"user {self.user}" if self.user else "no user given: --mq-broker-metrics-user or --mq-user"
-            raise _Refused(f"{where} refused the credentials ({who})")
+            raise LoginRefused(f"{where} refused the credentials ({who})")
         if status == 403 and not self.user:
-            raise _Refused(f"{where} refused an anonymous login (HTTP 403): give a user of the console's role, "
+            raise LoginRefused(f"{where} refused an anonymous login (HTTP 403): give a user of the console's role, "
                            "--mq-broker-metrics-user or --mq-user")  # fmt: skip
         if status == 403:
-            raise _Refused(f"{where} refused the access (HTTP 403): the user needs the console's role (amq by "
+            raise LoginRefused(f"{where} refused the access (HTTP 403): the user needs the console's role (amq by "
                            "default), and jolokia-access.xml must allow this origin and address")  # fmt: skip
         if status == 404:
             raise MetricsError(f"{where} answered HTTP 404: no Jolokia agent there (give the console's URL with "
@@ -184,7 +180,7 @@ class ArtemisJolokia:
         if isinstance(body, dict) and "error" in body:  # Jolokia refuses a whole request in an HTTP 200
             said = str(body["error"])[:200]
             if body.get("status") == 403:  # e.g. "Origin http://... is not allowed to call this agent"
-                raise _Refused(f"{where} refused the access ({said}): jolokia-access.xml must allow this origin")
+                raise LoginRefused(f"{where} refused the access ({said}): jolokia-access.xml must allow this origin")
             raise MetricsError(f"{where} refused the bulk read: {said}")
         if not isinstance(body, list) or len(body) != len(reads) or not all(isinstance(a, dict) for a in body):
             raise MetricsError(f"{where} answered a bulk read oddly (is it a Jolokia agent?)")

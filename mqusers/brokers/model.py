@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol, TypedDict
 
+from mqusers.errors import MqusersError
+
 
 class DestinationFigures(TypedDict, total=False):
     """One destination, named as mqusers names it (``/queue/orders``, ``/topic/prices``)."""
@@ -98,8 +100,12 @@ class BrokerSample(TypedDict):
     jvm: JvmFigures | None
 
 
-class MetricsError(Exception):
+class MetricsError(MqusersError):
     """A source could not answer; the message is one line saying why (and how to fix it, when known)."""
+
+
+class LoginRefused(MetricsError):
+    """The management API refused the credentials, or the user's access."""
 
 
 class Source(Protocol):

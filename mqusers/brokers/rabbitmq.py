@@ -23,7 +23,7 @@ from urllib.parse import quote
 import requests
 
 from mqusers.brokers.httpcall import EndpointUnreachable, call, without_credentials
-from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsError
+from mqusers.brokers.model import BrokerFigures, DestinationFigures, LoginRefused, MetricsError
 from mqusers.brokers.rabbitmqjson import broker_figures, queue_figures, subscriber_figures
 from mqusers.options.parsing import BrokerAddress
 
@@ -57,10 +57,6 @@ def stomp_ports(overview: dict[str, Any]) -> list[int]:
     listeners = overview.get("listeners") or []
     stomp = ("stomp", "http/web-stomp", "https/web-stomp")
     return sorted({int(x["port"]) for x in listeners if str(x.get("protocol", "")).startswith(stomp)})
-
-
-class _Refused(MetricsError):
-    """The management API refused the credentials or the access."""
 
 
 class RabbitManagement:
@@ -113,7 +109,7 @@ class RabbitManagement:
             except EndpointUnreachable as error:
                 tried.append(f"{self._shown} {error.reason}")
                 continue
-            except _Refused:
+            except LoginRefused:
                 raise  # a management API that refuses these credentials: that is the line to read
             except MetricsError as error:  # something else listens there
                 tried.append(str(error))
@@ -172,10 +168,10 @@ class RabbitManagement:
             raise MetricsError(f"{where} did not answer /api/{path} with JSON ({type(error).__name__})") from None
         status = response.status_code
         if status == 401:
-            raise _Refused(f"{where} refused the credentials (user {self.user})")
+            raise LoginRefused(f"{where} refused the credentials (user {self.user})")
         if status == 403:
             needs = f"the monitoring tag and access to vhost {self.vhost}"
-            raise _Refused(f"{where} refused user {self.user} access to /api/{path} (HTTP 403): it needs {needs}")
+            raise LoginRefused(f"{where} refused user {self.user} access to /api/{path} (HTTP 403): it needs {needs}")
         if status == 404:
             return None
         if status != 200:

@@ -22,6 +22,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
+from mqusers.errors import MqusersError
+
 #: A child may overrun its -t by the drain (at most --mq-drain-max, default 30 s) and start-up.
 SLACK_S = 90.0
 
@@ -34,7 +36,7 @@ class Finished:
     document: dict[str, Any]
 
 
-class StepFailed(Exception):
+class StepFailed(MqusersError):
     """A child that produced no report (bad options, a crash, over its bound): the command cannot go on."""
 
     def __init__(self, message: str, code: int | None = None) -> None:

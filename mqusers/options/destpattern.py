@@ -20,12 +20,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mqusers.errors import MqusersError
+
 #: Destinations in one pattern: 100,000 is ten times the largest run measured (benchmarks/manydest.py).
 MAX_DESTINATIONS = 100_000
 _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
 
 
-class PatternError(ValueError):
+class PatternError(MqusersError, ValueError):
     """Why a text with braces is not a destination pattern (one line, without the option's name)."""
 
 

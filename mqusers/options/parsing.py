@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from mqusers.errors import MqusersError
 from mqusers.options.destpattern import PatternError, parse_pattern
 
 ACK_MODES = ("auto", "client", "client-individual")
@@ -52,7 +53,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-class OptionError(ValueError):
+class OptionError(MqusersError, ValueError):
     """A bad option value; the message is one line naming the option and the accepted form."""
 
 

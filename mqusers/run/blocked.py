@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mqusers.errors import MqusersError
 from mqusers.measure.names import BLOCKED, REQUEST_TYPE, STALLED, event_name
 from mqusers.run.verdicts import BlockedReport
 
@@ -27,11 +28,11 @@ STALLED_MESSAGE = (
 logger = logging.getLogger(__name__)
 
 
-class BlockedError(Exception):
+class BlockedError(MqusersError):
     """A producer's send did not move: the broker stopped reading."""
 
 
-class StalledError(Exception):
+class StalledError(MqusersError):
     """A producer's send did not move and nothing it sent was acknowledged: the network or the host."""
 
 

@@ -20,12 +20,14 @@ from typing import IO
 import gevent
 from gevent.event import Event
 
+from mqusers.errors import MqusersError
+
 logger = logging.getLogger(__name__)
 
 BACKOFF_S = (0.5, 1.0, 2.0, 4.0)
 
 
-class StoreRejected(Exception):
+class StoreRejected(MqusersError):
     """The store refused the batch for good (retrying cannot help); the message is one line."""
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from hdrh.histogram import HdrHistogram
 
+from mqusers.errors import MqusersError
 from mqusers.measure.book import SIGNIFICANT_DIGITS
 
 Floats = npt.NDArray[np.float64]
@@ -24,7 +25,7 @@ Floats = npt.NDArray[np.float64]
 SHORT_FRACTION = 0.5
 
 
-class RunFileError(ValueError):
+class RunFileError(MqusersError, ValueError):
     """A run file that cannot be compared; its message is the one line a user reads."""
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mqusers.errors import MqusersError
 from mqusers.options.parsing import MAX_FRAME_DEFAULT, BrokerAddress
 from mqusers.stomp.wire import Headers
 
@@ -63,7 +64,7 @@ class Listener:
     on_protocol_error: Callable[[str], None]
 
 
-class Unreachable(Exception):
+class Unreachable(MqusersError):
     """No host of the broker address answered; the message says why, in a few words."""
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from mqusers.errors import MqusersError
 from mqusers.stomp.wire import Headers, unescape
 
 
-class MqError(Exception):
+class MqError(MqusersError):
     """A messaging failure whose message is one readable line."""
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mqusers.errors import MqusersError
 from mqusers.options.parsing import MAX_FRAME_DEFAULT
 from mqusers.stomp.wire import Headers
 
@@ -44,7 +45,7 @@ COMMANDS = frozenset(
 _COMMAND_LINE_MAX = max(map(len, COMMANDS)) + 1
 
 
-class ProtocolError(ValueError):
+class ProtocolError(MqusersError, ValueError):
     """What the broker sent is not STOMP; the message says what, in one line, the bytes escaped."""
 
 

@@ -29,6 +29,7 @@ from wsproto.events import (
 )
 from wsproto.utilities import ProtocolError as WsProtocolError
 
+from mqusers.errors import MqusersError
 from mqusers.stomp.framing import ProtocolError
 
 #: Close codes that say the frames were broken (protocol error, unacceptable or invalid data, too big).
@@ -38,7 +39,7 @@ SUBPROTOCOLS = ["v12.stomp"]
 _HANDSHAKE_READ = 16 * 1024
 
 
-class Refused(OSError):
+class UpgradeRefused(MqusersError, OSError):
     """The WebSocket upgrade failed; the message says why in a few words (the transport keeps it per host)."""
 
 
@@ -50,15 +51,15 @@ def upgrade(sock: socket.socket, host: str, port: int, path: str) -> WebSocketSt
     while True:
         data = sock.recv(_HANDSHAKE_READ)
         if not data:
-            raise Refused(f"WebSocket: the broker closed the connection instead of upgrading {path}")
+            raise UpgradeRefused(f"WebSocket: the broker closed the connection instead of upgrading {path}")
         try:
             ws.receive_data(data)
             events = list(ws.events())
         except WsProtocolError as error:
-            raise Refused(f"WebSocket: no HTTP upgrade at {path} ({error}); is it a WebSocket port?") from None
+            raise UpgradeRefused(f"WebSocket: no HTTP upgrade at {path} ({error}); is it a WebSocket port?") from None
         for index, event in enumerate(events):
             if isinstance(event, RejectConnection):
-                raise Refused(f"WebSocket: the broker answered HTTP {event.status_code} to {path}")
+                raise UpgradeRefused(f"WebSocket: the broker answered HTTP {event.status_code} to {path}")
             if isinstance(event, AcceptConnection):
                 stream = WebSocketStream(sock, ws)
                 stream.take(events[index + 1 :])  # what came with the answer

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mqusers.errors import MqusersError
+
 #: Behind schedule by more than this (a stall, a reconnect), a fixed rate resumes from now.
 RESYNC_S = 1.0
 
@@ -50,7 +52,7 @@ class Slot:
     due: float | None
 
 
-class NoBlock(Exception):
+class NoBlock(MqusersError):
     """The conductor did not hand out a block in time: a failure, and the producer tries again."""
 
 

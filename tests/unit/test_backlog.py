@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from mqusers import Receiver
 from mqusers.measure.backlog import BacklogFigures
 from mqusers.report.backlogreport import backlog_sentence, phase_table
 from mqusers.run.backlog import BY_COUNT, BY_TIME, Phases, watch
 from mqusers.run.blocked import BlockedSends
+from mqusers.stomp.receiver import Receiver
 from tests.unit.fake_client import connected, environment, message
 
 S = 1_000_000_000

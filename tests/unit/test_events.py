@@ -8,10 +8,11 @@ import time
 import gevent
 import pytest
 
-from mqusers import Receiver, StompClient
+from mqusers import StompClient
 from mqusers.measure.ledgers import Subscription
 from mqusers.options.parsing import parse_broker_url
 from mqusers.stomp.client import ClientConfig, MqError, Sent
+from mqusers.stomp.receiver import Receiver
 from tests.unit.fake_client import ADDRESS, CONFIG, connected, deliver, environment, message, publisher
 from tests.unit.memory_transport import MemoryConnection, MemoryTransport
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from mqusers import Receiver
 from mqusers.coordination.messages import Follower
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
@@ -26,6 +25,7 @@ from mqusers.report.reportformats import format_summary
 from mqusers.run.ending import DrainOutcome
 from mqusers.stomp.dialects import ACTIVEMQ, ARTEMIS, RABBITMQ
 from mqusers.stomp.framing import FrameParser
+from mqusers.stomp.receiver import Receiver
 from mqusers.stomp.wire import SendFrames
 from tests.unit.fake_client import connected, environment, message
 

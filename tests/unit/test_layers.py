@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.layers import layers, unlisted_modules, upward_imports
+from tests.layers import imported, layers, unlisted_modules, upward_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "mqusers"
@@ -19,7 +19,11 @@ def test_the_table_lists_every_folder_once() -> None:
 
 def test_the_package_root_holds_only_the_api_and_the_folders() -> None:
     files = sorted(p.name for p in PACKAGE.iterdir() if p.is_file())
-    assert files == ["__init__.py", "py.typed"]
+    assert files == ["__init__.py", "errors.py", "py.typed"]
+
+
+def test_the_error_tree_sits_below_every_folder() -> None:
+    assert imported((PACKAGE / "errors.py").read_text(encoding="utf-8"), "mqusers.errors") == set()
 
 
 def test_every_module_is_named_in_its_folders_row() -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from mqusers import Receiver
 from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
 from mqusers.measure.ledgers import ReceiveLedger, SentLedger
@@ -25,6 +24,7 @@ from mqusers.report.gates import gate_failures
 from mqusers.report.htmlrun import run_section
 from mqusers.report.reportformats import format_summary, report_document, write_csv
 from mqusers.run.ending import DrainOutcome
+from mqusers.stomp.receiver import Receiver
 from tests.unit.fake_client import connected, deliver, environment, message
 
 S = 1_000_000_000

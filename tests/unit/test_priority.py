@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from mqusers import Receiver
 from mqusers.measure.backlog import BacklogFigures
 from mqusers.measure.priority import DeliveryOrder, PriorityFigures, inversions
 from mqusers.options.parsing import OptionError
@@ -19,6 +18,7 @@ from mqusers.report.backlogreport import priority_sentence, priority_table
 from mqusers.report.htmlrun import _backlog_table
 from mqusers.run.backlog import BY_COUNT
 from mqusers.stomp.dialects import ACTIVEMQ, ARTEMIS, RABBITMQ
+from mqusers.stomp.receiver import Receiver
 from tests.unit.fake_client import connected, environment, message
 
 S = 1_000_000_000

@@ -7,7 +7,8 @@ Beside it a producer and a consumer that acknowledges; the redelivered ones must
 from locust import task
 from locust.exception import StopUser
 
-from mqusers import Receiver, StompConsumerUser, StompProducerUser
+from mqusers import StompConsumerUser, StompProducerUser
+from mqusers.stomp.receiver import Receiver
 
 HELD = 20
 
