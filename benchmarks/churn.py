@@ -36,7 +36,7 @@ def run(host: str, users: int, seconds: int, pause: float, steady: bool, folder:
     """One locust run; its figures from the report, its CPU and peak RSS from its rusage."""
     queue = f"/queue/bench.churn.{uuid.uuid4().hex[:8]}"
     report = folder / f"{'steady' if steady else 'churn'}.json"
-    extra = ["-t", f"{seconds}s", "--mq-churn-pause", f"{pause:g}", "--mq-drain", "2"]
+    extra = ["-t", f"{seconds}s", "--mq-churn-pause", f"{pause:g}", "--mq-drain-idle", "2"]
     if steady:
         extra += ["--mq-per-connection", str(10**6), "--mq-prefetch", "100", "--mq-rate", f"{1 / pause:g}"]
     command = locust_argv(CHURN, host, users, queue, report, ["-r", str(min(users, 500)), *extra])

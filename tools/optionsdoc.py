@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mqusers.brokers import settings as broker_settings
 from mqusers.options import table
-from mqusers.options.optionspec import Option, env_var
+from mqusers.options.optionspec import Option, alias_help, env_var
 from mqusers.sinks import settings as influx_settings
 
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "options.md"
@@ -96,6 +96,8 @@ def rows(options: Iterable[Option]) -> list[str]:
         lines.append(f"| `{option.flag}` | `{env_var(option.name)}` | {default} | {ui} | {_cell(meaning)} |")
         if option.file:
             lines.append(f"| `--{option.file}` | `{env_var(option.file)}` | |  | {_cell(option.file_help)} |")
+        if option.alias:
+            lines.append(f"| `--{option.alias}` | `{env_var(option.alias)}` | |  | {_cell(alias_help(option))} |")
     return lines
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mqusers.options.parsing import utf8
+from mqusers.options.parsing import OptionError, utf8
 from mqusers.options.paths import read_secret_file
 
 
@@ -41,6 +41,8 @@ class Option:
     master_writes: bool = False
     # Given any number of times; the field is the tuple of the parsed values. Never in the web UI.
     repeat: bool = False
+    # An earlier name still taken (its flag, env var and locust.conf key), never in the web UI.
+    alias: str = ""
 
     @property
     def flag(self) -> str:
@@ -75,6 +77,12 @@ def register(group: Any, options: Iterable[Option]) -> None:
         if option.file:
             # Never in the web UI, as the secret it names is not.
             _add(group, option.file, option.file_help, default="", ui=False, secret=False)
+        if option.alias:
+            _add(group, option.alias, alias_help(option), default="", ui=False, secret=option.secret)
+
+
+def alias_help(option: Option) -> str:
+    return f"an alias of {option.flag}, its earlier name"
 
 
 def text_of(parsed: Any, name: str, *, strip: bool = True) -> str:
@@ -88,7 +96,13 @@ def _text(parsed: Any, option: Option) -> tuple[str, str]:
     path = text_of(parsed, option.file) if option.file else ""
     if path:
         return read_secret_file(path, "--" + option.file), "--" + option.file
-    return text_of(parsed, option.name, strip=option.strip), option.flag
+    text = text_of(parsed, option.name, strip=option.strip)
+    aliased = text_of(parsed, option.alias, strip=option.strip) if option.alias else ""
+    if not aliased:
+        return text, option.flag
+    if text not in ("", option.default, aliased):
+        raise OptionError(f"{option.flag} {text!r} and its alias --{option.alias} {aliased!r} differ: give one")
+    return aliased, "--" + option.alias
 
 
 def read(parsed: Any, options: Iterable[Option]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ SCHEMES = {
 
 # Bounds: a value beyond them is a typo, and the arithmetic on it (1/rate, seconds as ns) overflows mid-run.
 MIN_RATE, MAX_RATE = 0.001, 10_000_000  # msg/s; 0 (unpaced, off) is accepted too
-MAX_SECONDS = 86_400  # --mq-drain, --mq-warmup
+MAX_SECONDS = 86_400  # --mq-drain-idle, --mq-warmup
 MAX_TIMEOUT = 3_600
 MAX_COUNT = 10**12  # messages
 MAX_PREFETCH = MAX_CONSUMERS = 1_000_000

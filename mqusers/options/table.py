@@ -156,12 +156,13 @@ OPTIONS: tuple[Option, ...] = (
         "small prefetch; docs/backlog.md); 0 = as fast as they can",
     ),
     Option(
-        "mq-drain",
+        "mq-drain-idle",
         "drain",
         _SECONDS,
         "idle timeout of the drain at the end: the run waits until every message arrived or none came for this "
         f"many seconds (at most {MAX_SECONDS:,})",
         default="5",
+        alias="mq-drain",
     ),
     Option(
         "mq-drain-max",
@@ -223,11 +224,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("mq-vhost", "vhost", text, "virtual host sent in the CONNECT host header (RabbitMQ)", default="/"),
     # "broker" is the address (--mq-host); this option picks the dialect spoken to it.
     Option(
-        "mq-broker",
+        "mq-dialect",
         "dialect",
         choice(BROKERS),
         f"broker dialect: {', '.join(BROKERS)} (auto reads the CONNECTED server header)",
         default="auto",
+        alias="mq-broker",
     ),
     Option(
         "mq-reply-to",

@@ -8,7 +8,7 @@ Every end takes the same path. Locust fires ``test_stopping`` before it stops an
 2. waits until every expected delivery of this run has arrived (the audit; :func:`arrival` says
    so, or that nothing was sent or expected, or that no subscription was confirmed; ``complete``
    also waits while a producer awaits a RECEIPT, its send in no ledger yet), or no delivery has
-   arrived for ``--mq-drain`` seconds (an idle timeout), or, for a run ended by time or by the user,
+   arrived for ``--mq-drain-idle`` seconds (an idle timeout), or, for a run ended by time or by the user,
    ``--mq-drain-max`` seconds have passed or Ctrl-C came (again: see
    :func:`mqusers.wiring.lifecycle.catch_interrupts`).
 

@@ -76,7 +76,7 @@ def test_the_audits_expired_is_the_brokers_and_a_late_delivery_fails_the_run(
         monkeypatch.setenv("LOCUST_MQ_BROKER_METRICS_PASSWORD", artemis_jolokia.PASSWORD)
     running = start_locust(
         str(ROOT / "locustfiles" / "expiry.py"), broker.url, "--mq-destination", queue, "--mq-ttl", "500ms",
-        "--mq-backlog-seconds", "1.5", "--mq-rate", "200", "--mq-drain", "2", *jolokia, users=2, seconds=4,
+        "--mq-backlog-seconds", "1.5", "--mq-rate", "200", "--mq-drain-idle", "2", *jolokia, users=2, seconds=4,
         tmp_path=tmp_path,
     )  # fmt: skip
     try:

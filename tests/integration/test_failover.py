@@ -63,7 +63,7 @@ def restarted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
             str(LOCUSTFILE), broker.url,
             "--mq-fault", f"4s:kill -KILL {services.pid(broker.service)}",
             "--mq-fault", f"6s:{sys.executable} -c \"{RESTART % broker.service}\"",
-            "--mq-drain", "5", "--mq-report-html", str(html), *extra,
+            "--mq-drain-idle", "5", "--mq-report-html", str(html), *extra,
             # RabbitMQ's node takes longer to boot.
             users=4, seconds=21 if name == "rabbitmq" else 17, env=env, tmp_path=folder,
         )  # fmt: skip

@@ -35,7 +35,7 @@ def test_cluster_compare_warms_up_repeats_interleaved_and_marks_identical_scheme
     command = [sys.executable, "-m", "mqusers.commands.cli", "cluster-compare", "--config", f"single={broker.url}",
                "--schemes", "nonpersistent,persistent", "--repeats", str(REPEATS), "--warmup-seconds", "2",
                "--seconds", "3", "--steady-after", f"{STEADY_AFTER:g}", "--messages", "100", "--out", str(tmp_path),
-               "--json", str(tmp_path / "cc.json"), "--mq-drain", "1", "--mq-rate", "2000"]  # fmt: skip
+               "--json", str(tmp_path / "cc.json"), "--mq-drain-idle", "1", "--mq-rate", "2000"]  # fmt: skip
     # Paced (passed on to every run): unpaced runs grow the shared broker's heap, and later tests on it see its
     # pauses; the warm-up, the interleaving and the noise mark do not need the broker's ceiling.
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -82,7 +82,7 @@ def test_ctrl_c_mid_grid_ends_with_the_table_of_the_runs_that_ended(tmp_path: Pa
     command = [sys.executable, "-m", "mqusers.commands.cli", "cluster-compare", "--config", f"single={broker.url}",
                "--schemes", "nonpersistent,persistent", "--repeats", "3", "--warmup-seconds", "1", "--seconds", "2",
                "--steady-after", "0.5", "--messages", "100", "--out", str(tmp_path), "--json",
-               str(tmp_path / "cc.json"), "--mq-drain", "1", "--mq-rate", "1000"]  # fmt: skip
+               str(tmp_path / "cc.json"), "--mq-drain-idle", "1", "--mq-rate", "1000"]  # fmt: skip
     with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as grid:
         # The first measured run has its report; the second is under way (its log says its users are spawned).
         second = tmp_path / "single-persistent-1.log"

@@ -1,6 +1,6 @@
 """Message groups: each group's messages to one consumer at a time, in order, against the broker's counts.
 
-The planted fault is a broker that ignores groups: RabbitMQ, told (``--mq-broker activemq``) to take
+The planted fault is a broker that ignores groups: RabbitMQ, told (``--mq-dialect activemq``) to take
 the ActiveMQ dialect, hands every group to every consumer in turn, and the run must fail on it.
 """
 
@@ -47,7 +47,7 @@ def test_a_broker_that_ignores_groups_fails_the_run_and_rabbitmq_is_refused(
 ) -> None:
     broker = started("rabbitmq")
     queue = destination("queue")
-    run = grouped_run(broker, queue, tmp_path, "--mq-broker", "activemq")
+    run = grouped_run(broker, queue, tmp_path, "--mq-dialect", "activemq")
     assert run.code == 3, run.output[-3000:]
     row = run.row(queue)
     assert (row["received"], row["lost"], row["groups"]) == (4 * EACH, 0, 4), row

@@ -33,7 +33,7 @@ def test_matrix_runs_each_cell_to_its_message_count(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", CLI, "matrix", "--host", broker.url, "--modes", "queue,request-reply",
          "--sizes", "1KB", "--messages", "200", *SHORT, "--out", str(out), "--json", str(tmp_path / "m.json"),
-         "--mq-drain", "0.5"],
+         "--mq-drain-idle", "0.5"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -60,7 +60,7 @@ def test_persistent_cells_on_a_kahadb_broker_are_not_marked(tmp_path: Path) -> N
     run = subprocess.run(
         [sys.executable, "-m", CLI, "matrix", "--host", broker.url, "--modes", "queue", "--sizes", "1KB",
          "--messages", "100", *SHORT, *PACED, "--out", str(tmp_path / "matrix"), "--json", str(tmp_path / "m.json"),
-         "--mq-drain", "0.5"],
+         "--mq-drain-idle", "0.5"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

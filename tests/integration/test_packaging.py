@@ -103,7 +103,7 @@ def test_the_installed_matrix_runs_the_shipped_scenarios(installed: Installed) -
     broker = started("activemq")
     run = installed.run(
         "mqusers", "matrix", "--host", broker.url, "--modes", "queue", "--sizes", "1KB", "--messages", "200",
-        "--mq-drain", "0.5", "--rate", "1000", *SHORT_GRID,
+        "--mq-drain-idle", "0.5", "--rate", "1000", *SHORT_GRID,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     # The test broker keeps messages in memory: its persistent cells say the store held nothing.
@@ -182,7 +182,7 @@ def test_the_installed_cluster_compare_measures_one_configuration(installed: Ins
     broker = started("activemq")
     run = installed.run(
         "mqusers", "cluster-compare", "--config", f"local={broker.url}", "--schemes", "nonpersistent",
-        "--messages", "100", "--out", "cluster", "--json", "cc.json", "--mq-drain", "0.5", "--mq-rate", "1000",
+        "--messages", "100", "--out", "cluster", "--json", "cc.json", "--mq-drain-idle", "0.5", "--mq-rate", "1000",
         *SHORT_GRID,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

@@ -136,7 +136,7 @@ def test_a_frozen_broker_cannot_hold_the_run_past_its_bound(destination, tmp_pat
     queue = destination("queue")
     running = start_locust(
         "put_get.py", broker.url, "--mq-destination", queue, "--mq-rate", "300", "--mq-timeout", "2",
-        "--mq-drain", "1", users=3, seconds=5, tmp_path=tmp_path,
+        "--mq-drain-idle", "1", users=3, seconds=5, tmp_path=tmp_path,
     )  # fmt: skip
     try:
         assert wait_for(lambda: activemq_destination_stats(broker.port, queue)["dequeueCount"] > 100, timeout=15)
@@ -274,8 +274,8 @@ def test_a_broker_killed_mid_run_loses_no_acknowledged_message(destination, tmp_
     queue = destination("queue")
     running = start_locust(
         "queue_balance.py", broker.url, "--mq-destination", queue, "--mq-consumers", "1", "--mq-rate", "200",
-        "--mq-persistent", "true", "--mq-receipts", "true", "--mq-ack", ack, "--mq-timeout", "2", "--mq-drain", "3",
-        users=3, seconds=12, tmp_path=tmp_path,
+        "--mq-persistent", "true", "--mq-receipts", "true", "--mq-ack", ack, "--mq-timeout", "2",
+        "--mq-drain-idle", "3", users=3, seconds=12, tmp_path=tmp_path,
     )  # fmt: skip
     try:
         assert wait_for(lambda: activemq_destination_stats(broker.port, queue)["dequeueCount"] > 200, timeout=15)

@@ -14,7 +14,7 @@ from mqusers.commands.grids import Steady
 
 def _plan(tmp_path: Path) -> Plan:
     steady = Steady(warmup_seconds=4, steady_after=2, seconds=10, messages=1000, repeats=3)
-    return Plan(Path("/scenarios"), "646", steady, 200.0, 20.0, 5.0, tmp_path, ("--mq-drain", "3"))
+    return Plan(Path("/scenarios"), "646", steady, 200.0, 20.0, 5.0, tmp_path, ("--mq-drain-idle", "3"))
 
 
 def _value(command: list[str], flag: str) -> str:
@@ -37,7 +37,7 @@ def test_each_scheme_is_one_producer_one_subscriber_on_a_topic(tmp_path: Path) -
             "2",
             "22s",
         )
-        assert "--mq-total-messages" not in command and command[-2:] == ["--mq-drain", "3"]
+        assert "--mq-total-messages" not in command and command[-2:] == ["--mq-drain-idle", "3"]
         warmup = plan.warmup(scheme, config, tmp_path / "w.json")
         assert (_value(warmup, "-t"), _value(warmup, "--mq-rate")) == ("4s", "0") and "--mq-warmup" not in warmup
     failover = plan.failover_run(config, tmp_path / "f.json")

@@ -13,7 +13,7 @@ import pytest
 import mqusers  # noqa: F401  (its init_command_line_parser listener registers the options)
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
 from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
-from mqusers.options.optionspec import Option, env_var
+from mqusers.options.optionspec import Option, alias_help, env_var
 from mqusers.options.settings import Settings, read_settings
 from mqusers.options.table import OPTIONS as MQ_OPTIONS
 from mqusers.sinks.settings import OPTIONS as INFLUX_OPTIONS
@@ -26,8 +26,12 @@ from mqusers.sinks.settings import (
 )
 
 DECLARED = [*MQ_OPTIONS, *BROKER_OPTIONS, *INFLUX_OPTIONS, *PROMETHEUS_OPTIONS]
-# Every name on the parser that a declaration puts there: the options and their secrets' file options.
-NAMES = [option.name for option in DECLARED] + [option.file for option in DECLARED if option.file]
+# Every name on the parser that a declaration puts there: the options, their secrets' file options, their aliases.
+NAMES = [
+    *(option.name for option in DECLARED),
+    *(option.file for option in DECLARED if option.file),
+    *(option.alias for option in DECLARED if option.alias),
+]
 
 
 @pytest.fixture
@@ -77,6 +81,10 @@ def test_every_option_is_on_locusts_parser_as_declared(parser: LocustArgumentPar
         file: Any = parser._option_string_actions["--" + option.file]
         assert (file.help, file.default, file.env_var) == (option.file_help, "", env_var(option.file))
         assert (file.include_in_web_ui, file.is_secret) == (False, False)
+    if option.alias:
+        alias: Any = parser._option_string_actions["--" + option.alias]
+        assert (alias.help, alias.default, alias.env_var) == (alias_help(option), "", env_var(option.alias))
+        assert (alias.include_in_web_ui, alias.is_secret) == (False, option.secret)
 
 
 def test_the_parser_holds_no_option_that_is_not_declared(parser: LocustArgumentParser) -> None:

@@ -156,7 +156,7 @@ def test_empty_options_leave_the_scenario_in_charge() -> None:
         ),
         (["--mq-total-rate", "nan"], "--mq-total-rate: 'nan' must be 0, or at least 0.001"),
         (["--mq-total-rate", "inf"], "--mq-total-rate: 'inf' must be 0, or at least 0.001"),
-        (["--mq-drain", "1e308"], "--mq-drain: '1e308' must be at least 0 and at most 86,400 seconds"),
+        (["--mq-drain-idle", "1e308"], "--mq-drain-idle: '1e308' must be at least 0 and at most 86,400 seconds"),
         (["--mq-warmup", "1e308"], "--mq-warmup: '1e308' must be at least 0 and at most 86,400 seconds"),
         (["--mq-timeout", "1e308"], "--mq-timeout: '1e308' must be at least 0.001 and at most 3,600 seconds"),
         (
@@ -197,6 +197,20 @@ def test_bad_option_values(args: list[str], fragment: str) -> None:
     assert str(caught.value).startswith(fragment)
 
 
+def test_earlier_names_are_aliases_by_flag_and_env_var_and_never_in_the_web_ui(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--mq-broker (the dialect, beside --mq-host, the broker) is --mq-dialect; --mq-drain is --mq-drain-idle."""
+    settings = read_settings(parse("--mq-broker", "rabbitmq", "--mq-drain", "2"), "stomp://127.0.0.1:61613")
+    assert (settings.dialect, settings.drain) == ("rabbitmq", 2.0)
+    settings = read_settings(parse("--mq-dialect", "artemis", "--mq-drain-idle", "3"), "stomp://127.0.0.1:61613")
+    assert (settings.dialect, settings.drain) == ("artemis", 3.0)
+    monkeypatch.setenv("LOCUST_MQ_BROKER", "activemq")
+    assert read_settings(parse(), "stomp://127.0.0.1:61613").dialect == "activemq"
+    with pytest.raises(OptionError, match=r"^--mq-dialect 'artemis' and its alias --mq-broker 'activemq' differ"):
+        read_settings(parse("--mq-dialect", "artemis"), "stomp://127.0.0.1:61613")
+    assert {"mq_dialect", "mq_drain_idle"} <= set(get_parser().args_included_in_web_ui)
+    assert not {"mq_broker", "mq_drain"} & set(get_parser().args_included_in_web_ui)
+
+
 def test_faults_repeat_and_a_worker_leaves_them_to_the_master() -> None:
     args = ("--mq-fault", "30s:kill -STOP 1", "--mq-fault", "1m:true")
     assert read_settings(parse(*args), None).faults == (Fault(30.0, ("kill", "-STOP", "1")), Fault(60.0, ("true",)))
@@ -214,7 +228,7 @@ def test_password_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
 def test_bounds_are_inclusive() -> None:
     settings = read_settings(
         parse(
-            "--mq-rate", "0.001", "--mq-total-rate", "10000000", "--mq-drain", "86400", "--mq-warmup", "0",
+            "--mq-rate", "0.001", "--mq-total-rate", "10000000", "--mq-drain-idle", "86400", "--mq-warmup", "0",
             "--mq-timeout", "3600", "--mq-prefetch", "1000000", "--mq-messages", "1000000000000",
             "--mq-heartbeats", "3600000,0", "--mq-run-id", "R" * 64,
         ),
