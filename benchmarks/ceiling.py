@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping
 
 import gevent
 
+from mqusers.audit.ledgers import SentLedger, Subscription
 from mqusers.measure.book import Book
-from mqusers.measure.ledgers import SentLedger, Subscription
 from mqusers.measure.recorder import Recorder
 from mqusers.options.parsing import parse_broker_url
 from mqusers.stomp.client import StompClient

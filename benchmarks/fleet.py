@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from mqusers.audit.entries import Delta, ProducerEntry, ShareEntry, SubscriptionEntry
+from mqusers.audit.intervals import Encoded, IntervalSet
 from mqusers.measure.book import Book
-from mqusers.measure.entries import Delta, ProducerEntry, ShareEntry, SubscriptionEntry
 from mqusers.measure.hdrintervals import Intervals
-from mqusers.measure.intervals import Encoded, IntervalSet
 from mqusers.measure.names import RECEIVE, SEND, event_name
 from mqusers.measure.recorder import Batch
 from mqusers.measure.series import Series

@@ -1,4 +1,5 @@
-"""The import rule, as a function: which imports between mqusers' folders run up ARCHITECTURE.md's layers."""
+"""The import rule, as a function: which imports between mqusers' folders run up ARCHITECTURE.md's layers;
+and which modules their folder's docstring does not name."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 
 #: A layer row of ARCHITECTURE.md's table starts with its folder: "| `stomp/` | ...".
 LAYER_ROW = re.compile(r"^\| `(\w+)/` \|", re.M)
-#: The same row with its modules cell: "| `stomp/` | `client.py`, ... | job |".
-MODULES_CELL = re.compile(r"^\| `(\w+)/` \|([^|]*)\|", re.M)
+#: A module named in a folder's docstring: ``client.py``.
+MODULE_NAME = re.compile(r"``(\w+\.py)``")
 
 
 def layers(architecture: Path) -> list[str]:
@@ -17,15 +18,15 @@ def layers(architecture: Path) -> list[str]:
     return LAYER_ROW.findall(architecture.read_text(encoding="utf-8"))
 
 
-def unlisted_modules(package: Path, architecture: Path) -> list[str]:
-    """``folder/module.py`` for each module its folder's row of ARCHITECTURE.md's table does not name."""
-    rows = dict(MODULES_CELL.findall(architecture.read_text(encoding="utf-8")))
-    return [
-        f"{folder}/{path.name}"
-        for folder, cell in sorted(rows.items())
-        for path in sorted((package / folder).glob("*.py"))
-        if path.name != "__init__.py" and f"`{path.name}`" not in cell
-    ]
+def unlisted_modules(package: Path) -> list[str]:
+    """``folder/module.py`` for each module its folder's ``__init__.py`` docstring does not name."""
+    missing = []
+    for folder in sorted(p for p in package.iterdir() if (p / "__init__.py").is_file()):
+        docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+        named = set(MODULE_NAME.findall(docstring))
+        missing += [f"{folder.name}/{path.name}" for path in sorted(folder.glob("*.py"))
+                    if path.name != "__init__.py" and path.name not in named]  # fmt: skip
+    return missing
 
 
 def imported(source: str, module: str) -> set[str]:

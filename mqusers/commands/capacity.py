@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from mqusers.commands.locustchild import SLACK_S, Parser, StepFailed, masked, refuse, run_locust
+from mqusers.commands.machineload import Sampler
 from mqusers.findmax import findmaxanswer, recovery
 from mqusers.findmax.findstep import Step, judge
 from mqusers.findmax.latencybound import DEFAULT, LatencyBound, parse
-from mqusers.findmax.machineload import Sampler
 from mqusers.findmax.search import Search, curve_points, search
 
 COLUMNS = ("offered/s", "achieved/s", "keeps up", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "due p99 ms", "lag p99 ms",

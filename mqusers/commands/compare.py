@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from mqusers.report.baselinefit import unfit_reasons
 from mqusers.report.comparison import compare_runs, format_comparison
 from mqusers.report.htmlcompare import write_comparison_html
+from mqusers.report.runfiles import load_runs
 from mqusers.stats.bootstrap import CONFIDENCE, RESAMPLES
-from mqusers.stats.samples import Run, RunFileError, load_runs
+from mqusers.stats.samples import Run, RunFileError
 
 
 def _fraction(low: float, high: float, what: str) -> type[float]:

@@ -11,7 +11,7 @@ says which labels the consumers' selectors take:
 - ``none``: no selector, the baseline of a selector's cost (as if not given).
 
 A label belongs to a producer, so whether a subscription expects a producer's messages is all or
-nothing, and the audit stays exact (:mod:`mqusers.measure.audit`).
+nothing, and the audit stays exact (:mod:`mqusers.audit.audit`).
 """
 
 from __future__ import annotations

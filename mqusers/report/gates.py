@@ -93,9 +93,10 @@ def regression_gate(report: RunReport) -> tuple[list[str], list[str]]:
     if not settings.baseline or not settings.gate_regression:
         return [], []
     # Here, not at the top: the statistics import numpy, which every locust process would pay for at start.
+    from mqusers.report.runfiles import load_runs
     from mqusers.stats.bootstrap import REGRESSIONS, differences, family_wise, verdict
     from mqusers.stats.evidence import TOO_FEW, rule
-    from mqusers.stats.samples import RunFileError, common_operations, load_runs, run_from_document
+    from mqusers.stats.samples import RunFileError, common_operations, run_from_document
 
     confidence = settings.gate_confidence / 100.0
     try:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mqusers.measure.audit import FIGURES, SUB_FIGURES
+from mqusers.audit.audit import FIGURES, SUB_FIGURES
 from mqusers.measure.spread import DestinationFigures
 from mqusers.measure.totals import rate
 from mqusers.options.destpattern import Pattern, label_of, patterns_in
@@ -78,7 +78,7 @@ def destination_table(
     max_ms: float | None = None,
 ) -> list[dict[str, Any]]:
     """A line per destination of the pattern the audit or the spread knows, in the pattern's order:
-    the audit's :data:`~mqusers.measure.audit.FIGURES` (``received``: distinct seqs), ``deliveries``
+    the audit's :data:`~mqusers.audit.audit.FIGURES` (``received``: distinct seqs), ``deliveries``
     (timed ones), p50 and p99 (ms) and the receive rate.
 
     Each destination's rate is over the pattern's receive span (its first delivery to its last, of

@@ -21,15 +21,14 @@ from typing import Any, TypeVar
 
 from gevent.event import Event
 
+from mqusers.audit.audit import Audit
+from mqusers.audit.entries import Delta
+from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 from mqusers.brokers.model import BrokerSample
 from mqusers.brokers.sampler import BrokerSampler
 from mqusers.coordination.messages import Coordinator
-from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
-from mqusers.measure.entries import Delta
 from mqusers.measure.hdrintervals import Intervals
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
-from mqusers.measure.nacks import NackCounts
 from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
@@ -43,6 +42,7 @@ from mqusers.run.locust_stats import add_batches
 from mqusers.run.usererrors import StartFailures, count_start_failures
 from mqusers.run.verdicts import HealthReport
 from mqusers.stomp.client import ClientConfig, MqError
+from mqusers.stomp.nacks import NackCounts
 
 T = TypeVar("T")
 #: How often a load process hands its recorded successes to the book, Locust's stats and the sinks.

@@ -5,7 +5,7 @@ once a second by its clock, judges that second from:
 
 - **gevent loop lag**: the worst wake-up overshoot of the second. A late loop stamps receive times
   late and paces sends late, so latency measured meanwhile is the generator's own.
-- **CPU** (:class:`~mqusers.measure.cpu.CpuSampler`): the process's CPU time over the second, in
+- **CPU** (:class:`~mqusers.run.cpu.CpuSampler`): the process's CPU time over the second, in
   percent of one core (gevent runs on one); the loop's wait for a core, the machine's busy and steal
   time: why a loop that did not use its core was late.
 
@@ -31,11 +31,11 @@ from typing import Any, Protocol
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import value_at
-from mqusers.measure.cpu import CpuInterval, CpuSampler, peak_rss_mb
-from mqusers.measure.openfiles import open_files
 from mqusers.run import verdicts
 from mqusers.run.blocked import BlockedSends, Sender
+from mqusers.run.cpu import CpuInterval, CpuSampler, peak_rss_mb
 from mqusers.run.looplag import PROBE, LagWatcher
+from mqusers.run.openfiles import open_files
 from mqusers.run.verdicts import HealthReport
 
 logger = logging.getLogger(__name__)

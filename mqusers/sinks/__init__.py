@@ -6,6 +6,15 @@ the repository's ``tools/dashboards.py`` generates the Grafana dashboards from t
 here imports influxdb-client or prometheus-client until an output starts, nor the listener itself
 (``InfluxSink``, ``RunInfo``, ``AuditSource`` load it on first use): a run that streams nowhere pays none
 of it at start-up.
+
+Modules: ``influx.py``, ``listener.py``, ``lines.py``, ``points.py``, ``windows.py``, ``writer.py``,
+``prometheus.py``, ``settings.py``, ``schema.py`` (names every metric, InfluxDB's and Prometheus').
+
+What they do: live points to InfluxDB through a bounded writer and/or to a Prometheus ``/metrics`` endpoint
+(``listener.py`` says when and hands every point to both outputs, ``lines.py`` what each interval's points
+are, ``points.py`` builds them, ``schema.Point.line`` is their line protocol, ``prometheus.py`` their metric
+families); the broker sampler's samples too (master or local runner: the sink listens on
+``RunContext.broker_listeners``).
 """
 
 from __future__ import annotations

@@ -11,10 +11,9 @@ import logging
 import zlib
 from collections.abc import Callable
 
+from mqusers.audit.ledgers import EXPIRY_GRACE_NS, Subscription
 from mqusers.coordination.messages import Follower
 from mqusers.measure.backlog import BacklogFigures
-from mqusers.measure.ledgers import EXPIRY_GRACE_NS, Subscription
-from mqusers.measure.nacks import NackCounts
 from mqusers.measure.names import (
     ACK,
     RECEIVE,
@@ -29,6 +28,7 @@ from mqusers.measure.spread import Spot
 from mqusers.stomp.ackpace import AckPace
 from mqusers.stomp.acktransactions import AckTransactions
 from mqusers.stomp.client import MqError, StompClient
+from mqusers.stomp.nacks import NackCounts
 from mqusers.stomp.wire import (
     CRC,
     DUE_NS,

@@ -13,11 +13,11 @@ import math
 import time
 from typing import Any, ClassVar
 
-from mqusers.measure.nacks import NackCounts, as_ratio
 from mqusers.measure.names import destination_kind
 from mqusers.options import selectors
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError
+from mqusers.stomp.nacks import NackCounts, as_ratio
 from mqusers.stomp.receiver import Receiver
 from mqusers.stomp.replier import Replier
 from mqusers.users.base import StompUser
@@ -49,7 +49,7 @@ class StompConsumerUser(StompUser):
     #: ``own``, ``L0,L2``; None subscribes without one. Needs ``labels``.
     select: str | None = None
     #: The share of messages to NACK (chosen by seq; needs ``client-individual``), and how many times
-    #: each chosen one is NACKed before it is accepted (:mod:`mqusers.measure.nacks`).
+    #: each chosen one is NACKed before it is accepted (:mod:`mqusers.stomp.nacks`).
     nack_ratio = 0.0
     nack_times = 1
     #: Messages of other runs and foreign ones: ``apart`` (counted apart), ``fail`` (also Locust

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mqusers.measure.ledgers import SentStream
+from mqusers.audit.ledgers import SentStream
 from mqusers.stomp.client import Publisher
 
 

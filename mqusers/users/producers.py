@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import gevent
 from gevent import GreenletExit
 
-from mqusers.measure.ledgers import SentStream
+from mqusers.audit.ledgers import SentStream
 from mqusers.measure.names import REQUEST_TYPE, SCHEDULE_LAG, event_name
 from mqusers.options.groups import HEADER as GROUP
 from mqusers.options.groups import group_of

@@ -5,7 +5,7 @@ Which transactions abort is decided, not drawn: transaction k of a producer (fro
 transactions hold exactly ``floor(k * ratio)`` aborted ones. COMMIT and ABORT each ask for a
 RECEIPT and are timed from their write to it (``commit <destination>``, ``abort <destination>``).
 
-What the audit is told of each transaction's messages (:mod:`mqusers.measure.audit`):
+What the audit is told of each transaction's messages (:mod:`mqusers.audit.audit`):
 
 - COMMIT answered: sent, as any message; every one must arrive.
 - ABORT written (answered or not), or the transaction left open when its connection closed or
@@ -26,7 +26,7 @@ from typing import Any
 
 from gevent import GreenletExit
 
-from mqusers.measure.ledgers import SentStream
+from mqusers.audit.ledgers import SentStream
 from mqusers.measure.names import ABORT, BEGIN, COMMIT, event_name
 from mqusers.stomp.client import Sent
 from mqusers.stomp.wire import transaction_line

@@ -107,7 +107,8 @@ def baseline_problem(environment: Environment, settings: Settings) -> str | None
     if not settings.baseline:
         return None
     # Here, not at the top: the statistics import numpy, which every locust process would pay for at start.
-    from mqusers.stats.samples import RunFileError, load_runs
+    from mqusers.report.runfiles import load_runs
+    from mqusers.stats.samples import RunFileError
 
     try:
         runs = load_runs([settings.baseline], unfit_reasons)

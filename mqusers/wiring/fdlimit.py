@@ -25,7 +25,7 @@ from typing import Any
 
 import gevent
 
-from mqusers.measure.openfiles import open_files
+from mqusers.run.openfiles import open_files
 from mqusers.stomp.transport import OUT_OF_FILES
 
 logger = logging.getLogger(__name__)

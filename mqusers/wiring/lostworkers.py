@@ -5,7 +5,7 @@ part) and of its last heartbeat (Locust's ``heartbeat_sent``: the master's answe
 Locust marks missing (no heartbeat for ``HEARTBEAT_LIVENESS`` s) is waited for no longer; at the
 end, a worker heard from this test whose final shipment never came is lost: its last seconds are
 unknown, so the audit counts what it may have sent or received as ``worker_lost``
-(:mod:`mqusers.measure.audit`) and a gate fails on it (:func:`mqusers.report.gates.gate_failures`, which words it).
+(:mod:`mqusers.audit.audit`) and a gate fails on it (:func:`mqusers.report.gates.gate_failures`, which words it).
 
 The other way round, a worker whose master is gone stops after ``MASTER_TIMEOUT_S`` without its
 heartbeat and exits 1: its figures reach no report.

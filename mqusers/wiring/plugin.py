@@ -25,9 +25,9 @@ from typing import Any
 
 import gevent
 
+from mqusers.audit.audit import Audit
+from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
-from mqusers.measure.audit import Audit
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.names import destination_operation
 from mqusers.options.optionspec import register
 from mqusers.options.parsing import OptionError

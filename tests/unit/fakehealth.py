@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mqusers.measure.cpu import CpuInterval
 from mqusers.run.blocked import Sender
+from mqusers.run.cpu import CpuInterval
 from mqusers.run.health import Clock, Health
 from mqusers.run.looplag import LagWatcher
 

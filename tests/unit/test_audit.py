@@ -8,8 +8,8 @@ import random
 from collections import Counter
 from typing import Any
 
-from mqusers.measure.audit import Audit
-from mqusers.measure.ledgers import CHECKPOINT_NS, ReceiveLedger, SentLedger
+from mqusers.audit.audit import Audit
+from mqusers.audit.ledgers import CHECKPOINT_NS, ReceiveLedger, SentLedger
 
 S = 1_000_000_000
 MS = 1_000_000

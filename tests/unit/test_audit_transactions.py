@@ -5,8 +5,8 @@ without its RECEIPT leaves its messages unconfirmed. Each verdict is held to a p
 import json
 from typing import Any
 
-from mqusers.measure.audit import Audit
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
+from mqusers.audit.audit import Audit
+from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 
 S, MS = 1_000_000_000, 1_000_000
 Q, T = "/queue/tx", "/topic/tx"

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqusers.measure import bagsum
-from mqusers.measure.bagsum import PendingBags, count, fold
-from mqusers.measure.intervals import PACK_FROM, IntervalBag, IntervalSet
+from mqusers.audit import bagsum
+from mqusers.audit.bagsum import PendingBags, count, fold
+from mqusers.audit.intervals import PACK_FROM, IntervalBag, IntervalSet
 
 members = st.lists(st.integers(min_value=0, max_value=300), max_size=120)
 

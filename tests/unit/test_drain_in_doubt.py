@@ -7,7 +7,7 @@ from locust.env import Environment
 from types import SimpleNamespace
 from typing import Any
 
-from mqusers.measure.audit import Audit
+from mqusers.audit.audit import Audit
 from mqusers.options.parsing import parse_broker_url
 from mqusers.run.ending import NOTHING_SENT
 from mqusers.stomp.client import ClientConfig, Sent

@@ -9,7 +9,7 @@ import gevent
 import pytest
 
 from mqusers import StompClient
-from mqusers.measure.ledgers import Subscription
+from mqusers.audit.ledgers import Subscription
 from mqusers.options.parsing import parse_broker_url
 from mqusers.stomp.client import ClientConfig, MqError, Sent
 from mqusers.stomp.receiver import Receiver

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from mqusers.audit.audit import Audit
+from mqusers.audit.ledgers import CHECKPOINT_NS, EXPIRY_GRACE_NS, ReceiveLedger, SentLedger, Subscription
 from mqusers.coordination.messages import Follower
-from mqusers.measure.audit import Audit
 from mqusers.measure.book import Book
-from mqusers.measure.ledgers import CHECKPOINT_NS, EXPIRY_GRACE_NS, ReceiveLedger, SentLedger, Subscription
 from mqusers.options.parsing import OptionError, parse_ttl
 from mqusers.options.settings import Settings
 from mqusers.report.brokerreport import cross_check

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.fleet import Shape, audit_delta, deals, destination, producer_id, reports, tag
-from mqusers.measure.audit import Audit
-from mqusers.measure.intervals import IntervalSet
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
+from mqusers.audit.audit import Audit
+from mqusers.audit.intervals import IntervalSet
+from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 
 START_NS = 1_700_000_000 * 1_000_000_000
 

@@ -3,9 +3,9 @@
 import json
 from typing import Any
 
-from mqusers.measure.audit import Audit
-from mqusers.measure.groups import judge
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
+from mqusers.audit.audit import Audit
+from mqusers.audit.groups import judge
+from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 from mqusers.options.groups import group_of
 
 S, MS = 1_000_000_000, 1_000_000

@@ -14,8 +14,8 @@ import gevent
 import pytest
 from gevent.event import Event
 
-from mqusers.measure.cpu import CpuInterval
 from mqusers.run.blocked import BLOCKED_S
+from mqusers.run.cpu import CpuInterval
 from mqusers.run.looplag import IntervalLag, LoopLag
 from mqusers.run.verdicts import LATE_SECONDS, overall
 from tests.unit.fakehealth import WALL_START, FakeHealth

@@ -20,7 +20,7 @@ def test_a_local_runs_audit_folds_its_queue_without_numpy() -> None:
     # A local run's drain asks the audit for its verdict while the last messages arrive: importing numpy there
     # (~70 ms) delayed their receive times and made find-max's steps fall 2 % short of their rate.
     code = (
-        "import sys\nfrom mqusers.measure.audit import Audit\nfrom mqusers.measure.ledgers import ReceiveLedger\n"
+        "import sys\nfrom mqusers.audit.audit import Audit\nfrom mqusers.audit.ledgers import ReceiveLedger\n"
         "ledger = ReceiveLedger('p')\nsub = ledger.subscription('k', '/queue/q', 'queue', 1)\n"
         "for seq in range(1, 5001):\n    sub.record('producer', seq)\n"
         "audit = Audit()\naudit.merge(ledger.drain())\naudit.verdict(10**19, 0)\nprint('numpy' in sys.modules)"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqusers.measure.intervals import IntervalBag, IntervalSet
+from mqusers.audit.intervals import IntervalBag, IntervalSet
 
 small = st.integers(min_value=0, max_value=200)
 ops = st.lists(

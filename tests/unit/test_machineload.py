@@ -6,7 +6,7 @@ import math
 import threading
 from pathlib import Path
 
-from mqusers.findmax.machineload import Sampler, busy_percent, read_jiffies
+from mqusers.commands.machineload import Sampler, busy_percent, read_jiffies
 
 
 def test_jiffies_count_idle_and_iowait_as_free(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from mqusers import StompConsumerUser, StompProducerUser
-from mqusers.measure.audit import Audit
+from mqusers.audit.audit import Audit
+from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.book import Book
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.spread import Spread
 from mqusers.options.destpattern import PatternError, label_of, parse_pattern, patterns_in, share
 from mqusers.options.settings import Settings

@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from mqusers.measure.audit import Audit
+from mqusers.audit.audit import Audit
+from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.book import Book
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
-from mqusers.measure.nacks import NackCounts, as_ratio, chosen, chosen_up_to
 from mqusers.options.parsing import OptionError
 from mqusers.options.settings import Settings, read_settings
 from mqusers.options.table import OPTIONS
@@ -24,6 +23,7 @@ from mqusers.report.gates import gate_failures
 from mqusers.report.htmlrun import run_section
 from mqusers.report.reportformats import format_summary, report_document, write_csv
 from mqusers.run.ending import DrainOutcome
+from mqusers.stomp.nacks import NackCounts, as_ratio, chosen, chosen_up_to
 from mqusers.stomp.receiver import Receiver
 from tests.unit.fake_client import connected, deliver, environment, message
 

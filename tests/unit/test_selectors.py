@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from mqusers.measure.audit import Audit
-from mqusers.measure.ledgers import ReceiveLedger, SentLedger
+from mqusers.audit.audit import Audit
+from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 from mqusers.options.parsing import OptionError
 from mqusers.options.selectors import check, expression, label_of, parse_select, selected
 

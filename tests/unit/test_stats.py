@@ -13,13 +13,13 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from mqusers.measure.book import new_histogram
+from mqusers.report.runfiles import load_runs
 from mqusers.stats.bootstrap import SAME, differences, estimates, verdict
 from mqusers.stats.figures import FIGURES, PERCENTILES, headline
 from mqusers.stats.samples import (
     Run,
     RunFileError,
     common_operations,
-    load_runs,
     run_from_document,
     slot_values_us,
     whole,

@@ -9,11 +9,11 @@ from __future__ import annotations
 from html import escape
 
 from mqusers.measure.book import Book
-from mqusers.measure.cpu import CpuInterval, CpuSampler, parse_schedstat, parse_stat
 from mqusers.options.settings import Settings
 from mqusers.report.build import RunFacts, build_report
 from mqusers.report.htmlreport import render
 from mqusers.report.reportformats import format_summary, report_document
+from mqusers.run.cpu import CpuInterval, CpuSampler, parse_schedstat, parse_stat
 from mqusers.run.ending import DrainOutcome
 from mqusers.run.verdicts import (
     BROKER_LATE_MS,

@@ -2,11 +2,11 @@
 
 Pure bookkeeping, no I/O, on the per-message path. Each process keeps a :class:`SentLedger` (what
 its producers handed to the socket) and a :class:`ReceiveLedger` (what its subscriptions received)
-and ships their :meth:`~SentLedger.drain` deltas (a :class:`~mqusers.measure.entries.Delta`: named
+and ships their :meth:`~SentLedger.drain` deltas (a :class:`~mqusers.audit.entries.Delta`: named
 fields, JSON- and msgpack-able; a worker's, msgpack-only, packs a competing consumer's fragmented share
 as bytes) with its reports. Both keep only what
 came since the last drain, so a competing consumer's fragmented set never grows; the master's
-:class:`mqusers.measure.audit.Audit` merges them and judges.
+:class:`mqusers.audit.audit.Audit` merges them and judges.
 
 What is recorded
 
@@ -31,8 +31,8 @@ What is recorded
 
 from __future__ import annotations
 
-from mqusers.measure.entries import Delta, ProducerEntry, Session, ShareEntry, StreamEntry, SubscriptionEntry
-from mqusers.measure.intervals import IntervalBag, IntervalSet
+from mqusers.audit.entries import Delta, ProducerEntry, Session, ShareEntry, StreamEntry, SubscriptionEntry
+from mqusers.audit.intervals import IntervalBag, IntervalSet
 
 CHECKPOINT_NS = 100_000_000
 #: A delivery counts as after its expiry only this much after it: the broker checks expiry when it dispatches,

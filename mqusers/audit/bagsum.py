@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mqusers.measure.intervals import Encoded, IntervalBag, IntervalSet, unpack
+from mqusers.audit.intervals import Encoded, IntervalBag, IntervalSet, unpack
 
 #: Pending intervals of one bag past which it is folded: bounds the master's memory per producer.
 FOLD_AT = 1 << 16

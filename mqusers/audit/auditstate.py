@@ -1,16 +1,16 @@
 """What the audit keeps per subscription and per stream it merged, and the figure tables it fills.
 
-:class:`mqusers.measure.audit.Audit` holds these; its module docs define every figure.
+:class:`mqusers.audit.audit.Audit` holds these; its module docs define every figure.
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from mqusers.measure.entries import QueueEntry, Session, StreamEntry, SubscriptionEntry
-from mqusers.measure.expected import Figures
-from mqusers.measure.intervals import IntervalBag, IntervalSet
-from mqusers.measure.sendrecord import SendRecord
+from mqusers.audit.entries import QueueEntry, Session, StreamEntry, SubscriptionEntry
+from mqusers.audit.expected import Figures
+from mqusers.audit.intervals import IntervalBag, IntervalSet
+from mqusers.audit.sendrecord import SendRecord
 
 E = TypeVar("E", QueueEntry, StreamEntry)
 

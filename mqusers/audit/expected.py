@@ -1,6 +1,6 @@
 """The audit's arithmetic for one producer: what a subscription expects of it and how what arrived compares.
 
-:mod:`mqusers.measure.audit` defines the figures (expected, lost, unreceived, in flight...) and
+:mod:`mqusers.audit.audit` defines the figures (expected, lost, unreceived, in flight...) and
 calls these per producer and subscription (topic) or group (queue).
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mqusers.measure.intervals import IntervalBag, IntervalSet
-from mqusers.measure.sendrecord import SendRecord
+from mqusers.audit.intervals import IntervalBag, IntervalSet
+from mqusers.audit.sendrecord import SendRecord
 
 Figures = dict[str, Any]
 #: Above every seq: an open end.

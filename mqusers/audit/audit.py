@@ -1,7 +1,7 @@
 """Exact message audit from the sequence headers: sent, received, lost, duplicated, reordered...
 
 Pure bookkeeping, no I/O. The master (or a local runner) :meth:`Audit.merge`\\ s the deltas of every
-process's ledgers (:mod:`mqusers.measure.ledgers`, which says what is recorded) in any order and
+process's ledgers (:mod:`mqusers.audit.ledgers`, which says what is recorded) in any order and
 grouping (multisets are summed, counters added, times combined by min/max) and asks
 :meth:`Audit.verdict`.
 
@@ -69,7 +69,7 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   time-to-live (``--mq-ttl``) before ``now_ns`` (on its clock): the broker may drop it, so it is not
   lost, nor unreceived, nor in flight; the broker's own expired count is the check.
 - ``delivered_expired``: deliveries after their expiry (by the receiver's clock, the producer's
-  send time moved onto it with the clock offsets; :data:`~mqusers.measure.ledgers.EXPIRY_GRACE_NS`
+  send time moved onto it with the clock offsets; :data:`~mqusers.audit.ledgers.EXPIRY_GRACE_NS`
   allowed): a violation, counted besides ``received``.
 - ``reordered``, ``redelivered``: Σ over subscriptions, for known producers.
 - ``kind``: ``"queue"``, ``"topic"``, ``"mixed"`` or ``None`` (no subscription).
@@ -79,16 +79,16 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   expected, never lost. ``selector_violations``: deliveries to a subscription whose selector does
   not take the producing producer's label; left out of ``received``.
 - ``groups``, ``group_violations``: with message groups, the groups delivered, and those two
-  subscriptions had at once (:mod:`mqusers.measure.groups`; per-group order is ``reordered``).
+  subscriptions had at once (:mod:`mqusers.audit.groups`; per-group order is ``reordered``).
 - ``nacks``: deliveries a consumer NACKed (``--mq-nack-ratio``), never received; ``dead_lettered``:
   expected, not received, and NACKed when last delivered, once ``settled``: the broker dead-lettered it
-  (:mod:`mqusers.measure.nacks`; what each broker does with a NACK: :mod:`mqusers.stomp.dialects`).
+  (:mod:`mqusers.stomp.nacks`; what each broker does with a NACK: :mod:`mqusers.stomp.dialects`).
   Never lost. A delivery of a seq its process NACKed before is ``redelivered``, flagged or not.
 """
 
 from __future__ import annotations
 
-from mqusers.measure.auditstate import (
+from mqusers.audit.auditstate import (
     FIGURES,
     SUB_FIGURES,
     Stream,
@@ -101,12 +101,12 @@ from mqusers.measure.auditstate import (
     takes,
     with_nacked,
 )
-from mqusers.measure.bagsum import PendingBags, count
-from mqusers.measure.entries import Delta, QueueEntry
-from mqusers.measure.expected import END, Figures, compare, topic_window
-from mqusers.measure.groups import Span, judge
-from mqusers.measure.intervals import IntervalBag, IntervalSet
-from mqusers.measure.sendrecord import SendRecord
+from mqusers.audit.bagsum import PendingBags, count
+from mqusers.audit.entries import Delta, QueueEntry
+from mqusers.audit.expected import END, Figures, compare, topic_window
+from mqusers.audit.groups import Span, judge
+from mqusers.audit.intervals import IntervalBag, IntervalSet
+from mqusers.audit.sendrecord import SendRecord
 
 __all__ = ["FIGURES", "SUB_FIGURES", "Audit"]
 

@@ -1,6 +1,6 @@
 """The shapes of what the ledgers ship and the audit merges: named fields, JSON- and msgpack-able.
 
-:mod:`mqusers.measure.ledgers` says what each field records; :mod:`mqusers.measure.audit` merges them.
+:mod:`mqusers.audit.ledgers` says what each field records; :mod:`mqusers.audit.audit` merges them.
 Optional fields are left out when empty, so a run without transactions, selectors, groups, expiry or
 NACKs ships what it always did.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NotRequired, TypedDict
 
-from mqusers.measure.intervals import Encoded
+from mqusers.audit.intervals import Encoded
 
-#: A multiset of seqs as :meth:`~mqusers.measure.intervals.IntervalBag.encode` or ``pack`` writes it.
+#: A multiset of seqs as :meth:`~mqusers.audit.intervals.IntervalBag.encode` or ``pack`` writes it.
 EncodedBag = Sequence[Encoded | bytes]
 
 

@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate, pairwise
 from typing import Any
 
-from mqusers.measure.intervals import IntervalBag, IntervalSet
+from mqusers.audit.intervals import IntervalBag, IntervalSet
 
 
 class SendRecord:

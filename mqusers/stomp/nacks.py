@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from mqusers.measure.ledgers import Subscription
+from mqusers.audit.ledgers import Subscription
 
 
 def as_ratio(value: float) -> Fraction:

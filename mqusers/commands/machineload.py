@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from mqusers.measure.cpu import parse_stat
+from mqusers.run.cpu import parse_stat
 
 Reading = tuple[float, int, int]  # (epoch s, busy jiffies, all jiffies)
 
