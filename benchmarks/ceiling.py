@@ -39,9 +39,9 @@ from mqusers.measure.book import Book
 from mqusers.measure.recorder import Recorder
 from mqusers.options.parsing import parse_broker_url
 from mqusers.stomp.client import StompClient
-from mqusers.stomp.connection import ClientConfig, Listener
 from mqusers.stomp.framing import FrameParser
 from mqusers.stomp.receiver import Receiver
+from mqusers.stomp.seam import ClientConfig, Listener
 from mqusers.stomp.wire import SendFrames, make_body
 
 RUN, PRODUCER, QUEUE = "0123456789ab", "ab12cd34.BenchProducer.0", "/queue/bench.ceiling"

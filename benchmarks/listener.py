@@ -44,7 +44,7 @@ def child(options: argparse.Namespace) -> None:
     from benchmarks.common import child_main
     from mqusers.run.context import context
     from mqusers.sinks.listener import InfluxSink
-    from mqusers.sinks.settings import InfluxSettings
+    from mqusers.sinks.sinkoptions import InfluxSettings
 
     sent: list[int] = [0]
 

@@ -33,7 +33,7 @@ import gevent
 from gevent.event import Event
 
 from mqusers.options.parsing import parse_broker_url
-from mqusers.stomp.connection import ClientConfig, Listener
+from mqusers.stomp.seam import ClientConfig, Listener
 from mqusers.stomp.session import BEHIND_PAUSE_S
 from mqusers.stomp.transport import StompTransport
 from mqusers.stomp.wire import Headers

@@ -10,7 +10,7 @@ catch the built-in (``ValueError`` for bad input, ``OSError`` in the transport) 
     ├── MqError                          stomp/errors.py           a STOMP operation failed: a Locust failure
     │   ├── BrokerError                  stomp/errors.py           the broker's ERROR frame, in its words
     │   └── ConnectionLost               stomp/errors.py           dropped while an answer was pending
-    ├── Unreachable                      stomp/connection.py       no host of the broker address answered
+    ├── Unreachable                      stomp/seam.py             no host of the broker address answered
     ├── ProtocolError (ValueError)       stomp/framing.py          what the peer sent is not STOMP
     ├── UpgradeRefused (OSError)         stomp/websocket.py        the WebSocket upgrade failed
     ├── MetricsError                     brokers/model.py          the broker's own figures could not be read

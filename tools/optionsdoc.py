@@ -1,7 +1,7 @@
 """docs/options.md, generated from the option declarations: ``python -m tools.optionsdoc`` (``make docs``).
 
 Every row comes from an :class:`~mqusers.options.optionspec.Option` (``mqusers/options/table.py``, the broker
-metrics' in ``mqusers/brokers/settings.py``, the InfluxDB sink's in ``mqusers/sinks/settings.py``), so the page
+metrics' in ``mqusers/brokers/brokeroptions.py``, the InfluxDB sink's in ``mqusers/sinks/sinkoptions.py``), so the page
 says what ``mqusers options`` prints. The page is committed; a unit test fails when regenerating changes it.
 """
 
@@ -11,10 +11,10 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from mqusers.brokers import settings as broker_settings
+from mqusers.brokers import brokeroptions as broker_settings
 from mqusers.options import table
 from mqusers.options.optionspec import Option, alias_help, env_var
-from mqusers.sinks import settings as influx_settings
+from mqusers.sinks import sinkoptions as influx_settings
 
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "options.md"
 
@@ -63,19 +63,19 @@ SECTIONS: tuple[tuple[str, str, tuple[Option, ...]], ...] = (
     ),
     (
         "The broker's own figures",
-        "Declared in `mqusers/brokers/settings.py`; read by the master (or the local runner): see "
+        "Declared in `mqusers/brokers/brokeroptions.py`; read by the master (or the local runner): see "
         "[the broker's side](brokers.md#the-brokers-side).",
         broker_settings.OPTIONS,
     ),
     (
         "Live figures to InfluxDB",
-        "Declared in `mqusers/sinks/settings.py`; `pip install 'mqusers[influx]'`. Workers without "
+        "Declared in `mqusers/sinks/sinkoptions.py`; `pip install 'mqusers[influx]'`. Workers without "
         "`--influx-*` use the master's: see [Grafana](grafana.md).",
         influx_settings.OPTIONS,
     ),
     (
         "Live figures for Prometheus",
-        "Declared in `mqusers/sinks/settings.py`; `pip install 'mqusers[prometheus]'`. Each process reads its own "
+        "Declared in `mqusers/sinks/sinkoptions.py`; `pip install 'mqusers[prometheus]'`. Each process reads its own "
         "(a worker's endpoint serves its own figures; the master's, the run's): see [Prometheus](prometheus.md).",
         influx_settings.PROMETHEUS_OPTIONS,
     ),

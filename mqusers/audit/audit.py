@@ -79,7 +79,7 @@ Figures per destination (:meth:`Audit.verdict`; ``horizon`` = ``now_ns - drain_n
   expected, never lost. ``selector_violations``: deliveries to a subscription whose selector does
   not take the producing producer's label; left out of ``received``.
 - ``groups``, ``group_violations``: with message groups, the groups delivered, and those two
-  subscriptions had at once (:mod:`mqusers.audit.groups`; per-group order is ``reordered``).
+  subscriptions had at once (:mod:`mqusers.audit.groupaudit`; per-group order is ``reordered``).
 - ``nacks``: deliveries a consumer NACKed (``--mq-nack-ratio``), never received; ``dead_lettered``:
   expected, not received, and NACKed when last delivered, once ``settled``: the broker dead-lettered it
   (:mod:`mqusers.stomp.nacks`; what each broker does with a NACK: :mod:`mqusers.stomp.dialects`).
@@ -104,7 +104,7 @@ from mqusers.audit.auditstate import (
 from mqusers.audit.bagsum import PendingBags, count
 from mqusers.audit.entries import Delta, QueueEntry
 from mqusers.audit.expected import END, Figures, compare, topic_window
-from mqusers.audit.groups import Span, judge
+from mqusers.audit.groupaudit import Span, judge
 from mqusers.audit.intervals import IntervalBag, IntervalSet
 from mqusers.audit.sendrecord import SendRecord
 

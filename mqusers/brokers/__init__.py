@@ -3,7 +3,7 @@ RabbitMQ's management API, a local JVM) and the sampler that reads them while a 
 
 Modules: ``model.py`` (what every source reports), ``activemq.py`` (``activemqmaps.py``), ``rabbitmq.py``
 (``rabbitmqjson.py``), ``artemis.py`` (``artemisjson.py``), ``httpcall.py``, ``jvm.py``, ``sampler.py``,
-``settings.py``.
+``brokeroptions.py``.
 
 What they do: the broker's own figures: ActiveMQ's statistics plugin over mqusers' STOMP client (its answers'
 maps read by ``activemqmaps.py``), RabbitMQ's management API (its JSON read by ``rabbitmqjson.py``), Artemis's

@@ -27,7 +27,7 @@ from gevent.lock import Semaphore
 from mqusers.brokers.activemqmaps import MapValue, broker_figures, destination_figures, parse_map_json
 from mqusers.brokers.model import BrokerFigures, DestinationFigures, MetricsError
 from mqusers.stomp.client import ClientConfig, MqError, StompClient
-from mqusers.stomp.connection import Transport
+from mqusers.stomp.seam import Transport
 from mqusers.stomp.wire import Headers, unescape
 
 BROKER_QUERY = "/queue/ActiveMQ.Statistics.Broker"

@@ -2,7 +2,7 @@
 
 ``--mq-groups N``: producer user ``i`` (its ordinal in its process) sends every message in group
 ``mqusers.g<i mod N>``. ActiveMQ and Artemis then give each group's messages to one consumer at a
-time, in order; the audit checks both (:mod:`mqusers.audit.groups`).
+time, in order; the audit checks both (:mod:`mqusers.audit.groupaudit`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every refusal is one :class:`OptionError` line that names the flag and the accepted form. Nothing
 here knows which options exist (but Locust's ``--host``, the default flag of :func:`parse_broker_url`); the tables in
-:mod:`mqusers.options.table` and :mod:`mqusers.sinks.settings` declare them.
+:mod:`mqusers.options.table` and :mod:`mqusers.sinks.sinkoptions` declare them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The report's backlog section: a backlog run's phases, build then drain, in words and a table.
 
-Read from the JSON's ``backlog`` (:meth:`mqusers.measure.backlog.BacklogFigures.document`) and the
+Read from the JSON's ``backlog`` (:meth:`mqusers.measure.backlogfigures.BacklogFigures.document`) and the
 ``receive-backlog`` / ``receive-new`` operations' latency; the console summary and the HTML report show it.
 With ``--mq-priorities``, a table per priority: deliveries, inversions, the ``receive-p<k>`` latency.
 """

@@ -14,10 +14,10 @@ from mqusers.measure.book import Book
 from mqusers.measure.connections import Connections, connection_figures
 from mqusers.measure.hdrintervals import Intervals
 from mqusers.measure.names import RECEIVE, SCHEDULE_LAG, SEND, split_event_name
+from mqusers.measure.perdestination import DestinationFigures
 from mqusers.measure.series import Series
-from mqusers.measure.spread import DestinationFigures
 from mqusers.measure.totals import DestinationRow, destination_rows
-from mqusers.measure.transactions import Transactions, transaction_figures
+from mqusers.measure.transactionfigures import Transactions, transaction_figures
 from mqusers.options.settings import Settings
 from mqusers.report.brokerreport import broker_notes
 from mqusers.report.failover import failover_notes
@@ -67,7 +67,7 @@ class RunFacts:
     start_failures: list[dict[str, Any]] = field(default_factory=list)
     #: Workers lost mid-test (:class:`mqusers.wiring.lostworkers.LostWorker`): their last seconds are unknown.
     lost_workers: list[dict[str, Any]] = field(default_factory=list)
-    #: A backlog run's phases (:meth:`mqusers.measure.backlog.BacklogFigures.document`), else None.
+    #: A backlog run's phases (:meth:`mqusers.measure.backlogfigures.BacklogFigures.document`), else None.
     backlog: dict[str, Any] | None = None
     #: Epoch s the measured window starts at: the end of ``--mq-warmup``, else the test start (0: ``started``).
     measured_from: float = 0.0
@@ -251,7 +251,7 @@ class RunReport:
     pattern_destinations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Opened per second, refused, closed; open files and the broker's connections back to their start.
     connections: Connections | None = None
-    #: Committed, aborted, transactions/s (:func:`~mqusers.measure.transactions.transaction_figures`); None: none.
+    #: Committed, aborted, transactions/s (:func:`~mqusers.measure.transactionfigures.transaction_figures`); None: none.
     transactions: Transactions | None = None
     #: :meth:`~mqusers.measure.hdrintervals.Intervals.document`: per-interval histograms per event name.
     intervals: dict[str, Any] = field(default_factory=dict)
@@ -266,7 +266,8 @@ def build_report(
     spread: Mapping[str, DestinationFigures] | None = None,
     intervals: Intervals | None = None,
 ) -> RunReport:
-    """``spread``: each destination of a pattern's own receive figures (:class:`~mqusers.measure.spread.Spread`)."""
+    """``spread``: each destination of a pattern's own receive figures
+    (:class:`~mqusers.measure.perdestination.Spread`)."""
     blocked = blocked_by_destination(facts.generator["processes"])
     rows = rows_of(book, verdict, {destination: b["until_s"] for destination, b in blocked.items()})
     errors = sum(t.failures for t in book.tallies.values())

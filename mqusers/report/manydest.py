@@ -5,7 +5,7 @@ report shows a pattern as one row (the sum of its destinations' figures, beside 
 its label) and one section (:func:`pattern_section`): how many destinations were sent to and read,
 the :data:`WORST` destinations (most lost, then most unreceived, then highest p99), and the
 distribution (min, p50, p90, max) of the destinations' own p99 and receive rate (over the pattern's span)
-(:mod:`mqusers.measure.spread`), instead of a row per destination.
+(:mod:`mqusers.measure.perdestination`), instead of a row per destination.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mqusers.audit.audit import FIGURES, SUB_FIGURES
-from mqusers.measure.spread import DestinationFigures
+from mqusers.measure.perdestination import DestinationFigures
 from mqusers.measure.totals import rate
 from mqusers.options.destpattern import Pattern, label_of, patterns_in
 from mqusers.report.figures import figure

@@ -1,6 +1,6 @@
 """A run's transactions in words: its sentence (transactions/s, committed, aborted) and the violation's line.
 
-Reads the report's :class:`~mqusers.measure.transactions.Transactions` and its rows' audit figures;
+Reads the report's :class:`~mqusers.measure.transactionfigures.Transactions` and its rows' audit figures;
 the same line is a note under the tables and a failed gate (a delivered aborted message always fails).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mqusers.measure.transactions import Transactions
+from mqusers.measure.transactionfigures import Transactions
 
 
 def aborted_delivered(audits: Mapping[str, Mapping[str, int]]) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 import gevent
 from gevent.event import Event
 
-from mqusers.measure.backlog import BacklogFigures
+from mqusers.measure.backlogfigures import BacklogFigures
 from mqusers.stomp.ackpace import AckPace
 
 #: How often the build's count is read: the backlog may overshoot N by what unpaced producers send meanwhile.

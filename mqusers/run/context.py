@@ -30,9 +30,9 @@ from mqusers.coordination.messages import Coordinator
 from mqusers.measure.book import Book
 from mqusers.measure.hdrintervals import Intervals
 from mqusers.measure.outages import Outages, describe, window_start
+from mqusers.measure.perdestination import Spread
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
-from mqusers.measure.spread import Spread
 from mqusers.options.settings import Settings, class_brokers, read_settings
 from mqusers.run.backlog import Phases
 from mqusers.run.ending import Drain

@@ -8,7 +8,7 @@ here imports influxdb-client or prometheus-client until an output starts, nor th
 of it at start-up.
 
 Modules: ``influx.py``, ``listener.py``, ``lines.py``, ``points.py``, ``windows.py``, ``writer.py``,
-``prometheus.py``, ``settings.py``, ``schema.py`` (names every metric, InfluxDB's and Prometheus').
+``prometheus.py``, ``sinkoptions.py``, ``schema.py`` (names every metric, InfluxDB's and Prometheus').
 
 What they do: live points to InfluxDB through a bounded writer and/or to a Prometheus ``/metrics`` endpoint
 (``listener.py`` says when and hands every point to both outputs, ``lines.py`` what each interval's points
@@ -23,7 +23,7 @@ from typing import Any
 
 from mqusers.sinks import influx
 from mqusers.sinks.influx import attach, register
-from mqusers.sinks.settings import (
+from mqusers.sinks.sinkoptions import (
     InfluxSettings,
     PrometheusSettings,
     add_influx_arguments,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mqusers.options.optionspec import text_of
 from mqusers.options.parsing import OptionError
 from mqusers.run.context import context
-from mqusers.sinks.settings import (
+from mqusers.sinks.sinkoptions import (
     PROMETHEUS_PORT,
     InfluxSettings,
     add_influx_arguments,

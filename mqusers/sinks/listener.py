@@ -34,7 +34,7 @@ from mqusers.run.looplag import PROBE
 from mqusers.sinks import points, schema
 from mqusers.sinks.lines import AuditSource, IntervalLines, ShippedInterval
 from mqusers.sinks.prometheus import Endpoint
-from mqusers.sinks.settings import InfluxSettings, http_sender
+from mqusers.sinks.sinkoptions import InfluxSettings, http_sender
 from mqusers.sinks.writer import LineWriter
 
 logger = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from gevent.pywsgi import WSGIServer
 
 from mqusers.options.parsing import OptionError
 from mqusers.sinks import schema
-from mqusers.sinks.settings import PrometheusSettings
+from mqusers.sinks.sinkoptions import PrometheusSettings
 
 #: measurement name -> its families.
 _BY_MEASUREMENT: dict[str, list[schema.Family]] = {}

@@ -11,7 +11,7 @@ Successful ``send``, ``receipt``, ``request`` and ``receive`` go to the process'
 ``--mq-request-events per-message``); everything else fires one event as it happens.
 
 The operations live here; connecting, closing and matching answers to waiters live in
-:mod:`mqusers.stomp.session`, and the socket behind ``transport=`` (:mod:`mqusers.stomp.connection`).
+:mod:`mqusers.stomp.session`, and the socket behind ``transport=`` (:mod:`mqusers.stomp.seam`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from gevent.event import AsyncResult
 
 from mqusers.measure.names import RECEIPT, REQUEST, SEND, SUBSCRIBE, UNSUBSCRIBE, event_name
 from mqusers.measure.recorder import Record
-from mqusers.stomp.connection import ClientConfig
+from mqusers.stomp.seam import ClientConfig
 from mqusers.stomp.session import BrokerError, ConnectionLost, MessageHandler, MqError, Session
 from mqusers.stomp.wire import SendFrames, receipt_line, receipted_frame, request_lines, transaction_frame
 

@@ -4,7 +4,7 @@ The per-message path: pre-encoded frames (:mod:`mqusers.stomp.wire`) go straight
 what arrives is cut by :class:`mqusers.stomp.framing.FrameParser` and offered to the listener's
 ``on_frame`` first. Of the frames it leaves, CONNECTED starts the negotiated heart-beats and tells
 the listener; an ERROR before CONNECTED (the broker refusing the connection, which the listener
-has already seen) closes the socket. :class:`Link` is a :class:`mqusers.stomp.connection.Connection`.
+has already seen) closes the socket. :class:`Link` is a :class:`mqusers.stomp.seam.Connection`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Protocol
 
 import gevent
 
-from mqusers.stomp.connection import Listener
 from mqusers.stomp.framing import FrameParser, ProtocolError
 from mqusers.stomp.heartbeats import BEAT, HeartBeats, negotiate
+from mqusers.stomp.seam import Listener
 from mqusers.stomp.tcpinfo import unanswered
 from mqusers.stomp.wire import Headers
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from mqusers.audit.ledgers import EXPIRY_GRACE_NS, Subscription
 from mqusers.coordination.messages import Follower
-from mqusers.measure.backlog import BacklogFigures
+from mqusers.measure.backlogfigures import BacklogFigures
 from mqusers.measure.names import (
     ACK,
     RECEIVE,
@@ -23,8 +23,8 @@ from mqusers.measure.names import (
     REQUEST_TYPE,
     event_name,
 )
+from mqusers.measure.perdestination import Spot
 from mqusers.measure.priority import PriorityTally
-from mqusers.measure.spread import Spot
 from mqusers.stomp.ackpace import AckPace
 from mqusers.stomp.acktransactions import AckTransactions
 from mqusers.stomp.client import MqError, StompClient

@@ -1,6 +1,6 @@
 """One STOMP session's lifecycle: connecting, routing what the broker sends, dropping and closing.
 
-:class:`Session` opens a :class:`mqusers.stomp.connection.Connection` through its transport, routes what
+:class:`Session` opens a :class:`mqusers.stomp.seam.Connection` through its transport, routes what
 the broker sends (MESSAGE to its subscription's handler, RECEIPT and replies to their waiters, ERROR
 to the operation it refuses) and fires the ``connect`` and ``error`` events. What to send is
 :class:`mqusers.stomp.client.StompClient`'s business.
@@ -19,9 +19,9 @@ from gevent.event import AsyncResult, Event
 from mqusers.measure.names import CONNECT, DISCONNECT, ERROR, REQUEST_TYPE, SUBSCRIBE, UNSUBSCRIBED, event_name
 from mqusers.measure.recorder import Record, Recorder
 from mqusers.stomp.answers import Answers
-from mqusers.stomp.connection import ClientConfig, Connection, Listener, Transport, Unreachable
 from mqusers.stomp.dialects import ACTIVEMQ, Dialect, dialect_for
 from mqusers.stomp.errors import BrokerError, ConnectionLost, MqError, error_text
+from mqusers.stomp.seam import ClientConfig, Connection, Listener, Transport, Unreachable
 from mqusers.stomp.transport import StompTransport, os_reason
 from mqusers.stomp.wire import Headers, disconnect_frame
 

@@ -1,6 +1,6 @@
 """mqusers' own STOMP transport: a socket per failover host in order, TLS, CONNECT, then a :class:`Link`.
 
-:class:`StompTransport` is the client's default :class:`mqusers.stomp.connection.Transport`. It
+:class:`StompTransport` is the client's default :class:`mqusers.stomp.seam.Transport`. It
 dials the broker address's hosts in the order given, each bounded by the client's timeout, and
 keeps each host's error: when none answers, :class:`Unreachable` says why for every one of them.
 Under gevent (Locust is imported first) every socket call yields instead of blocking. stomp.py is
@@ -16,8 +16,8 @@ import ssl
 from collections.abc import Mapping
 
 from mqusers.stomp import tls
-from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.link import Link, Stream
+from mqusers.stomp.seam import ClientConfig, Listener, Unreachable
 from mqusers.stomp.wire import connect_frame
 
 #: How a connect that found no free file descriptor is worded (the report counts these).

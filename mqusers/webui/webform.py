@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
+from mqusers.brokers.brokeroptions import OPTIONS as BROKER_OPTIONS
 from mqusers.options.optionspec import Option
 from mqusers.options.table import OPTIONS
 

@@ -20,11 +20,11 @@ import gevent
 
 from mqusers.brokers.activemq import ActiveMQStatistics
 from mqusers.brokers.artemis import ArtemisJolokia, ArtemisJvm, console_urls
+from mqusers.brokers.brokeroptions import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.brokers.jvm import JvmProbe
 from mqusers.brokers.model import MetricsError, Source
 from mqusers.brokers.rabbitmq import RabbitManagement, management_urls
 from mqusers.brokers.sampler import BrokerSampler, JvmSource
-from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.measure.names import RECEIVE, SEND, destination_operation
 from mqusers.options.parsing import OptionError
 from mqusers.report.brokerreport import broker_document

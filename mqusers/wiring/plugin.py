@@ -27,7 +27,7 @@ import gevent
 
 from mqusers.audit.audit import Audit
 from mqusers.audit.ledgers import ReceiveLedger, SentLedger
-from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
+from mqusers.brokers.brokeroptions import OPTIONS as BROKER_OPTIONS
 from mqusers.measure.names import destination_operation
 from mqusers.options.optionspec import register
 from mqusers.options.parsing import OptionError
@@ -41,7 +41,7 @@ from mqusers.run.locust_stats import install_bucketing
 from mqusers.run.usererrors import StartFailures
 from mqusers.run.warmup import start_warmup
 from mqusers.sinks import influx, schema
-from mqusers.sinks.settings import add_influx_arguments
+from mqusers.sinks.sinkoptions import add_influx_arguments
 from mqusers.stomp.client import MqError
 from mqusers.webui import pages as webui
 from mqusers.wiring import (

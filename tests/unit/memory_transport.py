@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from gevent.event import Event
 from gevent.queue import Queue
 
-from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.framing import FrameParser, parse_headers
+from mqusers.stomp.seam import ClientConfig, Listener, Unreachable
 from mqusers.stomp.wire import Headers
 
 CONNECTED = b"CONNECTED\nversion:1.2\nserver:ActiveMQ/6.1.4\n\n\x00"

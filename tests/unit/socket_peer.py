@@ -15,7 +15,7 @@ import gevent
 from gevent.event import AsyncResult
 
 from mqusers.options.parsing import parse_broker_url
-from mqusers.stomp.connection import ClientConfig
+from mqusers.stomp.seam import ClientConfig
 
 
 def certificate(folder: Path, name: str = "127.0.0.1") -> tuple[Path, Path]:

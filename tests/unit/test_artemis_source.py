@@ -15,8 +15,8 @@ import requests
 
 from mqusers.brokers import artemisjson
 from mqusers.brokers.artemis import ArtemisJolokia, ArtemisJvm, console_urls, jolokia_url
+from mqusers.brokers.brokeroptions import BrokerMetricsSettings
 from mqusers.brokers.model import MetricsError
-from mqusers.brokers.settings import BrokerMetricsSettings
 from mqusers.options.parsing import parse_broker_url
 from mqusers.options.settings import Settings
 from mqusers.wiring import brokerwatch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from mqusers.measure.backlog import BacklogFigures
+from mqusers.measure.backlogfigures import BacklogFigures
 from mqusers.report.backlogreport import backlog_sentence, phase_table
 from mqusers.run.backlog import BY_COUNT, BY_TIME, Phases, watch
 from mqusers.run.blocked import BlockedSends

@@ -14,7 +14,7 @@ from mqusers.brokers.model import BrokerSample
 from mqusers.sinks import schema
 from mqusers.sinks.listener import InfluxSink
 from mqusers.sinks.points import broker_points
-from mqusers.sinks.settings import InfluxSettings
+from mqusers.sinks.sinkoptions import InfluxSettings
 from tests import broker_samples
 from tests.unit.fake_influx import Ctx, Store, environment
 

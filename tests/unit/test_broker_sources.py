@@ -20,7 +20,7 @@ from mqusers.brokers.jvm import JvmProbe
 from mqusers.brokers.model import MetricsError
 from mqusers.brokers.rabbitmq import RabbitManagement
 from mqusers.options.parsing import parse_broker_url
-from mqusers.stomp.connection import ClientConfig, Listener
+from mqusers.stomp.seam import ClientConfig, Listener
 from mqusers.stomp.wire import Headers
 from tests.unit.memory_transport import MemoryConnection, MemoryTransport
 

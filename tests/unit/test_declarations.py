@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 import mqusers  # noqa: F401  (its init_command_line_parser listener registers the options)
-from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
-from mqusers.brokers.settings import BrokerMetricsSettings, read_broker_metrics_settings
+from mqusers.brokers.brokeroptions import OPTIONS as BROKER_OPTIONS
+from mqusers.brokers.brokeroptions import BrokerMetricsSettings, read_broker_metrics_settings
 from mqusers.options.optionspec import Option, alias_help, env_var
 from mqusers.options.settings import Settings, read_settings
 from mqusers.options.table import OPTIONS as MQ_OPTIONS
-from mqusers.sinks.settings import OPTIONS as INFLUX_OPTIONS
-from mqusers.sinks.settings import (
+from mqusers.sinks.sinkoptions import OPTIONS as INFLUX_OPTIONS
+from mqusers.sinks.sinkoptions import (
     PROMETHEUS_OPTIONS,
     InfluxSettings,
     PrometheusSettings,

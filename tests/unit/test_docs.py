@@ -23,10 +23,10 @@ import yaml
 
 import services
 from mqusers import read_settings  # importing mqusers registers the --mq-* and --influx-* arguments
-from mqusers.brokers import settings as broker_settings
+from mqusers.brokers import brokeroptions as broker_settings
 from mqusers.commands import cli
 from mqusers.options import table
-from mqusers.sinks import settings as influx_settings
+from mqusers.sinks import sinkoptions as influx_settings
 from tests.doccommands import PAGES, ROOT, RUN_HERE, shown_commands, where_run, why_not_run
 from tests.kustomize import KUBERNETES, OVERLAYS, Document, load_documents, render
 from tools import optionsdoc

@@ -4,7 +4,7 @@ import json
 from typing import Any
 
 from mqusers.audit.audit import Audit
-from mqusers.audit.groups import judge
+from mqusers.audit.groupaudit import judge
 from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 from mqusers.options.groups import group_of
 

@@ -33,7 +33,7 @@ def test_websockets_are_loaded_for_a_ws_broker_only_and_before_its_first_connect
     # run loads them when its client config is made, so no timed connect pays the import.
     code = (
         "import sys, locust, mqusers.wiring\nfrom mqusers.options.parsing import parse_broker_url\n"
-        "from mqusers.stomp.connection import ClientConfig\nplain = 'wsproto' in sys.modules\n"
+        "from mqusers.stomp.seam import ClientConfig\nplain = 'wsproto' in sys.modules\n"
         "ClientConfig(parse_broker_url('stomp://127.0.0.1:61613'))\nafter_plain = 'wsproto' in sys.modules\n"
         "ClientConfig(parse_broker_url('ws://127.0.0.1:61614/stomp'))\n"
         "print(plain, after_plain, 'wsproto' in sys.modules)"

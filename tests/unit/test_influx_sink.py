@@ -22,7 +22,7 @@ from mqusers.options.parsing import OptionError
 from mqusers.sinks import schema
 from mqusers.sinks.lines import ShippedInterval
 from mqusers.sinks.listener import InfluxSink
-from mqusers.sinks.settings import InfluxSettings, add_influx_arguments, read_influx_settings
+from mqusers.sinks.sinkoptions import InfluxSettings, add_influx_arguments, read_influx_settings
 from mqusers.sinks.windows import IntervalBook, IntervalMerger, RunTotals, drain, figures, tallies_of
 from mqusers.sinks.writer import LineWriter, StoreRejected
 from tests import broker_samples

@@ -11,7 +11,7 @@ from mqusers import StompConsumerUser, StompProducerUser
 from mqusers.audit.audit import Audit
 from mqusers.audit.ledgers import ReceiveLedger, SentLedger
 from mqusers.measure.book import Book
-from mqusers.measure.spread import Spread
+from mqusers.measure.perdestination import Spread
 from mqusers.options.destpattern import PatternError, label_of, parse_pattern, patterns_in, share
 from mqusers.options.settings import Settings
 from mqusers.report.build import Row, RunReport, rows_of

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqusers.options.parsing import OptionError, mask_userinfo, parse_broker_url
-from mqusers.sinks.settings import read_influx_settings
+from mqusers.sinks.sinkoptions import read_influx_settings
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from mqusers.options.parsing import (
     parse_size,
 )
 from mqusers.options.settings import Settings, class_brokers, read_settings
-from mqusers.sinks.settings import read_influx_settings
+from mqusers.sinks.sinkoptions import read_influx_settings
 from mqusers.stomp.wire import make_body
 
 
@@ -345,11 +345,11 @@ def test_mq_host_is_read_and_masked_like_host() -> None:
 def test_mqusers_options_lists_every_option_with_its_env_var_and_never_a_secret_value(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mqusers.brokers.settings import OPTIONS as BROKER_OPTIONS
+    from mqusers.brokers.brokeroptions import OPTIONS as BROKER_OPTIONS
     from mqusers.commands.cli import main, options_help
     from mqusers.options.optionspec import env_var
     from mqusers.options.table import OPTIONS
-    from mqusers.sinks.settings import OPTIONS as INFLUX_OPTIONS
+    from mqusers.sinks.sinkoptions import OPTIONS as INFLUX_OPTIONS
 
     monkeypatch.setenv("LOCUST_MQ_PASSCODE", "s3cret-passcode")
     text = " ".join(options_help().split())  # argparse wraps long names and env vars across lines

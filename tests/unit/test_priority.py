@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mqusers.measure.backlog import BacklogFigures
+from mqusers.measure.backlogfigures import BacklogFigures
 from mqusers.measure.priority import DeliveryOrder, PriorityFigures, inversions
 from mqusers.options.parsing import OptionError
 from mqusers.options.priorities import level_of, parse_priorities, value_of

@@ -21,7 +21,7 @@ from mqusers.sinks import schema
 from mqusers.sinks.influx import attach
 from mqusers.sinks.listener import InfluxSink
 from mqusers.sinks.prometheus import Endpoint
-from mqusers.sinks.settings import InfluxSettings, PrometheusSettings, add_influx_arguments, read_prometheus_settings
+from mqusers.sinks.sinkoptions import InfluxSettings, PrometheusSettings, add_influx_arguments, read_prometheus_settings
 from tests import broker_samples
 from tests.unit.fake_influx import Ctx, Store, environment, parse
 

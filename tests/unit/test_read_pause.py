@@ -13,9 +13,9 @@ import pytest
 from gevent.event import Event
 
 from mqusers.stomp import link
-from mqusers.stomp.connection import Listener
 from mqusers.stomp.link import Link
 from mqusers.stomp.receiver import RECEIVE_BEHIND_US, Receiver
+from mqusers.stomp.seam import Listener
 from mqusers.stomp.session import BEHIND_PAUSE_S
 from mqusers.stomp.wire import Headers
 from tests.unit.fake_client import connected, deliver, environment, message

@@ -13,7 +13,7 @@ import pytest
 import mqusers  # noqa: F401  (registers the --mq-* arguments)
 from mqusers.options.parsing import OptionError
 from mqusers.options.settings import read_settings
-from mqusers.sinks.settings import read_influx_settings
+from mqusers.sinks.sinkoptions import read_influx_settings
 from mqusers.wiring import brokerwatch
 
 SECRET = "hunter2-swordfish"

@@ -10,7 +10,7 @@ import gevent
 import pytest
 
 from mqusers.measure.book import Book, Tally
-from mqusers.measure.transactions import transaction_figures
+from mqusers.measure.transactionfigures import transaction_figures
 from mqusers.options.parsing import OptionError, parse_broker_url
 from mqusers.options.settings import Settings, read_settings
 from mqusers.report.brokerreport import cross_check

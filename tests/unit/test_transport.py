@@ -23,10 +23,10 @@ from mqusers.options.settings import read_settings
 from mqusers.run.context import client_config
 from mqusers.stomp import heartbeats, tls
 from mqusers.stomp.client import MqError, StompClient
-from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.framing import parse_headers
 from mqusers.stomp.heartbeats import GRACE, HeartBeats, negotiate
 from mqusers.stomp.link import Link
+from mqusers.stomp.seam import ClientConfig, Listener, Unreachable
 from mqusers.stomp.tcpinfo import unanswered
 from mqusers.stomp.transport import StompTransport
 from mqusers.stomp.wire import Headers, connect_frame

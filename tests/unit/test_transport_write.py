@@ -7,7 +7,7 @@ import pytest
 from gevent.event import Event
 
 from mqusers.options.parsing import parse_broker_url
-from mqusers.stomp.connection import ClientConfig, Listener
+from mqusers.stomp.seam import ClientConfig, Listener
 from mqusers.stomp.transport import StompTransport
 
 

@@ -17,9 +17,9 @@ from wsproto.connection import Connection
 
 from mqusers.options.parsing import BrokerAddress, OptionError, parse_broker_url
 from mqusers.stomp.client import StompClient
-from mqusers.stomp.connection import ClientConfig, Listener, Unreachable
 from mqusers.stomp.heartbeats import GRACE
 from mqusers.stomp.link import Link
+from mqusers.stomp.seam import ClientConfig, Listener, Unreachable
 from mqusers.stomp.transport import StompTransport
 from mqusers.stomp.websocket import WebSocketStream, split_frames
 from mqusers.stomp.wire import Headers, SendFrames, ack_frame

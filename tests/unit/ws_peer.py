@@ -25,7 +25,7 @@ from wsproto.events import (
 )
 
 from mqusers.options.parsing import parse_broker_url
-from mqusers.stomp.connection import ClientConfig
+from mqusers.stomp.seam import ClientConfig
 from tests.unit.socket_peer import Peer
 
 
