@@ -16,6 +16,10 @@ from mqusers.audit.intervals import Encoded, IntervalBag, IntervalSet, unpack
 
 #: Pending intervals of one bag past which it is folded: bounds the master's memory per producer.
 FOLD_AT = 1 << 16
+#: Pending bags of few intervals (under FEW a bag on average) past which they are folded: a long run's in-order
+#: shares (one interval a second each) would otherwise wait hours for FOLD_AT, each an encoded list held. The
+#: master's fragmented shares (a run in every G) keep folding at FOLD_AT: folding them each round costs more.
+FOLD_BAGS, FEW = 256, 2
 #: Pending bags whose intervals times their count is below this are added one bag at a time, in Python: a load
 #: process (a local run's drain) never stalls its receives importing numpy (~70 ms) for a few in-order intervals.
 NUMPY_FROM = 20_000
@@ -49,7 +53,8 @@ class PendingBags:
         self._pending.append(layers)
         for layer in layers:
             self._size += len(layer) >> 4 if isinstance(layer, bytes) else len(layer)
-        if self._size > FOLD_AT:
+        held = len(self._pending)
+        if self._size > FOLD_AT or (held >= FOLD_BAGS and self._size < FEW * held):
             self.bag()
 
     def bag(self) -> IntervalBag:

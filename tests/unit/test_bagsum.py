@@ -58,6 +58,16 @@ def test_pending_bags_fold_when_they_grow_past_the_bound(monkeypatch: pytest.Mon
     assert pending.bag().encode() == [[[0, 399]]]
 
 
+def test_pending_bags_of_few_intervals_fold_at_a_bounded_count() -> None:
+    """A one-process run's in-order receipts: a share of one interval a second, folded every FOLD_BAGS, never
+    held for the hours FOLD_AT alone would take (the soak's live memory grew by each second's list)."""
+    pending = PendingBags()
+    for second in range(3 * bagsum.FOLD_BAGS):
+        pending.add([[[second * 1000 + 1, second * 1000 + 1000]]])
+        assert len(pending._pending) < bagsum.FOLD_BAGS
+    assert pending.bag().encode() == [[[1, 3 * bagsum.FOLD_BAGS * 1000]]]
+
+
 def test_a_packed_set_survives_msgpack_and_decodes_as_the_list_form() -> None:
     fragmented = IntervalSet([(s, s + 1) for s in range(0, 10 * PACK_FROM, 5)])
     small = IntervalSet([(1, 4), (9, 9)])
