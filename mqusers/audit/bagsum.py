@@ -54,8 +54,12 @@ class PendingBags:
         for layer in layers:
             self._size += len(layer) >> 4 if isinstance(layer, bytes) else len(layer)
         held = len(self._pending)
-        if self._size > FOLD_AT or (held >= FOLD_BAGS and self._size < FEW * held):
+        if self._size > FOLD_AT:
             self.bag()
+        elif held >= FOLD_BAGS and self._size < FEW * held:
+            # In-order shares: added one at a time their sum stays a few intervals, and no numpy is imported
+            # into a load process mid-run.
+            self._bag, self._pending, self._size = one_by_one(self._bag, self._pending), [], 0
 
     def bag(self) -> IntervalBag:
         """The sum of everything added (folded now)."""
@@ -64,15 +68,20 @@ class PendingBags:
         return self._bag
 
 
+def one_by_one(bag: IntervalBag, pending: Sequence[EncodedLayers]) -> IntervalBag:
+    """``bag`` plus every bag in ``pending``, added one at a time (a new bag)."""
+    out = IntervalBag()
+    out.layers = [layer.copy() for layer in bag.layers]
+    for layers in pending:
+        out.merge(IntervalBag.decode(layers))
+    return out
+
+
 def fold(bag: IntervalBag, pending: Sequence[EncodedLayers]) -> IntervalBag:
     """``bag`` plus every bag in ``pending`` (multiset sum), as one new bag."""
     size = sum(len(layer) >> 4 if isinstance(layer, bytes) else len(layer) for layers in pending for layer in layers)
     if size * len(pending) < NUMPY_FROM:  # what adding them one at a time costs, about
-        out = IntervalBag()
-        out.layers = [layer.copy() for layer in bag.layers]
-        for layers in pending:
-            out.merge(IntervalBag.decode(layers))
-        return out
+        return one_by_one(bag, pending)
     import numpy as np
 
     packed: list[bytes] = []
