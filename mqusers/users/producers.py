@@ -197,8 +197,8 @@ class StompProducerUser(StompUser):
         if not self.ensure_connected():
             gevent.sleep(min(self.backoff_remaining(), 1.0))
             return
-        if not self.mq.producing:
-            return  # the run ended while this producer connected: a send now would follow the drain's count
+        if self.done():
+            return  # the run (or this producer's share) ended while it connected: a send now would follow the stop
         count = self.burst_size()
         if self.shared:
             count = self._take_slots(count)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import msgpack
 import pytest
 from hypothesis import given, settings
@@ -69,13 +66,7 @@ def test_pending_bags_of_few_intervals_fold_at_a_bounded_count() -> None:
         pending.add([[[second * 1000 + 1, second * 1000 + 1000]]])
         assert len(pending._pending) < bagsum.FOLD_BAGS
     assert pending.bag().encode() == [[[1, 3 * bagsum.FOLD_BAGS * 1000]]]
-    # Folded in Python: a load process does not import numpy (~70 ms, ~10 MB) mid-run for these.
-    code = (
-        "import sys; from mqusers.audit.bagsum import PendingBags, FOLD_BAGS; p = PendingBags()\n"
-        "for s in range(3 * FOLD_BAGS): p.add([[[s * 10 + 1, s * 10 + 10]]])\n"
-        "print('numpy' in sys.modules)"
-    )
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+    # Folded in Python, without numpy: tests/unit/test_import_cost.py.
 
 
 def test_a_packed_set_survives_msgpack_and_decodes_as_the_list_form() -> None:

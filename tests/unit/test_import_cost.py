@@ -28,6 +28,17 @@ def test_a_local_runs_audit_folds_its_queue_without_numpy() -> None:
     assert printed(code).strip() == "False"
 
 
+def test_a_one_process_runs_in_order_shares_fold_without_numpy() -> None:
+    # PendingBags folds a one-process run's in-order shares every FOLD_BAGS: numpy (~70 ms, ~10 MB) mid-run for
+    # these would be paid by the receive times of the messages arriving meanwhile.
+    code = (
+        "import sys; from mqusers.audit.bagsum import PendingBags, FOLD_BAGS; p = PendingBags()\n"
+        "for s in range(3 * FOLD_BAGS): p.add([[[s * 10 + 1, s * 10 + 10]]])\n"
+        "print('numpy' in sys.modules)"
+    )
+    assert printed(code).strip() == "False"
+
+
 def test_websockets_are_loaded_for_a_ws_broker_only_and_before_its_first_connect() -> None:
     # wsproto and h11 are ~20 ms of a process's start-up (issue 37: a 1-message run at most 0.5 CPU-s); a ws://
     # run loads them when its client config is made, so no timed connect pays the import.
