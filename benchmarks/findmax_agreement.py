@@ -1,6 +1,6 @@
 """Does find-max agree with plain runs? Its answer against the highest rate a plain run of the same locustfile keeps up.
 
-    python -m benchmarks.findmax_agreement --host stomp://127.0.0.1:61613 [--rounds 1] [--tolerance 10]
+    python -m benchmarks.findmax_agreement --host stomp://127.0.0.1:61613 [--rounds 1] [--tolerance 10] [--slo S]
 
 Each round runs ``mqusers find-max`` (defaults: 5 s warm-up, 10 s window, ``--slo p99<=10x``) on
 ``locustfiles/put_get.py`` (``-u 4 --consumers 2``, 1 KB), takes its answer A (the highest rate also
@@ -9,11 +9,12 @@ within its latency bound, and that bound in ms), then plain ``locust`` runs of t
 nothing of find-max's: a plain run *keeps up* when nothing is lost or unreceived, it received at
 least 99 % of the offered rate, and its receive-due p99 is within the search's bound. As the search
 judges its steps, a rate whose run fails on latency alone is run once more and fails only when the
-failure recurs (one run's due p99 on two shared cores swings by 10x). A plain run at
-A must keep up (else find-max overstated); one at ``(1 + tolerance) x A`` must not (else it
-understated by more than the tolerance): then A is within the tolerance of the highest rate plain
-runs keep up with. A failed check runs the ladder on (x1.2, x1.4 ... or x0.9, x0.8 ...) to say by how
-much. Exit status: 0 every round agreed, 1 a round did not, 2 no measurement.
+failure recurs (one run's due p99 on two shared cores swings by 10x). A is *within the tolerance*
+(10 %) of L, the highest rate a plain run keeps up with, when ``0.9 L < A <= 1.1 L``: a plain run must
+keep up at A, or else at ``A / 1.1`` (else find-max overstated by more than the tolerance), and must not
+at ``A / 0.9`` (else it understated by more than the tolerance). A failed check runs the ladder on
+(+10 % or -10 % of A a step) to say by how much. Exit status: 0 every round agreed, 1 a round did not,
+2 no measurement.
 """
 
 from __future__ import annotations
@@ -106,22 +107,22 @@ def judged(run: Callable[[float], Plain], rate: float, bound_ms: float) -> Plain
     return again
 
 
-def round_once(host: str, tolerance: float, workdir: Path, extra: list[str]) -> bool:
-    answer, bound_ms, document = find_max(host, workdir, extra)
-    print(f"find-max: {answer:,.0f} msg/s within {document['latency_bound']['text']} ({document['ended']})")
-    index = iter(range(1, 100))
-
-    def run(rate: float) -> Plain:
-        return plain(host, rate, workdir, next(index))
-
+def agreement(run: Callable[[float], Plain], answer: float, bound_ms: float, tolerance: float) -> tuple[bool, str]:
+    """Whether ``answer`` lies within ``tolerance`` of the highest rate plain runs (``run(rate)``) keep up with,
+    and the verdict's line: the answer itself first, ``answer / (1 + tolerance)`` only when a run at the answer
+    fails, then ``answer / (1 - tolerance)``; on a disagreement, the ladder on to say by how much."""
     at = judged(run, answer, bound_ms)
-    above = judged(run, (1 + tolerance) * answer, bound_ms)
-    if at.keeps_up(bound_ms) and not above.keeps_up(bound_ms):
-        print(f"AGREE: plain runs keep up at {answer:,.0f} and not at {above.rate:,.0f} msg/s (+{tolerance:.0%})")
-        return True
+    below = at if at.keeps_up(bound_ms) else judged(run, answer / (1 + tolerance), bound_ms)
+    if not below.keeps_up(bound_ms):
+        step, last = -0.1, below
+    else:
+        above = judged(run, answer / (1 - tolerance), bound_ms)
+        if not above.keeps_up(bound_ms):
+            kept = f"{answer:,.0f}" if below is at else f"{below.rate:,.0f} (not at {answer:,.0f})"
+            return True, f"AGREE: plain runs keep up at {kept} and not at {above.rate:,.0f} msg/s"
+        step, last = 0.1, above
     # By how much: walk on in steps of 10 % of the answer, up to four more runs.
-    step = 0.1 if above.keeps_up(bound_ms) else -0.1
-    factor, last = 1 + tolerance, above if step > 0 else at
+    factor = last.rate / answer
     for _ in range(4):
         factor += step
         if factor <= 0.3:
@@ -130,8 +131,20 @@ def round_once(host: str, tolerance: float, workdir: Path, extra: list[str]) -> 
         if last.keeps_up(bound_ms) != (step > 0):
             break
     said = "understated" if step > 0 else "overstated"
-    print(f"DISAGREE: find-max {said} what plain runs keep up with (last plain run at {last.rate:,.0f} msg/s)")
-    return False
+    return False, f"DISAGREE: find-max {said} what plain runs keep up with (last plain run at {last.rate:,.0f} msg/s)"
+
+
+def round_once(host: str, tolerance: float, workdir: Path, extra: list[str]) -> bool:
+    answer, bound_ms, document = find_max(host, workdir, extra)
+    print(f"find-max: {answer:,.0f} msg/s within {document['latency_bound']['text']} ({document['ended']})")
+    index = iter(range(1, 100))
+
+    def run(rate: float) -> Plain:
+        return plain(host, rate, workdir, next(index))
+
+    agreed, verdict = agreement(run, answer, bound_ms, tolerance)
+    print(verdict, flush=True)
+    return agreed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="searches, each checked by plain runs (default 1)")
     parser.add_argument("--tolerance", type=float, default=10.0, help="percent (default 10)")
     parser.add_argument("--quick", action="store_true", help="find-max with 1 s warm-up, 3 s windows, 6 steps: a check")
+    parser.add_argument("--slo", default="", help="find-max's --slo (default: find-max's own default)")
     options = parser.parse_args(argv)
     try:
         check_broker(options.host)
@@ -148,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {number} of {options.rounds}", flush=True)
             with tempfile.TemporaryDirectory(prefix="bench-agree.") as folder:
                 extra = ["--warmup", "1", "--window", "3", "--steps", "6"] if options.quick else []
+                extra += ["--slo", options.slo] if options.slo else []
                 agreed.append(round_once(options.host, options.tolerance / 100.0, Path(folder), extra))
     except (BenchError, subprocess.TimeoutExpired) as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
