@@ -16,8 +16,9 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 
 Encoded = list[list[int]]
-#: Sets of more intervals than this are packed as bytes (:meth:`IntervalSet.pack`).
-PACK_FROM = 16
+#: Sets of more intervals than this are packed as bytes (:meth:`IntervalSet.pack`): 16 bytes an interval where
+#: the list form, decoded on the master, holds a list and two ints (~120 bytes) each until the shares are folded.
+PACK_FROM = 2
 
 
 class IntervalSet:
