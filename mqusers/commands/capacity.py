@@ -182,7 +182,8 @@ def find_max(argv: Sequence[str]) -> int:
     parser.add_argument("--budget", type=float, default=1800.0, help="stop starting steps after this many s")
     parser.add_argument("--slo", default=DEFAULT,
                         help="the latency bound: p50|p99|p99.9|max<=VALUE with us, ms or s (p99<=10ms), or x for"
-                             f" times the first kept-up step's (default {DEFAULT}); 'none' for no bound")  # fmt: skip
+                             " times the light load's, the median of the first kept-up steps"
+                             f" (default {DEFAULT}); 'none' for no bound")  # fmt: skip
     options = parser.parse_args(argv)
     if options.start <= 0 or options.ceiling <= 0 or options.steps < 1 or options.budget <= 0:
         refuse("--start, --max-rate, --steps and --budget must be positive")

@@ -14,16 +14,16 @@ from mqusers.findmax.findstep import Step
 
 #: Probes after a failed step before the broker is called not recovered.
 PROBES = 3
-#: A probe offers this share of the rate the broker fell behind at (never more than the first kept-up step's).
+#: A probe offers this share of the rate the broker fell behind at (never more than the light load's rate).
 FRACTION = 0.2
 #: A probe's warm-up and measured window, s: long enough to see a backlog, short beside a step.
 WARMUP_S, WINDOW_S = 1.0, 2.0
-#: A probe's p99 (send to receive) may be this many times the first kept-up step's, or 1 ms more.
+#: A probe's p99 (send to receive) may be this many times the light load's (the baseline step's), or 1 ms more.
 P99_FACTOR, P99_SLACK_MS = 2.0, 1.0
 
 
 def probe_rate(failed: Step, baseline: Step | None) -> float:
-    """A light load: a fifth of the failed rate, at most the first kept-up step's, at least 1 msg/s."""
+    """A light load: a fifth of the failed rate, at most the light load's, at least 1 msg/s."""
     light = FRACTION * failed.rate
     if baseline is not None:
         light = min(light, baseline.rate)

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from mqusers.findmax.findstep import Step, generator_figures
-from mqusers.findmax.latencybound import LatencyBound
+from mqusers.findmax.latencybound import LIGHT_STEPS, LatencyBound, light_load
 
 #: A failed step's achieved rate says what the broker managed only when clearly below the offer.
 CAPPED_FRACTION = 0.97
@@ -35,6 +35,9 @@ BRACKET = 1.05
 #: Steps kept for the latency bound's search (of ``steps``, when it is at least twice this): halving a 2x
 #: bracket to 5 % takes 4, and a latency failure at the bracket's top is run twice.
 LATENCY_STEPS = 6
+#: A latency failure at the top of the latency bound's bracket is run again once the bracket is this narrow
+#: (two halvings of a doubling): above it, the steps are better spent narrowing.
+CONFIRM_WITHIN = 1.25
 
 
 @dataclass
@@ -55,7 +58,7 @@ class Search:
     #: figures are lower bounds; ``limited`` says where and with which figures.
     limit: str = ""
     limited: str = ""
-    #: The step that first set the relative latency bound (the first to keep up).
+    #: The light load's step, the relative latency bound's baseline: the median of the first kept-up steps.
     baseline: Step | None = None
     #: After each step the broker fell behind on: how the broker's recovery went, in words.
     recoveries: list[str] = field(default_factory=list)
@@ -101,12 +104,14 @@ def search(
     latency_phase = False
     low, high, rate = 0.0, math.inf, min(start, ceiling)
 
+    light: list[Step] = []  # the first kept-up steps, as run: their median is the light load (latencybound)
+
     def judged(step: Step, after: Step | None = None) -> Step:
-        first = found.baseline is None and step.sustained
-        if bound is not None and (first or found.baseline is not None):
-            step = replace(step, **bound.judge(step, found.baseline or step))
-        if first:
-            found.baseline = step
+        if step.sustained and len(light) < LIGHT_STEPS and not latency_phase:
+            light.append(step)
+            found.baseline = light_load(light, bound.figure if bound is not None else "p99")
+        if bound is not None and found.baseline is not None:
+            step = replace(step, **bound.judge(step, found.baseline))
         if after is not None and step.sustainable:  # a rerun of a step over the latency bound, within it now
             step = replace(step, flaky=after.processes == step.processes, rerun_after=after.latency_reason)
         on_step(step)
@@ -161,6 +166,9 @@ def search(
         )
     found.max_rate, found.failed_rate = low or None, high if high < math.inf and not found.limit else None
     cap, latency_phase = steps, True
+    if bound is not None and found.baseline is not None:  # the light load settled: every step against it
+        found.steps = [replace(s, **bound.judge(s, found.baseline)) if s.latency_ok is not None else s
+                       for s in found.steps]  # fmt: skip
     _latency_search(found, run, steps)
     return found
 
@@ -169,9 +177,11 @@ def _latency_search(found: Search, run: Callable[[float, Step | None], Step | No
     """Bisect between the highest sustainable step and the lowest one above it that is not.
 
     The rate that bounds the bracket from above on latency alone (kept up, over the bound) is run once
-    more first: one window's p99 near the knee swings by several times between runs of the same rate
-    (a plain run here held 16 ms where find-max's step at a lower rate read over 50), so a latency
-    failure counts when it recurs, as a schedule-lag failure does (:func:`attempt`)."""
+    more once the bracket is within ``CONFIRM_WITHIN``: one window's p99 near the knee swings by several
+    times between runs of the same rate (a broker's GC pause in the window or not: 218 then 100 ms, or
+    90 then 25 ms, against a bound of 78.5), so a latency failure counts when it recurs, as a
+    schedule-lag failure does (:func:`attempt`). A failure further above is not run again: the steps go
+    to the bracket's top, where a rerun decides the answer."""
     while True:
         slo_low = max((s.rate for s in found.steps if s.sustainable), default=0.0)
         slo_high = min((s.rate for s in found.steps if s.rate > slo_low and not s.sustainable
@@ -180,7 +190,7 @@ def _latency_search(found: Search, run: Callable[[float, Step | None], Step | No
         if not slo_low or slo_high == math.inf or found.not_recovered:
             return
         runs_at = [s for s in found.steps if s.rate == slo_high]
-        if len(runs_at) == 1 and runs_at[0].sustained:
+        if len(runs_at) == 1 and runs_at[0].sustained and slo_high / slo_low <= CONFIRM_WITHIN:
             if run(slo_high, runs_at[0]) is None:
                 found.ended += f"; the latency bound's bracket not confirmed ({_spent(found, steps)})"
                 return
