@@ -495,6 +495,29 @@ def test_a_step_after_an_overloaded_one_waits_for_the_broker_to_recover() -> Non
     assert patient.probes >= 1 and found.recoveries and all(r.endswith("recovered") for r in found.recoveries)
 
 
+def test_a_step_the_machine_failed_or_one_over_the_latency_bound_waits_for_the_broker_too() -> None:
+    """Seen in three bench-findmax rounds alike: after 22,627 msg/s failed with the generator contended (no recovery
+    asked, the broker had taken 22,600 msg/s), the latency search's first steps read 195-240 ms where plain runs of
+    the same rates on a rested broker held 10-30 ms."""
+    asked: list[float] = []
+
+    def run_step(rate: float, processes: int = 1) -> Step:
+        if rate > 16_000:
+            return Step(rate, achieved=0.95 * rate, reason="generator contended", limit="machine",
+                        generator_suspect=True, processes=processes)  # fmt: skip
+        return Step(rate, achieved=rate, sustained=True, p99_ms=1.0 if rate <= 9_000 else 50.0, processes=processes)
+
+    def recover(failed: Step, baseline: Step | None) -> str:
+        asked.append(failed.rate)
+        return ""
+
+    found = search(run_step, 1000.0, steps=14, max_processes=2, bound=parse("p99<=20x"), recover=recover)
+    failed_or_over = [s.rate for s in found.steps if not s.sustained or s.latency_ok is False]
+    # Each one and nothing else; a rate run again at once with more processes (attempt) is asked about once.
+    assert set(asked) == set(failed_or_over) and asked.count(32_000) == 1, (asked, failed_or_over)
+    assert found.slo_rate is not None and 9_000 / 1.05 <= found.slo_rate <= 9_000
+
+
 def test_a_broker_that_does_not_recover_ends_the_search_and_says_so() -> None:
     broker = BackloggedBroker(5_000.0, window=1_000.0)  # a backlog three probes cannot drain
     found = search(broker.run_step, 4000.0, steps=10, recover=broker.recover)
