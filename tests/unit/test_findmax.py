@@ -366,7 +366,7 @@ def test_a_latency_failure_counts_when_it_recurs() -> None:
 def test_the_latency_search_confirms_its_top_failure_once_its_bracket_is_narrow() -> None:
     """Seen (bench-findmax, 14 steps): the latency search spent its first two steps rerunning 16,000 msg/s (due p99
     176 ms, bound 78.5), far above the knee, then ran out before it could rerun 12,338's failure; find-max answered
-    11,314 where plain runs kept up at 13,702. At these rates one window's p99 is bimodal (a broker's GC pause in it
+    11,314 where plain runs kept up at 13,702. At these rates one window's p99 is bimodal (a pause of the broker in it
     or not): any rate up to the knee fails now and then, so a failure counts when it recurs, and that rerun is
     spent on the bracket's top once bisection has narrowed it, not on every failure on the way."""
     seen: dict[float, int] = {}
@@ -377,7 +377,7 @@ def test_the_latency_search_confirms_its_top_failure_once_its_bracket_is_narrow(
             # to spare, with 1 process or 2 (16,000 kept up once, over the bound)
             return Step(rate, achieved=0.8 * rate, reason="generator contended", limit="machine",
                         generator_suspect=True, processes=processes)  # fmt: skip
-        paused = 9_000 < rate <= 13_800 and seen[rate] == 1  # the first run near the knee holds a GC pause
+        paused = 9_000 < rate <= 13_800 and seen[rate] == 1  # the first run near the knee holds a broker pause
         p99 = 175.0 if rate > 13_800 or paused else 4.0 if rate <= 2_000 else 15.0
         return Step(rate, achieved=rate, sustained=True, p99_ms=p99, processes=processes)
 
