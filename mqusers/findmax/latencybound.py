@@ -71,8 +71,8 @@ class LatencyBound:
         if baseline is None or math.isnan(self.limit_ms(baseline)):
             return words
         base = figure_ms(baseline, self.figure)
-        return (f"{words} (the median of the first kept-up steps, {base:,.3f} ms at {baseline.rate:,.0f} msg/s)"
-                f" = {self.limit_ms(baseline):,.3f} ms")  # fmt: skip
+        # "light load", not "median": when the knee came among the first steps, the light load is the first one.
+        return f"{words} ({base:,.3f} ms at {baseline.rate:,.0f} msg/s) = {self.limit_ms(baseline):,.3f} ms"
 
     def as_dict(self, baseline: Step | None) -> dict[str, Any]:
         limit = self.limit if not self.relative else self.limit_ms(baseline) if baseline is not None else math.nan
