@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from benchmarks.findmax_agreement import Plain, agreement, answer_processes, judged
+from benchmarks.findmax_agreement import Plain, agreement, answer_processes, judged, received_rate
 
 BOUND_MS = 20.0
 
@@ -81,3 +81,10 @@ def test_the_answer_agrees_when_within_the_tolerance_of_the_plain_limit_either_s
     assert verdict is agreed and line.startswith("AGREE" if agreed else "DISAGREE")
     assert list(dict.fromkeys(round(r, 1) for r in rates)) == [round(r, 1) for r in asked]
     assert len(rates) == 2 * len(asked)  # two runs a rate, as plain runs here never split
+
+
+def test_the_received_rate_forgives_one_straggler_but_not_a_backlog() -> None:
+    row = {"received": 91_100, "send_span_s": 10.0, "span_s": 10.13}
+    assert received_rate(row) == pytest.approx(91_100 / 10.03)  # 130 ms after the last send: 30 ms count
+    assert received_rate({**row, "span_s": 10.05}) == pytest.approx(9_110.0)
+    assert received_rate({**row, "span_s": 12.0}) < 0.99 * 9_110.0  # a 2 s backlog behind the last send
