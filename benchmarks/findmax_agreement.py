@@ -9,13 +9,14 @@ plain ``locust`` runs of the same locustfile with that many processes, each the 
 find-max's steps (the same 5 s warm-up and 10 s window) on a fresh queue, judged here from their own
 JSON reports and nothing of find-max's: a plain run *keeps up* when nothing is lost or unreceived, it
 received at least 99 % of the offered rate, and its receive-due p99 is within the search's bound. A
-rate is kept up with when most of three plain runs keep up (the runs stop once two agree): near the
-knee one run's due p99 on two cores shared with the broker is a coin toss between a good mode and a
-pause of the machine (60 then 218 ms at 10,000 msg/s). A is *within the tolerance* (10 %) of L, the
-highest rate plain runs keep up with, when ``0.9 L < A <= 1.1 L``: plain runs must keep up at A, or
-else at ``A / 1.1`` (else find-max overstated by more than the tolerance), and must not at
-``A / 0.9`` (else it understated by more than the tolerance). A failed check runs the ladder on
-(+10 % or -10 % of A a step) to say by how much. Exit status: 0 every round agreed, 1 a round did not,
+rate is kept up with when most of three plain runs keep up (the runs stop once two agree), their
+kept-up fractions pooled so they fall with the rate (:func:`pooled`): near the knee one run's due p99
+on two cores shared with the broker is a coin toss between a good mode and a stall of the machine (60
+then 218 ms at 10,000 msg/s), and a rate can keep up where a lower one did not. A is *within the
+tolerance* (10 %) of L, the highest rate plain runs keep up with, when ``0.9 L < A <= 1.1 L``: plain
+runs must keep up at A, or else at ``A / 1.1`` (else find-max overstated by more than the tolerance),
+and must not at ``A / 0.9`` (else it understated by more than the tolerance). A failed check runs the
+ladder on (+10 % or -10 % of A a step) to say by how much. Exit status: 0 every round agreed, 1 a round did not,
 2 no measurement.
 """
 
@@ -137,31 +138,69 @@ def judged(run: Callable[[float], Plain], rate: float, bound_ms: float) -> Verdi
     return Verdict(rate, tuple(runs))
 
 
+@dataclass
+class Pool:
+    """Adjacent rates whose plain runs are pooled: their kept-up fraction, ``kept`` of ``runs``."""
+
+    rates: list[float]
+    kept: int
+    runs: int
+
+    def text(self) -> str:
+        span = f"{self.rates[0]:,.0f}" + (f"-{self.rates[-1]:,.0f}" if len(self.rates) > 1 else "")
+        return f"{span} {self.kept}/{self.runs}"
+
+
+def pooled(votes: dict[float, Verdict], bound_ms: float) -> list[Pool]:
+    """The kept-up fraction of the plain runs at each rate, made to fall with the rate (pool adjacent violators,
+    weighted by runs): a machine does not keep up better at a higher rate, and a rate that kept up where a lower
+    one did not is pooled with it rather than read as the limit."""
+    pools: list[Pool] = []
+    for rate in sorted(votes):
+        runs = votes[rate].runs
+        pools.append(Pool([rate], sum(r.keeps_up(bound_ms) for r in runs), len(runs)))
+        while len(pools) > 1 and pools[-2].kept * pools[-1].runs < pools[-1].kept * pools[-2].runs:
+            last = pools.pop()
+            pools[-1] = Pool(pools[-1].rates + last.rates, pools[-1].kept + last.kept, pools[-1].runs + last.runs)
+    return pools
+
+
 def agreement(run: Callable[[float], Plain], answer: float, bound_ms: float, tolerance: float) -> tuple[bool, str]:
     """Whether ``answer`` lies within ``tolerance`` of the highest rate plain runs (``run(rate)``) keep up with,
-    and the verdict's line: the answer itself first, ``answer / (1 + tolerance)`` only when a run at the answer
-    fails, then ``answer / (1 - tolerance)``; on a disagreement, the ladder on to say by how much."""
-    at = judged(run, answer, bound_ms)
-    below = at if at.keeps_up(bound_ms) else judged(run, answer / (1 + tolerance), bound_ms)
-    if not below.keeps_up(bound_ms):
-        step, last = -0.1, below
-    else:
-        above = judged(run, answer / (1 - tolerance), bound_ms)
-        if not above.keeps_up(bound_ms):
-            kept = f"{answer:,.0f}" if below is at else f"{below.rate:,.0f} (not at {answer:,.0f})"
-            return True, f"AGREE: plain runs keep up at {kept} and not at {above.rate:,.0f} msg/s"
-        step, last = 0.1, above
-    # By how much: walk on in steps of 10 % of the answer, up to four more runs.
-    factor = last.rate / answer
+    and the verdict's line: the answer itself first, ``answer / (1 + tolerance)`` only when the answer is not kept
+    up with, then ``answer / (1 - tolerance)``; on a disagreement, the ladder on to say by how much. A rate is
+    kept up with when most of its runs, pooled to fall with the rate (:func:`pooled`), keep up."""
+    votes: dict[float, Verdict] = {}
+
+    def kept(rate: float) -> bool:
+        if rate not in votes:
+            votes[rate] = judged(run, rate, bound_ms)
+        pool = next(p for p in pooled(votes, bound_ms) if rate in p.rates)
+        return 2 * pool.kept > pool.runs
+
+    low, high = answer / (1 + tolerance), answer / (1 - tolerance)
+    step, last = -0.1, low
+    if kept(answer) or kept(low):
+        kept(high)
+        below = next(r for r in (answer, low) if r in votes and kept(r))  # pooling with ``high`` only raises them
+        fractions = "; ".join(p.text() for p in pooled(votes, bound_ms))
+        if not kept(high):
+            at = f"{answer:,.0f}" if below == answer else f"{low:,.0f} (not at {answer:,.0f})"
+            return True, f"AGREE: plain runs keep up at {at} and not at {high:,.0f} msg/s (kept up: {fractions})"
+        step, last = 0.1, high
+    # By how much: walk on in steps of 10 % of the answer, up to four more rates.
+    factor = last / answer
     for _ in range(4):
         factor += step
         if factor <= 0.3:
             break
-        last = judged(run, factor * answer, bound_ms)
-        if last.keeps_up(bound_ms) != (step > 0):
+        last = factor * answer
+        if kept(last) != (step > 0):
             break
     said = "understated" if step > 0 else "overstated"
-    return False, f"DISAGREE: find-max {said} what plain runs keep up with (last plain run at {last.rate:,.0f} msg/s)"
+    fractions = "; ".join(p.text() for p in pooled(votes, bound_ms))
+    return False, (f"DISAGREE: find-max {said} what plain runs keep up with (last plain runs at {last:,.0f} msg/s;"
+                   f" kept up: {fractions})")  # fmt: skip
 
 
 def round_once(host: str, tolerance: float, workdir: Path, extra: list[str]) -> bool:

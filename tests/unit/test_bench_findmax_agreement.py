@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from benchmarks.findmax_agreement import Plain, agreement, answer_processes, judged, received_rate
+from benchmarks.findmax_agreement import Plain, Verdict, agreement, answer_processes, judged, pooled, received_rate
 
 BOUND_MS = 20.0
 
@@ -88,3 +88,32 @@ def test_the_received_rate_forgives_one_straggler_but_not_a_backlog() -> None:
     assert received_rate(row) == pytest.approx(91_100 / 10.03)  # 130 ms after the last send: 30 ms count
     assert received_rate({**row, "span_s": 10.05}) == pytest.approx(9_110.0)
     assert received_rate({**row, "span_s": 12.0}) < 0.99 * 9_110.0  # a 2 s backlog behind the last send
+
+
+def scripted(dues: dict[int, list[float]]) -> Callable[[float], Plain]:
+    """Plain runs whose due p99s at each rate (rounded) come from ``dues`` in turn."""
+    left = {rate: list(values) for rate, values in dues.items()}
+
+    def run(at: float) -> Plain:
+        return Plain(at, at, 0, left[round(at)].pop(0))
+
+    return run
+
+
+def test_a_rate_kept_up_above_one_that_was_not_is_pooled_with_it_not_read_as_the_limit() -> None:
+    # 2026-12-07, round 2: find-max 9,514; plain runs failed there twice, kept up at 8,649 twice, at 10,571 two
+    # of three (30 and 57 ms against 59.3), not at 11,522. Pooled, 9,514-10,571 kept up 2 of 5: not the limit.
+    run = scripted({9514: [68.9, 116.0], 8649: [9.8, 6.9], 10571: [213.8, 30.4, 56.9], 11522: [249.3, 222.1]})
+    agreed, line = agreement(run, 9514.0, 59.3, 0.10)
+    assert agreed, line
+    assert line == ("AGREE: plain runs keep up at 8,649 (not at 9,514) and not at 10,571 msg/s"
+                    " (kept up: 8,649 2/2; 9,514-10,571 2/5)")  # fmt: skip
+
+
+def test_pooling_makes_the_kept_up_fraction_fall_with_the_rate() -> None:
+    def verdict(rate: float, kept: int, runs: int) -> Verdict:
+        return Verdict(rate, tuple(Plain(rate, rate, 0, 5.0 if i < kept else 50.0) for i in range(runs)))
+
+    votes = {r: verdict(r, k, n) for r, k, n in [(1.0, 2, 2), (2.0, 0, 2), (3.0, 2, 3), (4.0, 1, 1), (5.0, 0, 2)]}
+    assert [(p.rates, p.kept, p.runs) for p in pooled(votes, 20.0)] == [([1.0], 2, 2), ([2.0, 3.0, 4.0], 3, 6),
+                                                                         ([5.0], 0, 2)]  # fmt: skip
