@@ -35,6 +35,8 @@ from mqusers.users.publishers import Stamping, choose, publishers_for
 
 #: Unpaced bursts: at most this many messages, or bytes of bodies, per write.
 _BURST_MAX, _BURST_BYTES = 64, 64 * 1024
+#: Unpaced sync sends: at most this many one after another in a task run.
+_SYNC_BURST = 32
 logger = logging.getLogger(__name__)
 
 
@@ -116,13 +118,16 @@ class StompProducerUser(StompUser):
         #: The dialect ``publisher`` was made for: remade once the broker says which it is.
         self._publisher_dialect = self.client.dialect
         #: Messages per task run: unpaced sends without receipts go out in one write of up to 64 KB;
-        #: a subclass with its own ``emit`` gets it called per message.
-        paced = self.receipts or self.rate > 0 or self.mq.settings.total_rate or self.mq.settings.profile
-        own_emit = type(self).emit is not StompProducerUser.emit
+        #: unpaced sync sends (receipts, a count of its own per producer) up to 32 one after another,
+        #: each awaiting its turn, as a Locust task run costs a hub turn a message otherwise; a
+        #: subclass with its own ``emit`` gets one message a run.
+        single = self.rate > 0 or settings.total_rate or settings.profile or self.priorities
+        single = single or type(self).emit is not StompProducerUser.emit or (self.receipts and self.shared)
         largest = max(map(len, self.bodies))
-        self.burst = (
-            1 if paced or own_emit or self.priorities else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, largest)))
-        )
+        if single:
+            self.burst = 1
+        else:
+            self.burst = _SYNC_BURST if self.receipts else max(1, min(_BURST_MAX, _BURST_BYTES // max(1, largest)))
         #: When the last send the broker took (written, or confirmed with receipts) went out; -1: none.
         self.ok_ns = -1
         self.mq.producers.append((self.destination, self.client))
@@ -208,8 +213,27 @@ class StompProducerUser(StompUser):
         if lane.size != self.size:  # the profile's size changed: publishers of the new bodies, made once
             lane.publishers = self._publishers(self._lane_index)
             lane.size = self.size
-        first, lane.seq = lane.seq + 1, lane.seq + count
-        self.seq += count
+        if self.receipts:
+            self._emit_each(lane, count)
+        else:
+            first, lane.seq = lane.seq + 1, lane.seq + count
+            self.seq += count
+            self._guarded(first, count)
+        if self.availability.pending:
+            self.availability.back(self.ok_ns)  # the first good send after a reconnect ends the outage
+
+    def _emit_each(self, lane: Lane, count: int) -> None:
+        """Up to ``count`` sync sends, each numbered as it goes: a stop or a dropped connection between
+        two leaves the rest unsent and unnumbered."""
+        for index in range(count):
+            if index and (self.done() or not self.client.connected):
+                return
+            lane.seq += 1
+            self.seq += 1
+            self._guarded(lane.seq, 1)
+
+    def _guarded(self, first: int, count: int) -> None:
+        """Send messages ``first`` .. ``first + count - 1`` (one write), accounting for a stop mid-send."""
         try:
             if count == 1:
                 self.emit(first)
@@ -224,8 +248,6 @@ class StompProducerUser(StompUser):
             if not in_window:
                 self._sent_unsure(first, self.client.interrupted_whole(count))
             raise
-        if self.availability.pending:
-            self.availability.back(self.ok_ns)  # the first good send after a reconnect ends the outage
 
     def _draw_block(self, first: bool) -> tuple[int, int] | None:
         # The master counts this producer done once a draw comes back empty, and may end the run at
