@@ -44,7 +44,7 @@ BROKER_XML = """\
 {beans}  <broker xmlns="http://activemq.apache.org/schema/core"
           brokerName={broker_name} dataDirectory={data}
           persistent="{persistent}" useJmx="false"
-          schedulerSupport="false" advisorySupport="false">
+          schedulerSupport="false" advisorySupport="{advisories}">
     <!-- Load tests must measure the broker, not flow-control stalls (except on the
          broker that tests them). Without flow control memoryUsage only decides when
          cursors stop caching (persistent broker) and what memoryPercentUsage reports. -->
@@ -58,7 +58,7 @@ BROKER_XML = """\
 {flow_policy}        </policyEntries>
       </policyMap>
     </destinationPolicy>
-{persistence}{tls_context}
+{persistence}{tls_context}{network}
     <systemUsage>
       <systemUsage>
         <memoryUsage><memoryUsage limit="2 gb"/></memoryUsage>
@@ -175,10 +175,13 @@ def statistics_enabled() -> bool:
     return os.environ.get("MQUSERS_ACTIVEMQ_STATISTICS", "on").strip().lower() != "off"
 
 
-def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: Store | None = None) -> Path:
+def write_config(
+    ctx: Ctx, persistent: bool, flow_control: bool = False, store: Store | None = None, network: str = ""
+) -> Path:
     """Write conf/activemq.xml and conf/log4j.properties; return the XML path.
 
-    One function for every flavour: only persistence, flow control and ports differ.
+    One function for every flavour: only persistence, flow control, ports and a network's
+    ``<networkConnectors>`` (which need the broker's advisories: a bridge forwards on demand) differ.
     """
     conf, data = ctx.dir / "conf", ctx.dir / "data"
     for folder in (conf, data, ctx.dir / "tmp"):
@@ -211,6 +214,8 @@ def write_config(ctx: Ctx, persistent: bool, flow_control: bool = False, store: 
         stomp=ctx.ports["stomp"],
         flow_policy=FLOW_POLICY if flow_control else "",
         statistics=STATISTICS_PLUGIN if statistics_enabled() else "",
+        network=network,
+        advisories=str(bool(network)).lower(),
         user=USER,
         password=PASSWORD,
     )
@@ -229,6 +234,8 @@ def _java_argv(ctx: Ctx, xml: Path, heap: str = HEAP, jars: tuple[str, ...] = ()
         # Non-persistent messages without flow control live on the heap: a broker
         # that ran out of it is better dead (tests notice) than wedged.
         "-XX:+ExitOnOutOfMemoryError",
+        # Its collector's pauses, beside a run's latency: a p99 near the knee moves with them.
+        f"-Xlog:gc:file={base / 'gc.log'}:uptime,pid:filecount=2,filesize=8m",
         "-Djava.awt.headless=true",
         "--add-opens",
         "java.base/java.lang=ALL-UNNAMED",
@@ -251,13 +258,15 @@ def launcher(
     flow_control: bool = False,
     store: Callable[[Ctx], Store] | None = None,
     heap: str = HEAP,
+    network: Callable[[Ctx], str] | None = None,
 ) -> Callable[[Ctx], int]:
     """A Service's launch: config written, broker spawned. ``store`` is asked at each launch
-    (it may check what the store needs, e.g. a running database)."""
+    (it may check what the store needs, e.g. a running database), and ``network`` for the
+    ``<networkConnectors>`` element (read from the environment at each launch)."""
 
     def launch(ctx: Ctx) -> int:
         chosen = store(ctx) if store is not None else None
-        xml = write_config(ctx, persistent, flow_control, chosen)
+        xml = write_config(ctx, persistent, flow_control, chosen, network(ctx) if network is not None else "")
         argv = _java_argv(ctx, xml, heap, chosen.jars if chosen is not None else ())
         # console.log catches what happens before log4j is up (JVM errors).
         return spawn(ctx, argv, log=ctx.dir / "console.log")
