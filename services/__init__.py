@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import activemq, activemq6, artemis, artemis_pairs, cluster, control, metrics, postgresql, rabbitmq
+from . import activemq, activemq6, artemis, artemis_pairs, cluster, control, metrics, network, postgresql, rabbitmq
 from .base import ServiceError, ensure_packages, live_pid, package_installed, port_offset, state_dir
 from .control import Service
 
@@ -49,6 +49,7 @@ SERVICES: dict[str, Service] = {
         postgresql.SERVICE,
         *cluster.SERVICES,
         *artemis_pairs.SERVICES,
+        *network.SERVICES,
     ]
 }
 

@@ -10,6 +10,8 @@ without running it (its files, options, Kubernetes objects).
 from __future__ import annotations
 
 import re
+import shlex
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +35,7 @@ RUN_HERE = {
     "mqusers report find-max.json": "test_the_capacity_examples_run",
     "mqusers matrix --host": "test_the_matrix_examples_run",
     "mqusers matrix --modes": "test_the_matrix_examples_run",
+    "locust -f locustfiles/put_get.py --host stomp://127.0.0.1:61640": "test_networks.py::test_forward_produce_on_one_broker_consume_on_the_other_every_message_once",  # noqa: E501
     "locust -f locustfiles/put_get.py --host": "test_the_put_get_examples_run",
     "locust -f locustfiles/backlog.py --host": "test_the_backlog_example_runs",
     "locust -f locustfiles/churn.py --host": "test_the_churn_example_runs",
@@ -62,6 +65,7 @@ NOT_RUN = {
     "make test": "the suite this test is part of (.ci/run runs it)",
     "make unit": "make test's unit phase, the same command (tools/testrun.py); tests/unit/test_testrun.py checks both",
     "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
+    "python -m services start activemq-net-a": "test_networks.py starts the same two through services.start",
     "python -m services start activemq-persistent postgresql": "eleven services; test_cluster_*.py start them",
     "mqusers cluster-compare": "eleven services and six failovers: test_cluster_failover.py runs each pair",
     "python -m services start activemq-persistent": "kills the shared broker; test_failover.py runs this scenario",
@@ -99,3 +103,14 @@ def where_run(command: str) -> str | None:
 def why_not_run(command: str) -> str | None:
     """Why ``command`` is not run here, or None."""
     return next((why for prefix, why in NOT_RUN.items() if command.startswith(prefix)), None)
+
+
+def shown(prefix: str, values: dict[str, str]) -> list[str]:
+    """The page's command starting with ``prefix``, its options' values replaced by ``values``, run by this Python."""
+    [command] = [c for _, c in shown_commands() if c.startswith(prefix)]
+    words = shlex.split(command)
+    for index, word in enumerate(words[:-1]):
+        if word in values:
+            words[index + 1] = values[word]
+    assert words[0] == "locust" and set(values) <= set(words), (command, values)
+    return [sys.executable, "-m", "locust", *words[1:]]

@@ -60,6 +60,13 @@ OPTIONS: tuple[Option, ...] = (
         "for failover); leaves --host to the HttpUsers of a mixed locustfile",
     ),
     Option(
+        "mq-consumer-host",
+        "consumer_broker",
+        parse_broker_url,
+        "where consumers connect, when not to --mq-host (a network of brokers: produce on one, consume on another); "
+        "the same forms",
+    ),
+    Option(
         "mq-destination",
         "destination",
         parse_destination,

@@ -21,8 +21,13 @@ GAUGES = ("depth", "unacked", "consumers", "producers", "memory_percent", "memor
 TROUBLE = ("expired", "killed", "pages")
 
 
-def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool = False) -> dict[str, Any]:
+def broker_document(
+    sampler: BrokerSampler | None, note: str = "", warmup: bool = False, consumers_at: str = ""
+) -> dict[str, Any]:
     """The JSON report's ``broker`` (``source`` None and a ``note`` when there were no broker figures).
+
+    ``consumers_at``: the consumers' broker when it is another (``--mq-consumer-host``): these figures are
+    the producers' broker's, and what it dequeued it passed on (over the network, to that broker).
 
     A destination without a baseline reading (``baseline`` false) has its counters as the broker
     has them, since it started; with a warm-up the counters include the warm-up's messages, which
@@ -30,7 +35,8 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
     """
     if sampler is None or sampler.samples == 0:
         errors = sampler.errors if sampler is not None else {}
-        return {"source": None, "note": note or "; ".join(dict.fromkeys(errors.values())), "destinations": {}}
+        return {"source": None, "note": note or "; ".join(dict.fromkeys(errors.values())), "destinations": {},
+                "consumers_at": consumers_at or None}  # fmt: skip
     destinations: dict[str, dict[str, Any]] = {}
     restarted = len(sampler.instances) > 1  # every counter started again: no difference is this test's
     for name, last in sorted(sampler.last.items()):
@@ -64,6 +70,7 @@ def broker_document(sampler: BrokerSampler | None, note: str = "", warmup: bool 
         "warmup": warmup,
         "stale_s": None if (stale := sampler.stale_s) is None else round(stale, 1),
         "note": note,
+        "consumers_at": consumers_at or None,
     }
 
 
@@ -74,7 +81,8 @@ def broker_table(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[lis
         return []
     ours = {row["destination"]: row for row in rows}
     trouble = [k for k in TROUBLE if any(figures.get(k) for figures in broker["destinations"].values())]
-    table = [["broker", "enqueued", "sent", "dequeued", "received", "depth", "unacked", "consumers", *trouble]]
+    first = "producers' broker" if broker.get("consumers_at") else "broker"
+    table = [[first, "enqueued", "sent", "dequeued", "received", "depth", "unacked", "consumers", *trouble]]
     for name, figures in broker["destinations"].items():
         row = ours.get(name, {})
         table.append([name, _count(figures.get("enqueued")), _count(row.get("sent")),
@@ -188,6 +196,8 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]], lost_worker
                 and figures.get("comparable") and figures.get("enqueued") is not None]  # fmt: skip
     if compared and not disagreements:
         expired = ", expired against expired" if any(figures_of[name].get("expired") for name in compared) else ""
-        lines.append(f"broker figures: the broker's counts agree with mqusers' ({', '.join(compared)}: enqueued "
-                     f"against sent, dequeued against received{expired})")  # fmt: skip
+        whose, passed = ("the producers' broker's", " (passed on to the consumers' broker)") if broker.get(
+            "consumers_at") else ("the broker's", "")  # fmt: skip
+        lines.append(f"broker figures: {whose} counts agree with mqusers' ({', '.join(compared)}: enqueued "
+                     f"against sent, dequeued{passed} against received{expired})")  # fmt: skip
     return lines + disagreements

@@ -264,7 +264,9 @@ def _broker_tables(document: dict[str, Any]) -> str:
     rows = ([name, *(figures.get(k) for k in keys[:2]), ours.get(name, {}).get("sent"),
              ours.get(name, {}).get("received"), *(figures.get(k) for k in keys[2:])]
             for name, figures in broker["destinations"].items())  # fmt: skip
-    html = f"<h3>Broker ({escape(str(broker['source']))}, {number(broker['samples'])} readings)</h3>" + table(
+    whose = f"the producers' broker; consumers at {broker['consumers_at']}, " if broker.get("consumers_at") else ""
+    heading = f"<h3>Broker ({escape(whose)}{escape(str(broker['source']))}, {number(broker['samples'])} readings)</h3>"
+    html = heading + table(
         ["destination", "enqueued", "dequeued", "mqusers sent", "mqusers received", "depth", "unacked",
          "consumers", "expired", "killed", "paging", "pages", "memory bytes"], rows, "broker")  # fmt: skip
     jvm = broker.get("jvm") or {}

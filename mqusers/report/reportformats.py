@@ -79,7 +79,9 @@ def wrap(sentence: str) -> str:
 def _what_ran(report: RunReport) -> list[str]:
     facts, settings, scenario = report.facts, report.settings, report.facts.scenario
     where = " ".join(filter(None, [scenario.get("locustfile"), f"on {scenario['server']}" if scenario.get("server")
-                                   else "", f"at {settings.broker}" if settings.broker else ""]))  # fmt: skip
+                                   else "", f"at {settings.broker}" if settings.broker else "",
+                                   f"(consumers at {settings.consumer_broker})" if settings.consumer_broker
+                                   else ""]))  # fmt: skip
     users = scenario.get("users") or {}
     size = settings.size or scenario.get("size")
     messages = scenario["payload"] if scenario.get("payload") else f"{count(size)} B messages" if size else ""
@@ -200,6 +202,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
     facts, settings = report.facts, report.settings
     options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
     options["broker"] = str(settings.broker) if settings.broker else None
+    options["consumer_broker"] = str(settings.consumer_broker) if settings.consumer_broker else None
     options["payload"] = str(settings.payload) if settings.payload else None
     options["profile"] = str(settings.profile) if settings.profile else None
     options["size_dist"] = str(settings.size_dist) if settings.size_dist else None

@@ -268,11 +268,12 @@ def context(environment: Environment) -> RunContext:
 WORKERS_OPTION = "mq_pattern_workers"
 
 
-def client_config(settings: Settings, client_id: str | None = None) -> ClientConfig:
+def client_config(settings: Settings, client_id: str | None = None, role: str = "producer") -> ClientConfig:
+    """A client's configuration; a ``consumer``'s goes to ``--mq-consumer-host`` when one is given."""
     if settings.broker is None:
         raise MqError("no broker: pass --mq-host stomp://HOST:PORT (or --host in a STOMP-only locustfile)")
     return ClientConfig(
-        address=settings.broker,
+        address=settings.consumer_broker if role == "consumer" and settings.consumer_broker else settings.broker,
         user=settings.user,
         password=settings.password,
         vhost=settings.vhost,

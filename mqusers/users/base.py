@@ -58,9 +58,8 @@ class StompUser(User):
         self.lanes = lanes(self.destination, self.mq.next_in_role(self.role), users, self.mq.part)
         self.message_size = settings.size or self.message_size
         self.ordinal = self.mq.next_ordinal(type(self))
-        self.client = self.client_cls(
-            client_config(settings, self.client_id()), environment.events.request.fire, recorder=self.mq.recorder
-        )
+        config = client_config(settings, self.client_id(), self.role)
+        self.client = self.client_cls(config, environment.events.request.fire, recorder=self.mq.recorder)
         self._retry_at = 0.0
         self._retry_s = _RETRY_MIN_S
         self._lost_generation = 0

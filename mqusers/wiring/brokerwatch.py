@@ -136,4 +136,6 @@ def stop(ctx: RunContext) -> None:
 
 
 def document(ctx: RunContext) -> dict[str, Any]:
-    return broker_document(ctx.broker_metrics, ctx.broker_note, warmup=ctx.settings.warmup > 0)
+    consumers_at = str(ctx.settings.consumer_broker) if ctx.settings.consumer_broker else ""
+    return broker_document(ctx.broker_metrics, ctx.broker_note, warmup=ctx.settings.warmup > 0,
+                           consumers_at=consumers_at)  # fmt: skip

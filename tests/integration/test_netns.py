@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -30,7 +29,7 @@ from typing import Any
 import pytest
 
 import services
-from tests.doccommands import shown_commands
+from tests.doccommands import shown
 from tests.integration import broker_stats
 from tests.integration.locust_runs import ROOT
 from tests.integration.netns import Network, network_or_skip, unavailable_reason
@@ -195,17 +194,6 @@ DELAYLINE = Path(__file__).parent / "delayline.py"
 #: docs/distributed.md's "Workers on several hosts", run with these values in place of the page's.
 SHORTER = {"--expect-workers": "6", "--expect-workers-max-wait": "40", "-u": "12", "-r": "12", "-t": "60s",
            "--mq-consumers": "6", "--mq-total-rate": "600"}  # fmt: skip
-
-
-def shown(prefix: str, values: dict[str, str]) -> list[str]:
-    """The page's command starting with ``prefix``, its options' values replaced by ``values``, run by this Python."""
-    [command] = [c for _, c in shown_commands() if c.startswith(prefix)]
-    words = shlex.split(command)
-    for index, word in enumerate(words[:-1]):
-        if word in values:
-            words[index + 1] = values[word]
-    assert words[0] == "locust" and set(values) <= set(words), (command, values)
-    return [sys.executable, "-m", "locust", *words[1:]]
 
 
 @pytest.mark.alone  # ten Locust processes; beside other tests' load, late sends read as the link's (CI: p99 115 ms)

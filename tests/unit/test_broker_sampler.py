@@ -178,6 +178,17 @@ def test_the_cross_check_names_only_what_in_flight_messages_do_not_explain() -> 
     assert row_a == ["/queue/a", "1,000", "1,002", "990", "992", "-", "10", "-"]
 
 
+def test_with_consumers_on_another_broker_the_figures_say_they_are_the_producers_brokers() -> None:
+    figures = {"enqueued": 3000, "dequeued": 3000, "unacked": 0, "comparable": True}
+    broker = {"source": "activemq", "consumers_at": "stomp://127.0.0.1:61642", "destinations": {"/queue/a": figures}}
+    rows = [{"destination": "/queue/a", "sent": 3000, "received": 3000, "unconfirmed": 0}]
+    assert broker_table(broker, rows)[0][0] == "producers' broker"
+    assert broker_notes(broker, rows) == [
+        "broker figures: the producers' broker's counts agree with mqusers' (/queue/a: enqueued against sent, "
+        "dequeued (passed on to the consumers' broker) against received)"
+    ]
+
+
 def test_a_destination_first_read_after_the_load_began_has_no_baseline_and_no_cross_check() -> None:
     source = Scripted()
     source.answer.clear()  # a slow broker: its first reading comes after the load began

@@ -16,6 +16,7 @@ from mqusers.options.parsing import (
     parse_size,
 )
 from mqusers.options.settings import Settings, class_brokers, read_settings
+from mqusers.run.context import client_config
 from mqusers.sinks.sinkoptions import read_influx_settings
 from mqusers.stomp.wire import make_body
 
@@ -340,6 +341,16 @@ def test_mq_host_is_read_and_masked_like_host() -> None:
         read_settings(parse("--mq-host", "http://h:1"), None)
     with pytest.raises(OptionError, match="name 2 brokers; give one with --mq-host"):
         read_settings(parse(), None, ("stomp://a:1", "stomp://b:2"))
+
+
+def test_consumers_connect_to_mq_consumer_host_and_producers_to_the_broker() -> None:
+    settings = read_settings(parse("--mq-consumer-host", "stomp://b:61642,stomp://c:61644"), "stomp://a:61640")
+    assert str(client_config(settings, role="consumer").address) == "stomp://b:61642,stomp://c:61644"
+    assert str(client_config(settings, role="producer").address) == "stomp://a:61640"
+    alone = read_settings(parse(), "stomp://a:61640")
+    assert alone.consumer_broker is None and str(client_config(alone, role="consumer").address) == "stomp://a:61640"
+    with pytest.raises(OptionError, match=r"^--mq-consumer-host: 'stomp://\*\*\*@b:1': credentials do not belong"):
+        read_settings(parse("--mq-consumer-host", "stomp://u:p@b:1"), "stomp://a:61640")
 
 
 def test_mqusers_options_lists_every_option_with_its_env_var_and_never_a_secret_value(

@@ -120,7 +120,7 @@ def test_custom_parameters_are_keyed_by_full_label_in_group_order_with_the_value
 def test_every_field_has_a_group_a_help_line_and_says_its_default() -> None:
     notes = field_notes([Subscriber, Publisher], "stomp://h:1")
     assert list(dict.fromkeys(note["group"] for note in notes.values())) == list(GROUPS)
-    assert len(notes) == 49
+    assert len(notes) == 50
     for option in OPTIONS:
         if option.ui:
             note = notes[FIELDS[option.name][0]]
