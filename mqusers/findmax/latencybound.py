@@ -4,7 +4,7 @@
 the light load's: the median of the search's first :data:`LIGHT_STEPS` kept-up steps (the default: a
 rate whose p99 is 50 times the light load's is not sustainable, however well the broker keeps up). One
 light step's p99 on a shared machine moves 2.5-fold between searches (2.0 to 5.1 ms at 1,000 msg/s
-here); near the knee a window's p99 is bimodal (10-40 ms, or 90-500 ms with a pause of the broker in it),
+here); near the knee a window's p99 is bimodal (10-40 ms, or 90-500 ms with a stall of a shared machine in it),
 and twenty times the median sits between the two. Due-time latency (``receive-due``)
 runs from when a message was due on the schedule, so a send the generator made late counts in it:
 the bound judges what a user of the schedule saw, and no separate rule on late sends is needed. A

@@ -183,7 +183,7 @@ def _latency_search(found: Search, run: Callable[[float, Step | None], Step | No
 
     The rate that bounds the bracket from above on latency alone (kept up, over the bound) is run once
     more once the bracket is within ``CONFIRM_WITHIN``: one window's p99 near the knee swings by several
-    times between runs of the same rate (a pause of the broker in the window or not: 218 then 100 ms, or
+    times between runs of the same rate (a stall of a shared machine in the window or not: 218 then 100 ms, or
     90 then 25 ms, against a bound of 78.5), so a latency failure counts when it recurs, as a
     schedule-lag failure does (:func:`attempt`). A failure further above is not run again: the steps go
     to the bracket's top, where a rerun decides the answer."""
