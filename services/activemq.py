@@ -176,12 +176,13 @@ def statistics_enabled() -> bool:
 
 
 def write_config(
-    ctx: Ctx, persistent: bool, flow_control: bool = False, store: Store | None = None, network: str = ""
+    ctx: Ctx, persistent: bool, flow_control: bool = False, store: Store | None = None, network: str | None = None
 ) -> Path:
     """Write conf/activemq.xml and conf/log4j.properties; return the XML path.
 
     One function for every flavour: only persistence, flow control, ports and a network's
-    ``<networkConnectors>`` (which need the broker's advisories: a bridge forwards on demand) differ.
+    ``<networkConnectors>`` differ. A member of a network (``network`` not None, empty when the others
+    dial it) has its advisories on: a bridge forwards on the demand they carry.
     """
     conf, data = ctx.dir / "conf", ctx.dir / "data"
     for folder in (conf, data, ctx.dir / "tmp"):
@@ -214,8 +215,8 @@ def write_config(
         stomp=ctx.ports["stomp"],
         flow_policy=FLOW_POLICY if flow_control else "",
         statistics=STATISTICS_PLUGIN if statistics_enabled() else "",
-        network=network,
-        advisories=str(bool(network)).lower(),
+        network=network or "",
+        advisories=str(network is not None).lower(),
         user=USER,
         password=PASSWORD,
     )
@@ -266,7 +267,7 @@ def launcher(
 
     def launch(ctx: Ctx) -> int:
         chosen = store(ctx) if store is not None else None
-        xml = write_config(ctx, persistent, flow_control, chosen, network(ctx) if network is not None else "")
+        xml = write_config(ctx, persistent, flow_control, chosen, network(ctx) if network is not None else None)
         argv = _java_argv(ctx, xml, heap, chosen.jars if chosen is not None else ())
         # console.log catches what happens before log4j is up (JVM errors).
         return spawn(ctx, argv, log=ctx.dir / "console.log")
