@@ -35,8 +35,8 @@ RUN_HERE = {
     "mqusers report find-max.json": "test_the_capacity_examples_run",
     "mqusers matrix --host": "test_the_matrix_examples_run",
     "mqusers matrix --modes": "test_the_matrix_examples_run",
-    "locust -f locustfiles/put_get.py --host stomp://127.0.0.1:61640": "test_networks.py::test_forward_produce_on_one_broker_consume_on_the_other_every_message_once",  # noqa: E501
     "locust -f locustfiles/put_get.py --host": "test_the_put_get_examples_run",
+    "locust -f locustfiles/put_get.py --mq-consumer-host": "test_networks.py::test_forward_produce_on_one_broker_consume_on_the_other_every_message_once",  # noqa: E501
     "locust -f locustfiles/backlog.py --host": "test_the_backlog_example_runs",
     "locust -f locustfiles/churn.py --host": "test_the_churn_example_runs",
     "locust -f locustfiles/transactions.py --host": "test_the_transactions_example_runs",

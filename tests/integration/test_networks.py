@@ -67,7 +67,7 @@ def network() -> Iterator[None]:
 def test_forward_produce_on_one_broker_consume_on_the_other_every_message_once(network: None, tmp_path: Path) -> None:
     """docs/topologies.md's command, on a fresh queue, its report here."""
     queue, report = f"/queue/net.forward.{uuid.uuid4().hex[:6]}", tmp_path / "forward.json"
-    argv = [*shown("locust -f locustfiles/put_get.py --host stomp://127.0.0.1:61640",
+    argv = [*shown("locust -f locustfiles/put_get.py --mq-consumer-host",
                    {"--host": url(A), "--mq-consumer-host": url(B), "--mq-destination": queue,
                     "--mq-report-json": str(report)}), "--only-summary"]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=90, cwd=ROOT)
