@@ -35,13 +35,12 @@ from typing import Any
 
 from benchmarks.common import BenchError, check_broker
 from benchmarks.locust_cli import PUT_GET, ROOT, child_env
+from mqusers.findmax.findstep import TAIL_GRACE_S  # the grace find-max's steps give: one rule for both sides
 
 WARMUP_S, RUN_S = 5, 10
 #: Plain runs a rate at most: it is kept up with when most of them keep up.
 VOTES = 3
 RATE_FRACTION = 0.99
-#: The last delivery may land this long after the last send without counting against the rate.
-TAIL_GRACE_S = 0.1
 
 
 @dataclass(frozen=True)
