@@ -23,6 +23,8 @@ Master/slave pairs (services/cluster.py): ``activemq-shared-a``/``-b`` share one
 folder, ``activemq-jdbc-a``/``-b`` one PostgreSQL database (start ``postgresql`` first).
 Artemis primary/backup pairs (services/artemis_pairs.py): ``artemis-shared-a``/``-b`` share one
 journal folder, ``artemis-replicated-a``/``-b`` replicate theirs.
+Networks (docs/topologies.md): ActiveMQ Classic's ``activemq-net-a``/``-b``/``-c`` (services/network.py) and
+Artemis clusters ``artemis-cluster-a``/``-b``/``-c`` (services/artemis_cluster.py).
 Start both of a pair; ``master_of(PAIRS["shared"])`` says which one serves STOMP.
 """
 
@@ -33,7 +35,19 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import activemq, activemq6, artemis, artemis_pairs, cluster, control, metrics, network, postgresql, rabbitmq
+from . import (
+    activemq,
+    activemq6,
+    artemis,
+    artemis_cluster,
+    artemis_pairs,
+    cluster,
+    control,
+    metrics,
+    network,
+    postgresql,
+    rabbitmq,
+)
 from .base import ServiceError, ensure_packages, live_pid, package_installed, port_offset, state_dir
 from .control import Service
 
@@ -50,6 +64,7 @@ SERVICES: dict[str, Service] = {
         *cluster.SERVICES,
         *artemis_pairs.SERVICES,
         *network.SERVICES,
+        *artemis_cluster.SERVICES,
     ]
 }
 

@@ -37,6 +37,9 @@ RUN_HERE = {
     "mqusers matrix --modes": "test_the_matrix_examples_run",
     "locust -f locustfiles/put_get.py --host": "test_the_put_get_examples_run",
     "locust -f locustfiles/put_get.py --mq-consumer-host": "test_networks.py::test_forward_produce_on_one_broker_consume_on_the_other_every_message_once",  # noqa: E501
+    "locust -f locustfiles/pubsub.py --mq-consumer-host": "test_networks.py::test_a_topic_across_the_network_waits_for_its_demand_and_loses_nothing",  # noqa: E501
+    "locust -f locustfiles/queue_balance.py --mq-consumer-host": "test_networks.py::test_spread_competing_consumers_on_two_brokers_each_brokers_share_as_the_brokers_count_it",  # noqa: E501
+    "locust -f locustfiles/pubsub.py --mq-consumers 3": "test_networks.py::test_fan_out_a_topics_subscribers_on_three_brokers_each_get_every_message_once",  # noqa: E501
     "locust -f locustfiles/backlog.py --host": "test_the_backlog_example_runs",
     "locust -f locustfiles/churn.py --host": "test_the_churn_example_runs",
     "locust -f locustfiles/transactions.py --host": "test_the_transactions_example_runs",

@@ -140,6 +140,9 @@ class Audit:
             sub = self._subs.setdefault((destination, entry["key"]), Sub(kind))
             sub.kind, sub.durable = min(sub.kind, kind), sub.durable or bool(entry["durable"])
             sub.process = pick(sub.process, entry["process"])
+            sub.broker = sub.broker or entry.get("broker", "")
+            sub.probes += entry.get("probes", 0)
+            sub.probes_sent += entry.get("probes_sent", 0)
             sub.foreign += entry["foreign"]
             sub.other_run += entry["other_run"]
             sub.drops += entry["drops"]
@@ -265,6 +268,9 @@ class Audit:
                 touched.add(destination)
             own = sub_figures(key, sub)
             fig["by_subscription"].append(own)
+            fig["probes"] += sub.probes
+            fig["probes_sent"] += sub.probes_sent
+            own["probes"] = sub.probes
             for name, stream in sub.streams.items():
                 if name in producers and not takes(sub, producers[name]):
                     fig["selector_violations"] += stream.deliveries

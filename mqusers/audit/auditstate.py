@@ -18,12 +18,12 @@ FIGURES = ("producers", "subscriptions", "sent", "resent", "skipped", "expected"
            "unconfirmed", "in_flight", "duplicated", "after_reconnect", "reordered", "redelivered", "foreign",
            "other_run", "drops", "unexpected", "worker_lost", "aborted", "aborted_delivered", "not_selected",
            "selector_violations", "expired", "delivered_expired", "groups", "group_violations",
-           "nacks", "dead_lettered")  # fmt: skip
+           "nacks", "dead_lettered", "probes", "probes_sent")  # fmt: skip
 #: A subscription's own share of its destination's figures (a queue's only receives and order).
 SUB_FIGURES = ("expected", "received", "lost", "unreceived", "unconfirmed", "in_flight", "duplicated", "reordered",
                "redelivered", "unexpected", "worker_lost", "aborted_delivered", "not_selected",
                "selector_violations", "expired", "delivered_expired", "nacks",
-               "dead_lettered")  # fmt: skip
+               "dead_lettered", "probes")  # fmt: skip
 
 
 class Stream:
@@ -63,11 +63,12 @@ class Stream:
 
 
 class Sub:
-    __slots__ = ("deliveries", "drops", "durable", "foreign", "kind", "other_run", "process", "selects", "sessions",
-                 "streams")  # fmt: skip
+    __slots__ = ("broker", "deliveries", "drops", "durable", "foreign", "kind", "other_run", "probes", "probes_sent",
+                 "process", "selects", "sessions", "streams")  # fmt: skip
 
     def __init__(self, kind: str) -> None:
-        self.kind, self.durable, self.process = kind, False, ""
+        self.kind, self.durable, self.process, self.broker = kind, False, "", ""
+        self.probes = self.probes_sent = 0
         self.selects: frozenset[str] | None = None  # the labels its selector takes; None: no selector
         self.foreign = self.other_run = self.drops = 0
         #: Deliveries this subscription took: a queue's share of its group's (whose seqs are kept per group).
@@ -100,10 +101,15 @@ def sub_entry(destination: str, key: str, s: Sub) -> SubscriptionEntry:
         if x.first_ns:
             entry["span"] = [x.first_ns, x.last_ns]
     sessions = [Session(joined_ns=j, left_ns=left) for j, left in sorted(s.sessions.items())]
-    return SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,
-                             sessions=sessions, streams=streams, deliveries=s.deliveries, foreign=s.foreign,
-                             other_run=s.other_run, drops=s.drops,
-                             selects=None if s.selects is None else sorted(s.selects))  # fmt: skip
+    sub = SubscriptionEntry(destination=destination, key=key, kind=s.kind, durable=s.durable, process=s.process,
+                            sessions=sessions, streams=streams, deliveries=s.deliveries, foreign=s.foreign,
+                            other_run=s.other_run, drops=s.drops,
+                            selects=None if s.selects is None else sorted(s.selects))  # fmt: skip
+    if s.broker:
+        sub["broker"] = s.broker
+    if s.probes or s.probes_sent:
+        sub["probes"], sub["probes_sent"] = s.probes, s.probes_sent
+    return sub
 
 
 def with_nacked(entry: E, seqs: IntervalSet | None, nacks: int = 0) -> E:
@@ -124,6 +130,6 @@ def figures_of(out: dict[str, Figures], destination: str) -> Figures:
 
 def sub_figures(key: str, sub: Sub) -> Figures:
     """One subscription's own figures; a queue's are only what it took of the group's deliveries."""
-    return {"key": key, "kind": sub.kind, "durable": sub.durable, "process": sub.process,
+    return {"key": key, "kind": sub.kind, "durable": sub.durable, "process": sub.process, "broker": sub.broker,
             "sessions": len(sub.sessions), "drops": sub.drops, "foreign": sub.foreign, "other_run": sub.other_run,
             **dict.fromkeys(SUB_FIGURES, 0)}  # fmt: skip

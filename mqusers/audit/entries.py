@@ -77,6 +77,11 @@ class SubscriptionEntry(TypedDict):
     drops: int
     #: The labels its selector takes; absent or None: it has no selector.
     selects: NotRequired[list[str] | None]
+    #: The broker it was subscribed at, when consumers were not where the producers are; absent: theirs.
+    broker: NotRequired[str]
+    #: Network-demand probes it was delivered, and sent (absent: none).
+    probes: NotRequired[int]
+    probes_sent: NotRequired[int]
 
 
 class QueueEntry(TypedDict):

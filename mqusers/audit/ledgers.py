@@ -150,15 +150,18 @@ class _Received:
 class Subscription:
     """One subscription's receipts; :meth:`record` is the per-message hot path."""
 
-    __slots__ = ("_dirty", "_streams", "destination", "drops", "durable", "foreign", "key", "kind", "other_run",
-                 "selects", "sessions")  # fmt: skip
+    __slots__ = ("_dirty", "_streams", "broker", "destination", "drops", "durable", "foreign", "key", "kind",
+                 "other_run", "probes", "probes_sent", "selects", "sessions")  # fmt: skip
 
-    def __init__(self, key: str, destination: str, kind: str, durable: bool, selects: tuple[str, ...] | None = None):
+    def __init__(self, key: str, destination: str, kind: str, durable: bool, selects: tuple[str, ...] | None = None,
+                 broker: str = ""):  # fmt: skip
         if kind not in KINDS:
             raise ValueError(f"subscription kind must be one of {KINDS}, not {kind!r}")
         self.key, self.destination, self.kind, self.durable = key, destination, kind, durable
         #: The labels its selector takes (None: no selector).
         self.selects = selects
+        #: Where it is subscribed, when consumers are not at the producers' broker (``--mq-consumer-host``).
+        self.broker = broker
         self.sessions: list[Session] = []
         self._streams: dict[str | bytes, _Received] = {}
         # Shipped before its SUBSCRIBE is confirmed: the audit knows a subscription was tried.
@@ -167,6 +170,9 @@ class Subscription:
         self.foreign = self.other_run = 0
         #: Sessions that ended with the connection dropping (not an orderly leave).
         self.drops = 0
+        #: Network-demand probes (mqusers.stomp.probe) it was delivered, and sent to the producers' broker:
+        #: never audited, but the brokers count them.
+        self.probes = self.probes_sent = 0
 
     def record(self, producer: str | bytes, seq: int, redelivered: bool = False) -> None:
         stream = self._streams.get(producer)
@@ -237,10 +243,11 @@ class Subscription:
                     IntervalBag(), IntervalSet(), IntervalSet(), 0, 0, 0, 0)  # fmt: skip
                 s.seqs, s.first_ns, s.last_ns = s.bag.distinct, 0, 0
         strays = (self.foreign, self.other_run, self.drops)
-        if not (streams or self._dirty or any(strays)):
+        probes = (self.probes, self.probes_sent)
+        if not (streams or self._dirty or any(strays) or any(probes)):
             return None
         self._dirty = False
-        self.foreign = self.other_run = self.drops = 0
+        self.foreign = self.other_run = self.drops = self.probes = self.probes_sent = 0
         deliveries = sum(len(e.bag) + e.redelivered + e.nacks for e in streams.values())
         packed = shares is not None
         entries = []
@@ -258,6 +265,10 @@ class Subscription:
             foreign=strays[0], other_run=strays[1], drops=strays[2])  # fmt: skip
         if self.selects is not None:
             entry["selects"] = list(self.selects)
+        if self.broker:
+            entry["broker"] = self.broker
+        if any(probes):
+            entry["probes"], entry["probes_sent"] = probes
         return entry
 
 
@@ -292,12 +303,13 @@ class ReceiveLedger:
         joined_ns: int | None,
         durable: bool = False,
         selects: tuple[str, ...] | None = None,
+        broker: str = "",
     ) -> Subscription:
         """Open (or, same key, resume) a subscription confirmed at ``joined_ns`` (None: join it later) whose
         selector takes ``selects`` (None: no selector)."""
         sub = self._subs.get((destination, key))
         if sub is None:
-            sub = self._subs[(destination, key)] = Subscription(key, destination, kind, durable, selects)
+            sub = self._subs[(destination, key)] = Subscription(key, destination, kind, durable, selects, broker)
         if joined_ns is not None:
             sub.join(joined_ns)
         return sub

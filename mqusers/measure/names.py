@@ -41,6 +41,8 @@ BLOCKED = "blocked"
 #: A send that did not move while the broker's host acknowledged nothing (mqusers/run/blocked.py).
 STALLED = "stalled"
 SCHEDULE_LAG = "schedule-lag"
+#: A consumer on another broker than the producers': its first probe to the network passing one on to it.
+DEMAND = "demand"
 #: A MESSAGE frame for a subscription this client does not (or no longer) hold.
 UNSUBSCRIBED = "receive (unsubscribed)"
 

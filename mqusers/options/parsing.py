@@ -295,6 +295,18 @@ def parse_broker_url(value: str, option: str = "--host") -> BrokerAddress:
     return BrokerAddress(tuple(hosts), ssl=ssl, paths=tuple(paths) if websocket else ())
 
 
+def parse_broker_urls(value: str, option: str = "--mq-consumer-host") -> tuple[BrokerAddress, ...]:
+    """One address or several, space-separated (each in :func:`parse_broker_url`'s forms, a failover list too):
+    a network's members, which the consumers take in turn."""
+    return tuple(parse_broker_url(part, option) for part in value.split())
+
+
+def brokers_text(addresses: tuple[BrokerAddress, ...]) -> str:
+    """``A``, ``A and B``, ``A; B and C``: addresses as a sentence says them (a failover list keeps its commas)."""
+    named = [str(address) for address in addresses]
+    return named[0] if len(named) == 1 else f"{'; '.join(named[:-1])} and {named[-1]}"
+
+
 def is_broker_url(value: str) -> bool:
     """``value`` starts with a STOMP scheme: a User class's ``host`` that names the broker."""
     scheme = _SCHEME_RE.match(value)

@@ -26,8 +26,8 @@ class Settings:
     """Validated option values. ``None`` means the User class decides."""
 
     broker: BrokerAddress | None = None
-    #: Where consumer Users connect (``--mq-consumer-host``); None: ``broker``.
-    consumer_broker: BrokerAddress | None = None
+    #: Where consumer Users connect (``--mq-consumer-host``), in turn when several; empty: ``broker``.
+    consumer_brokers: tuple[BrokerAddress, ...] = ()
     destination: str | None = None
     size: int | None = None
     size_dist: SizeDist | None = None

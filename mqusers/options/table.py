@@ -31,6 +31,7 @@ from mqusers.options.parsing import (
     decimal,
     parse_bool,
     parse_broker_url,
+    parse_broker_urls,
     parse_destination,
     parse_frame_size,
     parse_heartbeats,
@@ -61,10 +62,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "mq-consumer-host",
-        "consumer_broker",
-        parse_broker_url,
+        "consumer_brokers",
+        parse_broker_urls,
         "where consumers connect, when not to --mq-host (a network of brokers: produce on one, consume on another); "
-        "the same forms",
+        "the same forms; several, space-separated: the consumers take them in turn",
     ),
     Option(
         "mq-destination",

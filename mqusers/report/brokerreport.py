@@ -99,7 +99,9 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
     """A line per destination where the broker's counts and mqusers' disagree beyond what was in flight.
 
     Sent against enqueued: they may differ by the sends whose outcome mqusers does not know
-    (``unconfirmed``); a transaction's messages count once it commits (``aborted`` ones never).
+    (``unconfirmed``); a transaction's messages count once it commits (``aborted`` ones never); the
+    network-demand probes subscribers elsewhere sent (``probes_sent``) and were delivered (``probes``) count
+    as the broker's messages.
     Received against dequeued (each message acknowledged once, whatever its redeliveries, a NACKed
     one it dead-lettered and what it expired: ActiveMQ's dequeueCount and Artemis's
     MessagesAcknowledged count those too): by what the broker still had dispatched and
@@ -119,7 +121,8 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
         name, unconfirmed = row["destination"], row.get("unconfirmed", 0)
         enqueued, dequeued = figures.get("enqueued"), figures.get("dequeued")
         aborted = row.get("aborted", 0)
-        committed = row["sent"] - aborted
+        # Network-demand probes (mqusers.stomp.probe) are messages to the broker, none of mqusers' sent.
+        committed = row["sent"] - aborted + row.get("probes_sent", 0)
         if enqueued is not None and abs(enqueued - committed) > unconfirmed:
             gap = abs(enqueued - committed) - unconfirmed
             other = (
@@ -138,11 +141,14 @@ def cross_check(broker: dict[str, Any], rows: list[dict[str, Any]], lost_workers
         once = row.get("distinct", row["received"] - row.get("duplicated", 0) - row.get("after_reconnect", 0))
         expired = figures.get("expired")
         distinct = once + row.get("foreign", 0) + row.get("other_run", 0) + (expired or 0)
-        distinct += row.get("dead_lettered", 0)
+        distinct += row.get("dead_lettered", 0) + row.get("probes", 0)
         slack = figures.get("unacked", 0)
         # A send in doubt that arrived anyway may be dispatched outside the broker's counts (ActiveMQ 5.17
         # after a partition: neither enqueued nor dequeued), so fewer dequeued may be the unconfirmed.
         doubt = unconfirmed if dequeued is not None and dequeued < distinct else 0
+        # A probe sent before a subscriber's demand arrived reached fewer subscriptions than a broker that passes
+        # a topic on may count it for (ActiveMQ counts each per remote subscription).
+        doubt += max(0, row.get("probes_sent", 0) * len(row.get("by_subscription", ())) - row.get("probes", 0))
         if dequeued is not None and abs(dequeued - distinct) > slack + doubt:
             gap = abs(dequeued - distinct) - slack - doubt
             lost = row.get("worker_lost", 0)

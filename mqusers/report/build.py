@@ -22,6 +22,8 @@ from mqusers.options.settings import Settings
 from mqusers.report.brokerreport import broker_notes
 from mqusers.report.failover import failover_notes
 from mqusers.report.manydest import fold_verdict, pattern_sections, pattern_tables
+from mqusers.report.networkbrokers import network_notes
+from mqusers.report.perbroker import by_broker
 from mqusers.report.transactionsreport import aborted_delivered
 from mqusers.run.ending import DrainOutcome
 from mqusers.run.faults import FaultRecord
@@ -30,7 +32,7 @@ from mqusers.run.verdicts import Generator, blocked_by_destination, overall
 AUDIT_KEYS = ("lost", "worker_lost", "unreceived", "unconfirmed", "duplicated", "after_reconnect", "reordered",
               "redelivered", "in_flight", "resent", "foreign", "other_run", "distinct", "aborted",
               "aborted_delivered", "not_selected", "selector_violations", "expired", "delivered_expired", "groups",
-              "group_violations", "nacks", "dead_lettered")  # fmt: skip
+              "group_violations", "nacks", "dead_lettered", "probes", "probes_sent")  # fmt: skip
 #: The target rate counts as reached within this fraction.
 SHORTFALL_TOLERANCE = 0.05
 _ENDINGS = {"time": "ended by time (-t or the web UI's stop)", "count": "ended when every message was sent",
@@ -99,7 +101,8 @@ class Row:
                 "receive_rate_mbit": t.receive_rate_mbit, "throughput_msgs": t.throughput_msgs,
                 "throughput_mbit": t.throughput_mbit,
                 "latency_ms": self.latency_ms, "negative_latencies": t.receive.negative, "errors": t.errors,
-                **self.audit, "by_subscription": self.by_subscription}  # fmt: skip
+                **self.audit, "by_subscription": self.by_subscription,
+                "by_broker": by_broker(self.by_subscription)}  # fmt: skip
 
 
 def rows_of(
@@ -183,6 +186,7 @@ def notes(
     lines += [lost_worker_line(worker) for worker in facts.lost_workers]
     lines += failover_notes(facts.failover, facts.faults)
     lines += broker_notes(facts.broker, [row.document() for row in rows], bool(facts.lost_workers))
+    lines += network_notes(facts.broker, [row.document() for row in rows])
     lines += aborted_delivered({row.destination: row.audit for row in rows})
     for row in rows:
         audit = row.audit

@@ -20,6 +20,8 @@ from mqusers.options.table import OPTIONS, SECRET_FIELDS
 from mqusers.report.backlogreport import backlog_sentence, phase_table, priority_sentence, priority_table
 from mqusers.report.htmltables import Html, facts, number, table, when
 from mqusers.report.manydest import QUANTILES, WORST_FIGURES
+from mqusers.report.networkbrokers import network_table
+from mqusers.report.perbroker import spread_table
 from mqusers.run.verdicts import sentence
 
 #: The audit's columns in the HTML table, as the JSON names them.
@@ -64,7 +66,7 @@ def broker_named(document: dict[str, Any]) -> str:
 
 def what_ran(document: dict[str, Any]) -> str:
     """The run's header: scenario, broker, users, destinations, the options given, when and how it ended."""
-    rows = document.get("destinations", [])
+    rows, options = document.get("destinations", []), document.get("options", {})
     scenario = document.get("scenario") or {}
     users = ", ".join(f"{name} {number(n)}" for name, n in sorted((scenario.get("users") or {}).items()))
     size = scenario.get("size")
@@ -78,6 +80,7 @@ def what_ran(document: dict[str, Any]) -> str:
     return facts([
         ("scenario", scenario.get("locustfile")),
         ("broker", broker_named(document)),
+        ("consumers at", " and ".join(options.get("consumer_brokers") or []) or None),
         ("load", load or None),
         ("destinations", ", ".join(r["destination"] for r in rows) or "none"),
         ("options", " ".join(f"{_FLAGS.get(k, k)} {_option_text(v)}" for k, v in options_given(document).items())
@@ -157,11 +160,17 @@ def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     heading = f"<h2>{escape(title)}</h2>" if title is not None else ""
     return f"""<section class="run" id="doc-{index}">{heading}{what_ran(document)}
 <div class="charts" data-doc="{index}"></div>
-<h3>Audit</h3>{audit}<h3>Rates and receive latency</h3>{latency}{_pattern_tables(document)}
+<h3>Audit</h3>{audit}{_spread_table(document)}<h3>Rates and receive latency</h3>{latency}{_pattern_tables(document)}
 {_operation_tables(document)}{_backlog_table(document)}{_failover_tables(document)}{_broker_tables(document)}
 <h3>Generator</h3>{processes}<h3>Clock offsets against the master</h3>{clock_table if clocks else "<p>none</p>"}
 <h3>Notes</h3><ul>{notes}</ul><details><summary>Every option</summary>{option_table}</details>
 </section>"""
+
+
+def _spread_table(document: dict[str, Any]) -> str:
+    """Consumers per broker of a network (``--mq-consumer-host``); nothing when they were at the producers'."""
+    rows = spread_table(document.get("destinations", []))
+    return f"<h3>Consumers per broker</h3>{table(rows[0], rows[1:], 'per-broker')}" if rows else ""
 
 
 def _pattern_tables(document: dict[str, Any]) -> str:
@@ -269,6 +278,8 @@ def _broker_tables(document: dict[str, Any]) -> str:
     html = heading + table(
         ["destination", "enqueued", "dequeued", "mqusers sent", "mqusers received", "depth", "unacked",
          "consumers", "expired", "killed", "paging", "pages", "memory bytes"], rows, "broker")  # fmt: skip
+    if network := network_table(broker, document.get("destinations", [])):
+        html += "<h3>Consumers' brokers (their own figures)</h3>" + table(network[0], network[1:], "broker-network")
     jvm = broker.get("jvm") or {}
     wide = {**broker.get("broker", {}), **{f"jvm {k}": v for k, v in jvm.items()}}
     return html + table(["figure", "value"], sorted(wide.items()), "broker-wide") if wide else html

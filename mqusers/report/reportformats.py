@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
+from mqusers.options.parsing import brokers_text
 from mqusers.options.table import SECRET_FIELDS
 from mqusers.report.backlogreport import backlog_sentence, phase_table, priority_sentence, priority_table
 from mqusers.report.brokerreport import broker_table
@@ -18,6 +19,8 @@ from mqusers.report.build import AUDIT_KEYS, Row, RunReport
 from mqusers.report.failover import failover_table
 from mqusers.report.figures import count, mbit, ms, rate, seconds
 from mqusers.report.manydest import section_lines
+from mqusers.report.networkbrokers import network_table
+from mqusers.report.perbroker import spread_table
 from mqusers.report.transactionsreport import transactions_sentence
 from mqusers.run.verdicts import Generator, master_sentence
 
@@ -46,6 +49,8 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
     if report.rows:
         lines.append(render_table(_traffic_table(report)))
         lines += _audit(report)
+        if spread := spread_table([row.document() for row in report.rows]):
+            lines.append(render_table(spread))
     for section in report.patterns:
         lines += [render_table(part) if isinstance(part, list) else wrap(part) for part in section_lines(section)]
     if report.facts.backlog is not None:
@@ -61,6 +66,8 @@ def format_summary(report: RunReport, files: list[str] | None = None) -> str:
         lines.append(render_table(failover))
     if broker := broker_table(report.facts.broker, [row.document() for row in report.rows]):
         lines.append(render_table(broker))
+    if network := network_table(report.facts.broker, [row.document() for row in report.rows]):
+        lines.append(render_table(network))
     sentences = [*report.notes, *_connections_line(report), *transactions_sentence(report.transactions),
                  *_generator_lines(report.facts.generator)]  # fmt: skip
     if clocks := report.facts.clocks:
@@ -80,7 +87,8 @@ def _what_ran(report: RunReport) -> list[str]:
     facts, settings, scenario = report.facts, report.settings, report.facts.scenario
     where = " ".join(filter(None, [scenario.get("locustfile"), f"on {scenario['server']}" if scenario.get("server")
                                    else "", f"at {settings.broker}" if settings.broker else "",
-                                   f"(consumers at {settings.consumer_broker})" if settings.consumer_broker
+                                   f"(consumers at {brokers_text(settings.consumer_brokers)})"
+                                   if settings.consumer_brokers
                                    else ""]))  # fmt: skip
     users = scenario.get("users") or {}
     size = settings.size or scenario.get("size")
@@ -202,7 +210,7 @@ def report_document(report: RunReport) -> dict[str, Any]:
     facts, settings = report.facts, report.settings
     options = {k: v for k, v in asdict(settings).items() if k not in SECRET_FIELDS}
     options["broker"] = str(settings.broker) if settings.broker else None
-    options["consumer_broker"] = str(settings.consumer_broker) if settings.consumer_broker else None
+    options["consumer_brokers"] = [str(address) for address in settings.consumer_brokers]
     options["payload"] = str(settings.payload) if settings.payload else None
     options["profile"] = str(settings.profile) if settings.profile else None
     options["size_dist"] = str(settings.size_dist) if settings.size_dist else None

@@ -167,6 +167,9 @@ class RunContext:
     #: The broker's own figures (master or local runner), or why there are none.
     broker_metrics: BrokerSampler | None = None
     broker_note: str = ""
+    #: Each consumers' broker's own figures (``--mq-consumer-host``, other than the producers'), by address;
+    #: a note instead of a sampler says why there are none.
+    network_metrics: dict[str, BrokerSampler | str] = field(default_factory=dict)
     #: The broker's CONNECTED ``server`` header (name/version), "" when not asked (``--mq-broker-metrics off``).
     broker_server: str = ""
     #: The last report's summary until it is printed (:class:`mqusers.wiring.endscreen.Summary`).
@@ -268,12 +271,16 @@ def context(environment: Environment) -> RunContext:
 WORKERS_OPTION = "mq_pattern_workers"
 
 
-def client_config(settings: Settings, client_id: str | None = None, role: str = "producer") -> ClientConfig:
-    """A client's configuration; a ``consumer``'s goes to ``--mq-consumer-host`` when one is given."""
+def client_config(
+    settings: Settings, client_id: str | None = None, role: str = "producer", turn: int = 0
+) -> ClientConfig:
+    """A client's configuration; a ``consumer``'s goes to ``--mq-consumer-host`` when one is given, the
+    ``turn``-th of several (round the list)."""
     if settings.broker is None:
         raise MqError("no broker: pass --mq-host stomp://HOST:PORT (or --host in a STOMP-only locustfile)")
+    at = settings.consumer_brokers
     return ClientConfig(
-        address=settings.consumer_broker if role == "consumer" and settings.consumer_broker else settings.broker,
+        address=at[turn % len(at)] if role == "consumer" and at else settings.broker,
         user=settings.user,
         password=settings.password,
         vhost=settings.vhost,

@@ -29,9 +29,11 @@ from mqusers.stomp.ackpace import AckPace
 from mqusers.stomp.acktransactions import AckTransactions
 from mqusers.stomp.client import MqError, StompClient
 from mqusers.stomp.nacks import NackCounts
+from mqusers.stomp.probe import Probe
 from mqusers.stomp.wire import (
     CRC,
     DUE_NS,
+    PROBE,
     PRODUCER,
     RUN,
     SENT_NS,
@@ -149,6 +151,8 @@ class Receiver:
         #: ``--mq-nack-ratio`` (client-individual acks): which deliveries to NACK, shared by the process's
         #: consumers of a queue, so a redelivery to any of them is known as one.
         self.nacks = nacks
+        #: While a consumer waits for the network's demand (mqusers.users.demand): its probes coming back.
+        self.probe: Probe | None = None
 
     def ack_in_transactions(self, size: int) -> None:
         """Send ACKs in transactions of ``size`` ACKs (0: none), each committed after its last and on :meth:`flush`."""
@@ -231,6 +235,15 @@ class Receiver:
 
     def _stray(self, headers: Headers, size: int) -> bool:
         """Count a message that is not this run's apart; False when it is to be received as usual."""
+        token = headers.get(PROBE)
+        if token is not None:  # a network-demand probe: no message of anyone's, but the brokers count it
+            if self.probe is not None and token == self.probe.token:
+                self.probe.back(self.destination)
+            if self.audit is not None:
+                self.audit.probes += 1
+            if self._acks:
+                self._acknowledge(headers.get(b"ack"), True)
+            return True
         foreign = RUN not in headers
         if not foreign and self._other_runs == "receive":
             return False

@@ -24,6 +24,8 @@ SIZE = b"mq-size"
 CRC = b"mq-crc32"
 DUE_NS = b"mq-due-ns"
 CORRELATION = b"correlation-id"
+#: A network-demand probe (mqusers/users/demand.py): no stamp; every receiver sets it apart, never audits it.
+PROBE = b"mq-probe"
 
 #: A frame's headers, values as on the wire (STOMP-escaped); the first of a repeated header wins.
 Headers = dict[bytes, bytes]
@@ -61,6 +63,11 @@ def encode_frame(command: str, headers: Mapping[str, str], body: bytes = b"") ->
     if body:
         lines.append(f"content-length:{len(body)}")
     return ("\n".join(lines) + "\n\n").encode() + body + b"\x00"
+
+
+def probe_frame(destination: str, token: bytes) -> bytes:
+    """A SEND of no body carrying only ``mq-probe: token`` (a network-demand probe)."""
+    return b"SEND\ndestination:%s\nmq-probe:%s\ncontent-length:0\n\n\x00" % (escape(destination).encode(), token)
 
 
 def ack_frame(ack_id: bytes) -> bytes:

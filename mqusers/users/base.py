@@ -55,10 +55,12 @@ class StompUser(User):
         self.destination = settings.destination or self.destination
         #: The destinations this user sends to or reads: ``destination``, or with a pattern its share of them.
         users = self.mq.role_users.get(self.role) or _local_users(environment.runner, self.role)
-        self.lanes = lanes(self.destination, self.mq.next_in_role(self.role), users, self.mq.part)
+        index = self.mq.next_in_role(self.role)
+        self.lanes = lanes(self.destination, index, users, self.mq.part)
         self.message_size = settings.size or self.message_size
         self.ordinal = self.mq.next_ordinal(type(self))
-        config = client_config(settings, self.client_id(), self.role)
+        # Consumers spread over several brokers take them in turn, each worker one further along.
+        config = client_config(settings, self.client_id(), self.role, turn=index + self.mq.part[0])
         self.client = self.client_cls(config, environment.events.request.fire, recorder=self.mq.recorder)
         self._retry_at = 0.0
         self._retry_s = _RETRY_MIN_S

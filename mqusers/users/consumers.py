@@ -13,11 +13,12 @@ import math
 import time
 from typing import Any, ClassVar
 
-from mqusers.measure.names import destination_kind
+from mqusers.measure.names import DEMAND, REQUEST_TYPE, destination_kind, event_name
 from mqusers.options import selectors
-from mqusers.run.context import coordinator_for
+from mqusers.run.context import client_config, coordinator_for
 from mqusers.stomp.client import MqError
 from mqusers.stomp.nacks import NackCounts, as_ratio
+from mqusers.stomp.probe import Probe, await_demand
 from mqusers.stomp.receiver import Receiver
 from mqusers.stomp.replier import Replier
 from mqusers.users.base import StompUser
@@ -168,15 +169,44 @@ class StompConsumerUser(StompUser):
             receiver.batch_acks(1 if self.pace is not None else ack_every)  # paced: each its own turn
             # In place before SUBSCRIBE: deliveries may come before the RECEIPT is read.
             audit = receiver.audit = self.mq.received.subscription(
-                key, destination, kind, None, self.durable, self.selects
+                key, destination, kind, None, self.durable, self.selects, self.at_broker()
             )
             self.subscriptions[destination] = self.client.subscribe(
                 destination, receiver, ack=self.ack, headers=dict(headers), label=self.destination
             )
             # A broker confirms SUBSCRIBE with its RECEIPT: from now on this subscription expects messages.
             audit.join(time.time_ns())
+        if first and self.crosses_network():
+            self.await_network_demand()
         if first:
             self.count_as_joined()
+
+    def at_broker(self) -> str:
+        """The broker this consumer reads from when consumers are elsewhere than the producers, else ``""``."""
+        return str(self.client.config.address) if self.mq.settings.consumer_brokers else ""
+
+    def crosses_network(self) -> bool:
+        """A topic subscriber on another broker than the producers': what is published before the network's
+        demand reaches their broker is dropped there."""
+        return self.client.config.address != self.mq.settings.broker and destination_kind(self.destination) == "topic"
+
+    def await_network_demand(self) -> None:
+        """Hold this subscriber from the start barrier until the producers' broker passes its probes on
+        (:mod:`mqusers.stomp.probe`): the ``demand`` event times it; a wait past the bound is its failure."""
+        probe = Probe(self.lanes)
+        for receiver in self.receivers:
+            receiver.probe = probe
+        start = time.perf_counter()
+        try:
+            why = await_demand(client_config(self.mq.settings, None, "producer"), probe)
+        finally:
+            for receiver in self.receivers:
+                receiver.probe = None
+                if receiver.audit is not None:
+                    receiver.audit.probes_sent += probe.sent.get(receiver.destination, 0)
+        self.client.fire(request_type=REQUEST_TYPE, name=event_name(DEMAND, self.destination),
+                         response_time=(time.perf_counter() - start) * 1000.0, response_length=0,
+                         exception=None if why is None else MqError(why), context={})  # fmt: skip
 
     def count_as_joined(self) -> None:
         """Count this consumer at the start barrier, once: subscribed, or never will (its on_start raised)."""

@@ -23,7 +23,7 @@ GROUPS = ("Broker and destination", "Load", "Messages", "Measurement", "Report g
 #: digit, nor a letter or digit after "_": the page shows and posts such a name unchanged.
 FIELDS: dict[str, tuple[str, str, str]] = {
     "mq-host": ("Broker address", "host", GROUPS[0]),
-    "mq-consumer-host": ("Consumers' broker address (a network)", "", GROUPS[0]),
+    "mq-consumer-host": ("Consumers' brokers (a network; several space-separated)", "", GROUPS[0]),
     "mq-destination": ("Destination", "destination", GROUPS[0]),
     "mq-user": ("Broker login", "", GROUPS[0]),
     "mq-vhost": ("Virtual host", "", GROUPS[0]),

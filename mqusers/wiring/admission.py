@@ -25,8 +25,8 @@ def preflight(settings: Settings, user_classes: Iterable[type] = ()) -> None:
     """Connect once with the run's address and credentials; raise :class:`MqError` if that fails, or if
     the User classes (``user_classes``) or the options ask for selectors or message groups the broker
     does not have."""
-    if settings.consumer_broker is not None:  # the consumers' broker answers too, or nothing starts
-        consumers = StompClient(client_config(settings, role="consumer"), fire=lambda **_: None)
+    for turn in range(len(settings.consumer_brokers)):  # the consumers' brokers answer too, or nothing starts
+        consumers = StompClient(client_config(settings, role="consumer", turn=turn), fire=lambda **_: None)
         consumers.connect()
         consumers.disconnect()
     client = StompClient(client_config(settings), fire=lambda **_: None)

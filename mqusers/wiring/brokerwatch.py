@@ -5,6 +5,10 @@ Wired by :mod:`mqusers.wiring.plugin` on the master or a local runner (workers n
 CONNECTED header whether it is ActiveMQ Classic, Artemis or RabbitMQ), takes the baseline reading
 and leaves the sampler running; :func:`stop` takes the last reading before the report;
 :func:`document` is the report's ``broker``. Any failure is one line in the log and the summary; the test goes on.
+
+Consumers on other brokers (``--mq-consumer-host``): each of those brokers is sampled the same way (by
+its own CONNECTED header; ``--mq-broker-metrics-url`` and ``--mq-broker-pid`` are the producers' broker's),
+its figures the ``network`` list of the report's ``broker``; they do not stream to the sinks.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from locust.env import Environment
 import logging
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import gevent
@@ -26,10 +31,10 @@ from mqusers.brokers.model import MetricsError, Source
 from mqusers.brokers.rabbitmq import RabbitManagement, management_urls
 from mqusers.brokers.sampler import BrokerSampler, JvmSource
 from mqusers.measure.names import RECEIVE, SEND, destination_operation
-from mqusers.options.parsing import OptionError
+from mqusers.options.parsing import OptionError, brokers_text
 from mqusers.report.brokerreport import broker_document
 from mqusers.run.context import RunContext, client_config
-from mqusers.stomp.client import MqError, StompClient
+from mqusers.stomp.client import ClientConfig, MqError, StompClient
 
 logger = logging.getLogger(__name__)
 #: The baseline reading may hold the test's start this long (a slow or absent broker source).
@@ -67,23 +72,50 @@ def start(environment: Environment, ctx: RunContext) -> None:
     ctx.broker_metrics = sampler
 
 
-def open_source(metrics: BrokerMetricsSettings, ctx: RunContext) -> Source | None:
-    """The source ``--mq-broker-metrics`` names; ``auto`` by the broker's CONNECTED ``server`` header."""
+def start_network(environment: Environment, ctx: RunContext) -> None:
+    """Sample each consumers' broker that is not the producers' (``--mq-consumer-host``)."""
+    ctx.network_metrics = {}
+    metrics = read_broker_metrics_settings(environment.parsed_options)
+    if metrics.mode == "off":
+        return
+    elsewhere = replace(metrics, url=None, pid=None)
+    for turn, address in enumerate(ctx.settings.consumer_brokers):
+        if address == ctx.settings.broker or str(address) in ctx.network_metrics:
+            continue
+        try:
+            config = client_config(ctx.settings, role="consumer", turn=turn)
+            source = open_source(elsewhere, ctx, config)
+        except (MetricsError, MqError) as error:
+            ctx.network_metrics[str(address)] = str(error)
+            logger.warning("mqusers: broker metrics at %s: %s (the test goes on without them)", address, error)
+            continue
+        sampler = BrokerSampler(source, None, lambda: destinations(environment, ctx), interval=metrics.interval,
+                                timeout=ctx.settings.timeout)  # fmt: skip
+        sampler.start(BASELINE_S)
+        ctx.network_metrics[str(address)] = sampler
+
+
+def open_source(metrics: BrokerMetricsSettings, ctx: RunContext, config: ClientConfig | None = None) -> Source | None:
+    """The source ``--mq-broker-metrics`` names; ``auto`` by the broker's CONNECTED ``server`` header.
+    ``config``: a consumers' broker's (its server header is not the run's); None: the producers'."""
     mode, settings = metrics.mode, ctx.settings
     if mode == "off":
         return None
-    config = client_config(settings)
+    server = ""
     try:
-        ctx.broker_server = _server(config)  # e.g. ActiveMQ/5.17.2: the summary names the broker
+        server = _server(config or client_config(settings))  # e.g. ActiveMQ/5.17.2: the summary names the broker
     except (MetricsError, MqError):
         if mode == "auto":
             raise
+    if config is None:
+        ctx.broker_server = server
+    config = config or client_config(settings)
     if mode == "auto":
-        server = ctx.broker_server.lower()
+        server = server.lower()
         # Artemis says "ActiveMQ-Artemis/2.40.0 ...": asked before Classic's "ActiveMQ/5.17.2".
         mode = next((name for name in ("rabbitmq", "artemis", "activemq") if name in server), "")
         if not mode:
-            raise MetricsError(f"no broker figures for {ctx.broker_server or 'this broker'}: "
+            raise MetricsError(f"no broker figures for {server or 'this broker'}: "
                                "ActiveMQ, Artemis and RabbitMQ only")  # fmt: skip
     if mode == "activemq":
         return ActiveMQStatistics(config, timeout=settings.timeout)
@@ -131,11 +163,18 @@ def destinations(environment: Environment, ctx: RunContext) -> Iterable[str]:
 
 
 def stop(ctx: RunContext) -> None:
-    if ctx.broker_metrics is not None:
-        ctx.broker_metrics.stop()
+    for sampler in [ctx.broker_metrics, *ctx.network_metrics.values()]:
+        if isinstance(sampler, BrokerSampler):
+            sampler.stop()
 
 
 def document(ctx: RunContext) -> dict[str, Any]:
-    consumers_at = str(ctx.settings.consumer_broker) if ctx.settings.consumer_broker else ""
-    return broker_document(ctx.broker_metrics, ctx.broker_note, warmup=ctx.settings.warmup > 0,
-                           consumers_at=consumers_at)  # fmt: skip
+    consumers_at = brokers_text(ctx.settings.consumer_brokers) if ctx.settings.consumer_brokers else ""
+    warmup = ctx.settings.warmup > 0
+    whole = broker_document(ctx.broker_metrics, ctx.broker_note, warmup=warmup, consumers_at=consumers_at)
+    whole["network"] = [
+        {"address": address, **(broker_document(None, sampler) if isinstance(sampler, str)
+                                else broker_document(sampler, warmup=warmup))}
+        for address, sampler in ctx.network_metrics.items()
+    ]  # fmt: skip
+    return whole

@@ -18,13 +18,13 @@ from services.artemis import PASSWORD, USER
 DOMAIN = "org.apache.activemq.artemis"
 
 
-def port() -> int:
-    return services.PORTS["artemis"]["http"]
+def port(service: str = "artemis") -> int:
+    return services.ports(service)["http"]
 
 
-def call(request: dict[str, Any]) -> Any:
-    """One Jolokia request's value; any failure raises."""
-    origin = f"http://127.0.0.1:{port()}"
+def call(request: dict[str, Any], service: str = "artemis") -> Any:
+    """One Jolokia request's value (of the broker ``service``: a cluster's node too); any failure raises."""
+    origin = f"http://127.0.0.1:{port(service)}"
     response = requests.post(f"{origin}/console/jolokia", json=request, auth=(USER, PASSWORD),
                              headers={"Origin": origin}, timeout=10)  # fmt: skip
     response.raise_for_status()
@@ -33,21 +33,21 @@ def call(request: dict[str, Any]) -> Any:
     return answer["value"]
 
 
-def broker_mbean() -> str:
-    [name] = call({"type": "search", "mbean": f"{DOMAIN}:broker=*"})
+def broker_mbean(service: str = "artemis") -> str:
+    [name] = call({"type": "search", "mbean": f"{DOMAIN}:broker=*"}, service)
     return str(name)
 
 
-def read(mbean: str) -> dict[str, Any]:
-    value = call({"type": "read", "mbean": mbean})
+def read(mbean: str, service: str = "artemis") -> dict[str, Any]:
+    value = call({"type": "read", "mbean": mbean}, service)
     assert isinstance(value, dict), value
     return value
 
 
-def address_of(destination: str) -> str:
+def address_of(destination: str, service: str = "artemis") -> str:
     """The address a STOMP destination is on this broker: without the STOMP acceptor's prefix, if it has one."""
-    for acceptor in call({"type": "search", "mbean": f"{DOMAIN}:broker=*,component=acceptors,name=*"}):
-        parameters = read(acceptor)["Parameters"]
+    for acceptor in call({"type": "search", "mbean": f"{DOMAIN}:broker=*,component=acceptors,name=*"}, service):
+        parameters = read(acceptor, service)["Parameters"]
         if "STOMP" in str(parameters.get("protocols", "")).upper():
             for key in ("anycastPrefix", "multicastPrefix"):
                 prefix = parameters.get(key)
@@ -56,12 +56,12 @@ def address_of(destination: str) -> str:
     return destination
 
 
-def address_mbean(address: str) -> str:
-    return f'{broker_mbean()},component=addresses,address="{address}"'
+def address_mbean(address: str, service: str = "artemis") -> str:
+    return f'{broker_mbean(service)},component=addresses,address="{address}"'
 
 
-def queue_mbean(address: str) -> str:
-    return f'{address_mbean(address)},subcomponent=queues,routing-type="anycast",queue="{address}"'
+def queue_mbean(address: str, service: str = "artemis") -> str:
+    return f'{address_mbean(address, service)},subcomponent=queues,routing-type="anycast",queue="{address}"'
 
 
 def make_queue(address: str, page_beyond: int | None = None) -> None:
@@ -81,9 +81,9 @@ def on_queue(address: str, operation: str, *arguments: Any) -> Any:
     return call({"type": "exec", "mbean": queue_mbean(address), "operation": operation, "arguments": list(arguments)})
 
 
-def figures(address: str) -> dict[str, Any]:
+def figures(address: str, service: str = "artemis") -> dict[str, Any]:
     """The address's and its queue's attributes, read here, under the names mqusers reports them by."""
-    at, queue = read(address_mbean(address)), read(queue_mbean(address))
+    at, queue = read(address_mbean(address, service), service), read(queue_mbean(address, service), service)
     return {
         "enqueued": at["RoutedMessageCount"] + at["UnRoutedMessageCount"],
         "dequeued": queue["MessagesAcknowledged"],

@@ -1,8 +1,9 @@
-"""A network of two ActiveMQ Classic brokers (services/network.py): producers on one, consumers on the other.
+"""A network of three ActiveMQ Classic brokers (services/network.py): producers on one, consumers elsewhere.
 
-Judged by both brokers' own counters (the statistics plugin, read over a STOMP connection of this
-test's): every message sent to A is enqueued on A, forwarded (dequeued there) to B, enqueued on B and
-acknowledged there, once; mqusers' audit says the same from its side.
+Judged by the brokers' own counters (the statistics plugin, read over a STOMP connection of this
+test's): every message sent to A is enqueued on A, forwarded (dequeued there) to where its consumers
+are, enqueued there and acknowledged there, once; mqusers' audit and its per-broker figures say the same
+from their side.
 """
 
 from __future__ import annotations
@@ -22,19 +23,20 @@ from tests.integration import broker_stats as bs
 from tests.integration.locust_runs import ROOT, assert_refused_before_load, run_locust
 from tests.integration.reference_client import Inbox, connect
 
-A, B = "activemq-net-a", "activemq-net-b"
+A, B, C = "activemq-net-a", "activemq-net-b", "activemq-net-c"
 MESSAGES = 3_000  # docs/topologies.md's --mq-total-messages
+FAN_OUT = 1_500  # its pub/sub command's
 
 
 def url(name: str) -> str:
     return f"stomp://127.0.0.1:{services.ports(name)['stomp']}"
 
 
-def bridged(queue: str, timeout: float) -> bool:
-    """Probes sent to A, one each half second, until one reaches a consumer on B: the network connector is up
-    and forwards on demand."""
+def bridged(queue: str, timeout: float, to: str = B) -> bool:
+    """Probes sent to A, one each half second, until one reaches a consumer on ``to``: the network connector is
+    up and forwards on demand."""
     inbox = Inbox()
-    consumer = connect(services.ports(B)["stomp"], inbox)
+    consumer = connect(services.ports(to)["stomp"], inbox)
     producer = connect(services.ports(A)["stomp"], Inbox())
     consumer.subscribe(queue, id="1", ack="auto")
 
@@ -53,10 +55,11 @@ def bridged(queue: str, timeout: float) -> bool:
 def network() -> Iterator[None]:
     started: list[str] = []
     try:
-        for name in (A, B):
+        for name in (A, B, C):
             if services.start(name):
                 started.append(name)
-        assert bridged(f"/queue/net.probe.{uuid.uuid4().hex[:6]}", 60), "no bridge from A to B within 60 s"
+        for to in (B, C):
+            assert bridged(f"/queue/net.probe.{uuid.uuid4().hex[:6]}", 60, to), f"no bridge from A to {to} in 60 s"
         yield
     finally:
         for name in reversed(started):
@@ -85,6 +88,105 @@ def test_forward_produce_on_one_broker_consume_on_the_other_every_message_once(n
     assert bs.wait_for(lambda: on_b()["dequeueCount"] == MESSAGES, 20), on_b()
     assert (on_a()["enqueueCount"], on_a()["size"]) == (MESSAGES, 0)
     assert (on_b()["enqueueCount"], on_b()["size"]) == (MESSAGES, 0)
+
+
+def test_a_topic_across_the_network_waits_for_its_demand_and_loses_nothing(network: None, tmp_path: Path) -> None:
+    """docs/topologies.md's pub/sub command: two subscribers on B, the publisher on A. Without the wait for the
+    network's demand A dropped what was published before its bridge subscribed (976 of 6,000 deliveries).
+
+    Outside truths: a stomp.py subscriber on A counts what was published (it makes no demand across the
+    network); B's statistics say both subscribers were delivered everything B was passed (the probes as well)."""
+    topic, report = f"/topic/net.fanout.{uuid.uuid4().hex[:6]}", tmp_path / "fanout.json"
+    published = Inbox()
+    witness = connect(services.ports(A)["stomp"], published)
+    witness.subscribe(topic, id="1", ack="auto")
+    try:
+        argv = [*shown("locust -f locustfiles/pubsub.py --mq-consumer-host",
+                       {"--host": url(A), "--mq-consumer-host": url(B), "--mq-destination": topic,
+                        "--mq-report-json": str(report)}), "--only-summary"]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=90, cwd=ROOT)
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, output[-3000:]
+        stamped = lambda: sorted((f.headers["mq-producer"], int(f.headers["mq-seq"]))  # noqa: E731
+                                 for f in list(published.frames) if "mq-run" in f.headers)  # fmt: skip
+        assert bs.wait_for(lambda: len(stamped()) >= FAN_OUT, 10), len(stamped())
+    finally:
+        witness.disconnect()
+    assert len(set(stamped())) == len(stamped()) == FAN_OUT
+    document = json.loads(report.read_text())
+    [row] = [r for r in document["destinations"] if r["destination"] == topic]
+    assert (row["sent"], row["received"], row["distinct"]) == (FAN_OUT, 2 * FAN_OUT, 2 * FAN_OUT), output[-3000:]
+    assert (row["lost"], row["duplicated"], row["unreceived"], row["foreign"]) == (0, 0, 0, 0)
+    # Each subscriber timed its wait for the network's demand: the `demand` row, two waits, none failed.
+    [demand] = [r for r in document["operations"] if r["name"] == f"demand {topic}"]
+    assert (demand["count"], demand["errors"]) == (2, 0), demand
+    on_b = lambda: bs.activemq_destination_stats(services.ports(B)["stomp"], topic)  # noqa: E731
+    assert bs.wait_for(lambda: on_b()["dequeueCount"] == 2 * on_b()["enqueueCount"], 20), on_b()
+    assert on_b()["enqueueCount"] >= FAN_OUT + 2, on_b()  # every message, and each subscriber's own probe
+    # mqusers' own reading of both brokers agrees with its audit, the probes counted as the brokers' messages.
+    said = " ".join(output.split())  # the summary's lines wrap
+    assert "broker figures: the producers' broker's counts agree with mqusers'" in said, output[-3000:]
+    assert f"broker figures at {url(B)}: its counts agree with mqusers' ({topic}" in said, output[-3000:]
+
+
+def stats(name: str, destination: str) -> dict[str, int]:
+    return bs.activemq_destination_stats(services.ports(name)["stomp"], destination)
+
+
+def test_spread_competing_consumers_on_two_brokers_each_brokers_share_as_the_brokers_count_it(
+    network: None, tmp_path: Path
+) -> None:
+    """docs/topologies.md's spread: producers on A; two consumers on A, two on B. Each broker's share in mqusers'
+    figures is what the brokers counted: B's consumers took what A passed on to B, A's the rest."""
+    queue, report = f"/queue/net.spread.{uuid.uuid4().hex[:6]}", tmp_path / "spread.json"
+    argv = [*shown("locust -f locustfiles/queue_balance.py --mq-consumer-host",
+                   {"--host": url(A), "--mq-consumer-host": f"{url(A)} {url(B)}", "--mq-destination": queue,
+                    "--mq-report-json": str(report)}), "--only-summary"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=90, cwd=ROOT)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    document = json.loads(report.read_text())
+    [row] = [r for r in document["destinations"] if r["destination"] == queue]
+    assert (row["sent"], row["received"], row["distinct"], row["lost"], row["duplicated"]) == (
+        MESSAGES, MESSAGES, MESSAGES, 0, 0), output[-3000:]  # fmt: skip
+    at = {b["broker"]: b for b in row["by_broker"]}
+    assert set(at) == {url(A), url(B)} and at[url(A)]["subscriptions"] == at[url(B)]["subscriptions"] == 2
+    assert at[url(A)]["received"] + at[url(B)]["received"] == MESSAGES
+    assert bs.wait_for(lambda: stats(A, queue)["dequeueCount"] == MESSAGES, 20), stats(A, queue)
+    assert bs.wait_for(lambda: stats(B, queue)["dequeueCount"] == stats(B, queue)["enqueueCount"], 20)
+    passed_on = stats(B, queue)["enqueueCount"]
+    assert 0 < passed_on < MESSAGES, passed_on  # the network balanced: some went on to B, some stayed on A
+    assert (at[url(B)]["received"], at[url(A)]["received"]) == (passed_on, MESSAGES - passed_on)
+    assert f"{queue} {url(B)}" in output  # the summary's per-broker table
+    # mqusers read B's own figures too, and they say the same as the test's reading of B.
+    [b_doc] = document["broker"]["network"]
+    assert b_doc["address"] == url(B) and b_doc["source"] == "activemq", b_doc
+    assert (b_doc["destinations"][queue]["enqueued"], b_doc["destinations"][queue]["dequeued"]) == (
+        passed_on, passed_on), b_doc["destinations"][queue]  # fmt: skip
+    assert f"broker figures at {url(B)}: its counts agree with mqusers' ({queue}" in " ".join(output.split())
+
+
+def test_fan_out_a_topics_subscribers_on_three_brokers_each_get_every_message_once(
+    network: None, tmp_path: Path
+) -> None:
+    """docs/topologies.md's fan-out: the publisher on A, a subscriber on each of A, B and C. Each gets all 1,500
+    once; B and C each delivered to their subscriber every message the network passed them."""
+    topic, report = f"/topic/net.fanout3.{uuid.uuid4().hex[:6]}", tmp_path / "fanout3.json"
+    every = f"{url(A)} {url(B)} {url(C)}"
+    argv = [*shown("locust -f locustfiles/pubsub.py --mq-consumers 3",
+                   {"--host": url(A), "--mq-consumer-host": every, "--mq-destination": topic,
+                    "--mq-report-json": str(report)}), "--only-summary"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=90, cwd=ROOT)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    [row] = [r for r in json.loads(report.read_text())["destinations"] if r["destination"] == topic]
+    assert (row["sent"], row["received"], row["distinct"], row["lost"], row["duplicated"]) == (
+        FAN_OUT, 3 * FAN_OUT, 3 * FAN_OUT, 0, 0), output[-3000:]  # fmt: skip
+    assert [(b["broker"], b["subscriptions"], b["received"], b["duplicated"]) for b in row["by_broker"]] == [
+        (url(name), 1, FAN_OUT, 0) for name in (A, B, C)]  # fmt: skip
+    for name in (B, C):  # the probes as well, which the subscriber takes and sets apart
+        assert bs.wait_for(lambda n=name: stats(n, topic)["dequeueCount"] == stats(n, topic)["enqueueCount"], 20)
+        assert stats(name, topic)["enqueueCount"] > FAN_OUT, (name, stats(name, topic))
 
 
 def test_a_consumer_host_that_does_not_answer_stops_the_run_before_any_load(network: None, tmp_path: Path) -> None:

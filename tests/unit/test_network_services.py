@@ -1,4 +1,4 @@
-"""services/network.py's configuration without starting a broker: who dials whom, and every member's advisories."""
+"""services/network.py's and services/artemis_cluster.py's configuration without starting a broker."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from services import activemq, network
+import services
+from services import activemq, artemis_cluster, network
 from services.base import Ctx, ServiceError
 
 
@@ -35,3 +36,23 @@ def test_a_setting_that_is_neither_true_nor_false_is_refused(monkeypatch: pytest
     monkeypatch.setenv("MQUSERS_NETWORK_CONDUIT", "yes")
     with pytest.raises(ServiceError, match="MQUSERS_NETWORK_CONDUIT is true or false, not 'yes'"):
         network.connectors(ctx(network.NAMES[0], tmp_path))
+
+
+def test_each_artemis_cluster_node_names_the_other_two_and_redistributes_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    b = artemis_cluster.NAMES[1]
+    assert artemis_cluster.peers(b, "127.0.0.1", 1000) == ["tcp://127.0.0.1:62766", "tcp://127.0.0.1:62786"]
+    assert len({port for name in artemis_cluster.NAMES for port in services.ports(name).values()}) == 18
+    made = '<address-settings>\n   <address-setting match="#">\n      <dead-letter-address>DLQ'
+    edited = artemis_cluster.redistributed(made)
+    assert '<address-setting match="#">\n            <redistribution-delay>0</redistribution-delay>' in edited
+    assert artemis_cluster.redistributed(edited) == edited
+    with pytest.raises(ServiceError, match="no longer holds one"):
+        artemis_cluster.redistributed("<address-settings/>")
+    assert artemis_cluster.balancing() == "ON_DEMAND"
+    monkeypatch.setenv("MQUSERS_CLUSTER_BALANCING", "strict")
+    assert artemis_cluster.balancing() == "STRICT"
+    monkeypatch.setenv("MQUSERS_CLUSTER_BALANCING", "round-robin")
+    with pytest.raises(ServiceError, match="MQUSERS_CLUSTER_BALANCING is one of ON_DEMAND, STRICT"):
+        artemis_cluster.balancing()

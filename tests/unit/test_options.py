@@ -10,6 +10,7 @@ from mqusers.options.faultspec import Fault
 from mqusers.options.parsing import (
     BrokerAddress,
     OptionError,
+    brokers_text,
     parse_broker_url,
     parse_destination,
     parse_frame_size,
@@ -348,7 +349,16 @@ def test_consumers_connect_to_mq_consumer_host_and_producers_to_the_broker() -> 
     assert str(client_config(settings, role="consumer").address) == "stomp://b:61642,stomp://c:61644"
     assert str(client_config(settings, role="producer").address) == "stomp://a:61640"
     alone = read_settings(parse(), "stomp://a:61640")
-    assert alone.consumer_broker is None and str(client_config(alone, role="consumer").address) == "stomp://a:61640"
+    assert alone.consumer_brokers == () and str(client_config(alone, role="consumer").address) == "stomp://a:61640"
+    # Several, space-separated: the consumers take them in turn (a failover list is one of them).
+    spread = read_settings(parse("--mq-consumer-host", " stomp://b:1,stomp://b2:1  stomp://c:2 "), "stomp://a:61640")
+    turns = [str(client_config(spread, role="consumer", turn=turn).address) for turn in range(3)]
+    assert turns == ["stomp://b:1,stomp://b2:1", "stomp://c:2", "stomp://b:1,stomp://b2:1"]
+    assert str(client_config(spread, role="producer", turn=1).address) == "stomp://a:61640"
+    assert brokers_text(spread.consumer_brokers) == "stomp://b:1,stomp://b2:1 and stomp://c:2"
+    assert read_settings(parse("--mq-consumer-host", "  "), "stomp://a:61640").consumer_brokers == ()  # as not given
+    with pytest.raises(OptionError, match=r"^--mq-consumer-host: 'http://c:2' has scheme 'http'"):
+        read_settings(parse("--mq-consumer-host", "stomp://b:1 http://c:2"), "stomp://a:61640")
     with pytest.raises(OptionError, match=r"^--mq-consumer-host: 'stomp://\*\*\*@b:1': credentials do not belong"):
         read_settings(parse("--mq-consumer-host", "stomp://u:p@b:1"), "stomp://a:61640")
 

@@ -53,7 +53,7 @@ def test_each_rate_is_over_the_span_its_own_messages_took() -> None:
     assert t.send_rate_mbit == 100 * 100 * 8 / 1 / 1e6 and t.receive_rate_mbit == 100 * 100 * 8 / 10 / 1e6
     assert row.latency_ms["p50"] == 1.0 and abs(row.latency_ms["max"] - 50.0) < 0.05
     document = row.document()  # the JSON report's and the CSV's row
-    assert set(document) == {*CSV_COLUMNS, "latency_ms", "negative_latencies", "by_subscription"}
+    assert set(document) == {*CSV_COLUMNS, "latency_ms", "negative_latencies", "by_subscription", "by_broker"}
     assert (document["send_span_s"], document["send_rate_msgs"], document["receive_rate_msgs"]) == (1.0, 100.0, 10.0)
     assert document["lost"] == 0
 

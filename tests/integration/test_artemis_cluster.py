@@ -1,0 +1,132 @@
+"""An Artemis cluster of three (services/artemis_cluster.py): producers on one node, consumers on others.
+
+Judged by each node's own counters over its Jolokia (tests/integration/artemis_jolokia.py, the tests'
+own HTTP code): the nodes the consumers are on acknowledged what mqusers says their consumers received,
+nothing is left on any node, and mqusers' audit and its per-broker figures (its own reading of each
+node too) say the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import services
+from services.artemis_cluster import NAMES
+from tests.integration import artemis_jolokia as jolokia
+from tests.integration import broker_stats as bs
+from tests.integration.locust_runs import LocustRun, run_locust
+from tests.integration.reference_client import Inbox, connect
+
+A, B, C = NAMES
+MESSAGES, FAN_OUT = 3_000, 1_500
+#: The nodes' console (Jolokia) login, for mqusers' own reading of each node.
+METRICS = ["--mq-broker-metrics-user", jolokia.USER]
+
+
+def url(name: str) -> str:
+    return f"stomp://127.0.0.1:{services.ports(name)['stomp']}"
+
+
+def bridged(queue: str, to: str, timeout: float) -> bool:
+    """Probes sent to A, one each half second, until one reaches a consumer on ``to``: the cluster connection is up."""
+    inbox = Inbox()
+    consumer = connect(services.ports(to)["stomp"], inbox)
+    producer = connect(services.ports(A)["stomp"], Inbox())
+    consumer.subscribe(queue, id="1", ack="auto")
+
+    def arrived() -> bool:
+        producer.send(queue, "probe")
+        return len(inbox) > 0
+
+    try:
+        return bs.wait_for(arrived, timeout, interval=0.5)
+    finally:
+        producer.disconnect()
+        consumer.disconnect()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    started: list[str] = []
+    try:
+        for name in NAMES:
+            if services.start(name):
+                started.append(name)
+        for to in (B, C):
+            assert bridged(f"/queue/cluster.probe.{uuid.uuid4().hex[:6]}", to, 90), f"no route from A to {to} in 90 s"
+        yield
+    finally:
+        for name in reversed(started):
+            with contextlib.suppress(services.ServiceError):
+                services.stop(name)
+
+
+def run(locustfile: str, destination: str, consumers_at: list[str], *args: str, tmp_path: Path) -> LocustRun:
+    done = run_locust(
+        locustfile, url(A), "--mq-consumer-host", " ".join(map(url, consumers_at)), "--mq-destination", destination,
+        *METRICS, *args, users=6, seconds=30, env={"LOCUST_MQ_BROKER_METRICS_PASSWORD": jolokia.PASSWORD},
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert done.code == 0, done.output[-3000:]
+    return done
+
+
+def acknowledged(name: str, destination: str) -> int:
+    address = jolokia.address_of(destination, name)
+    return int(jolokia.read(jolokia.queue_mbean(address, name), name)["MessagesAcknowledged"])
+
+
+def held(name: str, destination: str) -> int:
+    """Messages still on ``name``'s queue of ``destination`` (0 when the node has no such queue)."""
+    address = jolokia.address_of(destination, name)
+    try:
+        return int(jolokia.read(jolokia.queue_mbean(address, name), name)["MessageCount"])
+    except AssertionError:  # Jolokia: no such MBean
+        return 0
+
+
+def test_forward_produce_on_one_node_consume_on_another_every_message_once(cluster: None, tmp_path: Path) -> None:
+    queue = f"/queue/cluster.forward.{uuid.uuid4().hex[:6]}"
+    done = run("put_get.py", queue, [B], "--mq-consumers", "2", "--mq-total-messages", str(MESSAGES),
+               "--mq-total-rate", "1000", tmp_path=tmp_path)  # fmt: skip
+    row = done.row(queue)
+    assert (row["sent"], row["received"], row["distinct"], row["lost"], row["duplicated"]) == (
+        MESSAGES, MESSAGES, MESSAGES, 0, 0), done.output[-3000:]  # fmt: skip
+    assert bs.wait_for(lambda: acknowledged(B, queue) == MESSAGES, 20), acknowledged(B, queue)
+    assert held(A, queue) == held(B, queue) == 0
+    [b_doc] = done.report["broker"]["network"]
+    assert (b_doc["address"], b_doc["source"]) == (url(B), "artemis"), b_doc
+    assert f"broker figures at {url(B)}: its counts agree with mqusers' ({queue}" in " ".join(done.output.split())
+
+
+def test_spread_competing_consumers_on_two_nodes_each_nodes_share_as_it_counts_it(
+    cluster: None, tmp_path: Path
+) -> None:
+    queue = f"/queue/cluster.spread.{uuid.uuid4().hex[:6]}"
+    done = run("queue_balance.py", queue, [A, B], "--mq-consumers", "4", "--mq-total-messages", str(MESSAGES),
+               tmp_path=tmp_path)  # fmt: skip
+    row = done.row(queue)
+    assert (row["sent"], row["received"], row["distinct"], row["lost"], row["duplicated"]) == (
+        MESSAGES, MESSAGES, MESSAGES, 0, 0), done.output[-3000:]  # fmt: skip
+    at = {b["broker"]: b["received"] for b in row["by_broker"]}
+    assert bs.wait_for(lambda: acknowledged(A, queue) + acknowledged(B, queue) == MESSAGES, 20)
+    assert (at[url(A)], at[url(B)]) == (acknowledged(A, queue), acknowledged(B, queue))
+    assert 0 < at[url(B)] < MESSAGES  # the cluster balanced: some went on to B, some stayed on A
+
+
+def test_fan_out_a_topics_subscribers_on_three_nodes_each_get_every_message_once(cluster: None, tmp_path: Path) -> None:
+    topic = f"/topic/cluster.fanout.{uuid.uuid4().hex[:6]}"
+    done = run("pubsub.py", topic, [A, B, C], "--mq-consumers", "3", "--mq-total-messages", str(FAN_OUT),
+               tmp_path=tmp_path)  # fmt: skip
+    row = done.row(topic)
+    assert (row["sent"], row["received"], row["distinct"], row["lost"], row["duplicated"]) == (
+        FAN_OUT, 3 * FAN_OUT, 3 * FAN_OUT, 0, 0), done.output[-3000:]  # fmt: skip
+    assert [(b["broker"], b["subscriptions"], b["received"]) for b in row["by_broker"]] == [
+        (url(name), 1, FAN_OUT) for name in (A, B, C)]  # fmt: skip
+    demand = done.operation(f"demand {topic}")
+    assert (demand["count"], demand["errors"]) == (2, 0), demand  # B's and C's subscribers waited; A's did not
