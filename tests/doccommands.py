@@ -40,6 +40,8 @@ RUN_HERE = {
     "locust -f locustfiles/pubsub.py --mq-consumer-host": "test_networks.py::test_a_topic_across_the_network_waits_for_its_demand_and_loses_nothing",  # noqa: E501
     "locust -f locustfiles/queue_balance.py --mq-consumer-host": "test_networks.py::test_spread_competing_consumers_on_two_brokers_each_brokers_share_as_the_brokers_count_it",  # noqa: E501
     "locust -f locustfiles/pubsub.py --mq-consumers 3": "test_networks.py::test_fan_out_a_topics_subscribers_on_three_brokers_each_get_every_message_once",  # noqa: E501
+    "mqusers cluster-compare --latency-rate 1000 --config single=": "test_networks.py::test_cluster_compare_takes_a_network_as_a_row_and_says_what_its_hop_adds",  # noqa: E501
+    "mqusers cluster-compare --latency-rate 1000 --config artemis=": "test_artemis_cluster.py::test_cluster_compare_takes_a_cluster_as_a_row_and_says_what_its_hop_adds",  # noqa: E501
     "locust -f locustfiles/backlog.py --host": "test_the_backlog_example_runs",
     "locust -f locustfiles/churn.py --host": "test_the_churn_example_runs",
     "locust -f locustfiles/transactions.py --host": "test_the_transactions_example_runs",
@@ -69,6 +71,7 @@ NOT_RUN = {
     "make unit": "make test's unit phase, the same command (tools/testrun.py); tests/unit/test_testrun.py checks both",
     "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
     "python -m services start activemq-net-a": "test_networks.py starts the same two through services.start",
+    "python -m services start artemis-cluster-a": "test_artemis_cluster.py starts the same nodes (services.start)",
     "python -m services start activemq-persistent postgresql": "eleven services; test_cluster_*.py start them",
     "mqusers cluster-compare": "eleven services and six failovers: test_cluster_failover.py runs each pair",
     "python -m services start activemq-persistent": "kills the shared broker; test_failover.py runs this scenario",
@@ -106,6 +109,15 @@ def where_run(command: str) -> str | None:
 def why_not_run(command: str) -> str | None:
     """Why ``command`` is not run here, or None."""
     return next((why for prefix, why in NOT_RUN.items() if command.startswith(prefix)), None)
+
+
+def shown_words(prefix: str, addresses: dict[str, str] | None = None) -> list[str]:
+    """The words of the page's one command starting with ``prefix``, each address of ``addresses`` replaced by its
+    value (a service's URL where the tests run, MQUSERS_PORT_OFFSET included)."""
+    [command] = [c for _, c in shown_commands() if c.startswith(prefix)]
+    for shown_address, address in (addresses or {}).items():
+        command = command.replace(shown_address, address)
+    return shlex.split(command)
 
 
 def shown(prefix: str, values: dict[str, str]) -> list[str]:

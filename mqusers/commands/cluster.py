@@ -11,9 +11,12 @@ failover URL...) it runs the report's three schemes with 1 producer, 1 subscribe
 each first in a warm-up run, then ``--repeats`` steady runs, interleaved (:mod:`mqusers.commands.grids`);
 then, when the configuration has a ``--failover`` command (e.g. stop the master), a paced run of the
 third scheme with receipts (so a loss is a confirmed message lost) during which that command runs
-(``--mq-fault``). Every run is a ``locust`` child process with its own JSON report; the table:
-msg/s per configuration and scheme (median and interval), the pairs not told apart from noise, the
-failover window, reconnect and loss.
+(``--mq-fault``). A network of brokers is a configuration too: ``--consumers-at NAME=URL [URL...]`` puts its
+subscribers on other brokers than the producers' (``--mq-consumer-host``), and paced runs at ``--latency-rate``
+give each row its p50 and p99, and against the first row (the single broker) what the hop adds
+(:mod:`mqusers.commands.hops`). Every run is a ``locust`` child process with its own JSON report; the table:
+msg/s per configuration and scheme (median and interval), the pairs not told apart from noise, the latency,
+the failover window, reconnect and loss.
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqusers.commands import grids
+from mqusers.commands import grids, hops
 from mqusers.commands.locustchild import Stop, interruptible
 from mqusers.commands.matrix import shipped_locustfiles
 from mqusers.options.faultspec import parse_fault
-from mqusers.options.parsing import OptionError, parse_broker_url, parse_size
+from mqusers.options.parsing import OptionError, parse_broker_url, parse_broker_urls, parse_size
 from mqusers.report.figures import figure
 from mqusers.report.htmlgrids import INTERRUPTED, NOISE
 from mqusers.stats.samples import Run
@@ -51,6 +54,8 @@ class Config:
     url: str
     #: The command that makes the configuration fail over (``--mq-fault`` form, without the time).
     failover: str = ""
+    #: Where its subscribers connect when not to ``url`` (a network: ``--mq-consumer-host``), space-separated.
+    consumers: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ class Plan:
     fault_at: float
     out: Path
     extra: tuple[str, ...] = ()
+    #: The latency runs' pace, msg/s; 0: none.
+    latency_rate: float = 0.0
 
     def base(self, scheme: str, config: Config, report: Path) -> list[str]:
         _, locustfile, persistent, durable = SCHEMES[scheme]
@@ -70,7 +77,13 @@ class Plan:
         return [sys.executable, "-m", "locust", "-f", str(self.locustfiles / locustfile), "--headless",
                 "--only-summary", "--host", config.url, "-u", "2", "-r", "2", "--mq-consumers", "1",
                 "--mq-destination", destination, "--mq-size", self.size, "--mq-persistent", str(persistent).lower(),
-                "--mq-durable", str(durable).lower(), "--mq-report-json", str(report)]  # fmt: skip
+                "--mq-durable", str(durable).lower(), "--mq-report-json", str(report),
+                *(["--mq-consumer-host", config.consumers] if config.consumers else [])]  # fmt: skip
+
+    def latency(self, config: Config, report: Path) -> list[str]:
+        """A paced run of the non-persistent scheme: what a message that finds no queue waits."""
+        paced = hops.run_args(self.latency_rate, self.steady.steady_after, self.steady.seconds)
+        return [*self.base("nonpersistent", config, report), *paced, *self.extra]
 
     def warmup(self, scheme: str, config: Config, report: Path) -> list[str]:
         """The scheme's warm-up run on this configuration: unpaced, ``--warmup-seconds`` long."""
@@ -112,28 +125,42 @@ def failover_figures(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
+def markdown(rows: list[dict[str, Any]], latency_rate: float = 0.0) -> str:
+    """The table; with ``latency_rate`` (msg/s), each row's paced p50 and p99 and what the hop adds."""
+    at = f" at {latency_rate:,.0f} msg/s" if latency_rate else ""
+    latency = f"p50 ms{at} | p99 ms{at} | " if latency_rate else ""
     lines = [
         "| configuration | " + " | ".join(f"{t} msg/s" for t in TITLES.values()) + f" | {NOISE} noise | "
-        "failover window ms | reconnect ms | lost | unconfirmed | dup after reconnect |",
-        "|---|" + "---:|" * len(TITLES) + "---|" + "---:|" * 5,
+        f"{latency}failover window ms | reconnect ms | lost | unconfirmed | dup after reconnect |",
+        "|---|" + "---:|" * len(TITLES) + "---|" + "---:|" * (7 if latency_rate else 5),
     ]
     for row in rows:
         schemes = " | ".join(grids.cell_text(row["schemes"].get(s) or {}) for s in SCHEMES)
         noise = grids.noise_text(row.get("noise", []), TITLES)
         f = row.get("failover") or {}
         losses = " | ".join(str(f.get(key, "-")) for key in ("lost", "unconfirmed", "dup_after_reconnect"))
-        lines.append(f"| {row['config']} | {schemes} | {noise} | {figure(f.get('window_ms'))} | "
+        paced = " | ".join(hops.cell_text(row.get("latency"))) + " | " if latency_rate else ""
+        lines.append(f"| {row['config']} | {schemes} | {noise} | {paced}{figure(f.get('window_ms'))} | "
                      f"{figure(f.get('reconnect_ms'))} | {losses} |")  # fmt: skip
     return "\n".join(lines)
 
 
-def _config(text: str, failovers: dict[str, str]) -> Config:
+def _config(text: str, failovers: dict[str, str], consumers: dict[str, str]) -> Config:
     name, sep, url = text.partition("=")
     if not sep or not name.strip() or not name.replace("-", "").replace("_", "").isalnum():
         raise OptionError(f"--config {text!r}: use NAME=URL, NAME of letters, digits, - and _")
     parse_broker_url(url, f"--config {name}")
-    return Config(name, url, failovers.pop(name, ""))
+    return Config(name, url, failovers.pop(name, ""), consumers.pop(name, ""))
+
+
+def _consumers(texts: Sequence[str]) -> dict[str, str]:
+    found = {}
+    for text in texts:
+        name, sep, urls = text.partition("=")
+        if not sep or not urls.strip():
+            raise OptionError(f"--consumers-at {text!r}: use NAME=URL, several space-separated")
+        found[name] = " ".join(str(address) for address in parse_broker_urls(urls, f"--consumers-at {name}"))
+    return found
 
 
 def _failovers(texts: Sequence[str]) -> dict[str, str]:
@@ -152,6 +179,15 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--config", action="append", default=[], help="NAME=URL, repeatable (a failover list: a,b)")
     parser.add_argument("--failover", action="append", default=[],
                         help="NAME=COMMAND that makes configuration NAME fail over (no shell), repeatable")  # fmt: skip
+    parser.add_argument("--consumers-at", action="append", default=[],
+                        help="NAME=URL [URL...]: configuration NAME's subscribers connect there (a network), "
+                             "repeatable")  # fmt: skip
+    parser.add_argument(
+        "--latency-rate",
+        type=float,
+        default=0.0,
+        help="msg/s of each configuration's paced latency runs, e.g. 1000 (default 0: none)",
+    )
     grids.add_options(parser, 20_000)
     parser.add_argument("--size", default="646", help="message body size (default 646 bytes, as the report)")
     parser.add_argument("--failover-rate", type=float, default=500.0, help="msg/s during the failover run")
@@ -163,13 +199,17 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--locustfiles", type=Path, default=shipped_locustfiles(), help="folder of the scenarios")
     args, extra = parser.parse_known_args(argv)
     try:
-        failovers = _failovers(args.failover)
-        configs = [_config(text, failovers) for text in args.config]
+        failovers, consumers = _failovers(args.failover), _consumers(args.consumers_at)
+        configs = [_config(text, failovers, consumers) for text in args.config]
         schemes = list(dict.fromkeys(s.strip() for s in args.schemes.split(",") if s.strip()))
         if not configs:
             raise OptionError("--config NAME=URL: at least one configuration")
         if failovers:
             raise OptionError(f"--failover {', '.join(failovers)}: no --config of that name")
+        if consumers:
+            raise OptionError(f"--consumers-at {', '.join(consumers)}: no --config of that name")
+        if args.latency_rate < 0:
+            raise OptionError("--latency-rate: 0 (none) or more")
         if unknown := [s for s in schemes if s not in SCHEMES]:
             raise OptionError(f"--schemes: {', '.join(unknown)} unknown (known: {', '.join(SCHEMES)})")
         parse_size(args.size, "--size")
@@ -182,7 +222,7 @@ def main(argv: Sequence[str]) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     plan = Plan(args.locustfiles, args.size, steady, args.failover_rate, args.failover_seconds, args.fault_at, out,
-                tuple(extra))  # fmt: skip
+                tuple(extra), args.latency_rate)  # fmt: skip
     rows, failed = [], 0
     with interruptible() as stop:
         for config in configs:
@@ -190,6 +230,9 @@ def main(argv: Sequence[str]) -> int:
                 break
             row, missing = _measure(plan, config, schemes, stop)
             failed += missing
+            if plan.latency_rate and not stop.requested:
+                row["latency"], missing = _latency(plan, config, stop)
+                failed += missing
             if config.failover and not stop.requested:
                 report = out / f"{config.name}-failover.json"
                 document = grids.attempt(f"{config.name} failover", plan.failover_run(config, report), report,
@@ -197,11 +240,12 @@ def main(argv: Sequence[str]) -> int:
                 row["failover"] = failover_figures(document) if document is not None else None
                 failed += document is None and not stop.requested
             rows.append(row)
-    table = markdown(rows)
+    hops.with_hops(rows)
+    table = markdown(rows, plan.latency_rate)
     print("\n" + table + "\n\n" + steady.legend() + (f"\n{INTERRUPTED}" if stop.requested else ""))
     if args.json:
         document = {"kind": "cluster-compare", "size": args.size, **steady.document(), "titles": TITLES, "rows": rows,
-                    "table": table, "interrupted": stop.requested}  # fmt: skip
+                    "table": table, "interrupted": stop.requested, "latency_rate": plan.latency_rate}  # fmt: skip
         Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
     return 1 if failed or stop.requested else 0
 
@@ -210,7 +254,8 @@ def _measure(plan: Plan, config: Config, schemes: list[str], stop: Stop) -> tupl
     """One configuration's row: each scheme's warm-up, then its repeats interleaved; and how many runs failed.
 
     After a Ctrl-C or SIGTERM (``stop``), the row of the runs that ended before it."""
-    row: dict[str, Any] = {"config": config.name, "url": config.url, "warmup": {}, "schemes": {}, "failover": None}
+    row: dict[str, Any] = {"config": config.name, "url": config.url, "consumers": config.consumers, "warmup": {},
+                           "schemes": {}, "failover": None}  # fmt: skip
     failed, rates = 0, {}
     for scheme in schemes:
         if stop.requested:
@@ -246,3 +291,21 @@ def _measure(plan: Plan, config: Config, schemes: list[str], stop: Stop) -> tupl
         row["schemes"][scheme] = {**grids.summary(runs[scheme]), "runs": figures[scheme]}
     row["noise"] = [list(pair) for pair in grids.indistinct(runs)]
     return row, failed
+
+
+def _latency(plan: Plan, config: Config, stop: Stop) -> tuple[dict[str, Any], int]:
+    """The row's latency cell from ``--repeats`` paced runs, and how many of them failed."""
+    runs, failed = [], 0
+    for repeat in range(1, plan.steady.repeats + 1):
+        if stop.requested:
+            break
+        report = plan.out / f"{config.name}-latency-{repeat}.json"
+        document = grids.attempt(f"{config.name} latency run {repeat}/{plan.steady.repeats}",
+                                 plan.latency(config, report), report, plan.steady.steady_after + plan.steady.seconds,
+                                 stop)  # fmt: skip
+        found = hops.run_figures(document) if document is not None else None
+        if found is None:
+            failed += not stop.requested
+            continue
+        runs.append({"repeat": repeat, "report": str(report), **found})
+    return hops.measured(runs, plan.latency_rate), failed

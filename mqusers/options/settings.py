@@ -105,14 +105,30 @@ def class_brokers(user_classes: Iterable[type]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(host for host in hosts if isinstance(host, str) and is_broker_url(host)))
 
 
-def read_settings(options: Any, host: str | None, brokers: tuple[str, ...] = ()) -> Settings:
+def class_networks(user_classes: Iterable[type]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The User classes' brokers (:func:`class_brokers`), and the consumers' when the consumer classes name other
+    brokers than the producer classes do: a locustfile of a network names each side's own host."""
+    classes = list(user_classes)
+    consumers = class_brokers(c for c in classes if getattr(c, "role", None) == "consumer")
+    producers = class_brokers(c for c in classes if getattr(c, "role", None) != "consumer")
+    if consumers and producers and not set(consumers) & set(producers):
+        return producers, consumers
+    return class_brokers(classes), ()
+
+
+def read_settings(
+    options: Any, host: str | None, brokers: tuple[str, ...] = (), consumer_hosts: tuple[str, ...] = ()
+) -> Settings:
     """Validate every mqusers option once; raise :class:`~mqusers.options.parsing.OptionError` with one clear line.
 
     The broker is ``--mq-host``, else the STOMP User classes' ``host`` (``brokers``, from
-    :func:`class_brokers`), else ``host`` (``--host``), which then has to be a broker URL: an http(s)
-    ``--host`` belongs to the HttpUsers of a mixed locustfile once the broker comes from elsewhere.
+    :func:`class_networks`), else ``host`` (``--host``), which then has to be a broker URL: an http(s)
+    ``--host`` belongs to the HttpUsers of a mixed locustfile once the broker comes from elsewhere. The
+    consumers' brokers are ``--mq-consumer-host``, else the consumer classes' own ``host`` (``consumer_hosts``).
     """
     values = read(options, OPTIONS)
+    if "consumer_brokers" not in values and consumer_hosts:
+        values["consumer_brokers"] = tuple(parse_broker_url(url, "host") for url in consumer_hosts)
     if "broker" not in values:
         if len(brokers) > 1:
             raise OptionError(f"the User classes' host name {len(brokers)} brokers; give one with --mq-host")

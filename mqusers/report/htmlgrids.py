@@ -49,6 +49,10 @@ def _legend(document: Mapping[str, Any]) -> str:
     return "".join(f'<p class="note">{escape(str(note))}</p>' for note in notes if note)
 
 
+#: A cluster-compare row's latency cell, in its table's order (mqusers.commands.hops).
+LATENCY = ("p50_ms", "p99_ms", "hop_p50_ms", "hop_p99_ms")
+
+
 def cluster_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     """The schemes' table, then the failover runs' (two tables: in one, 12 columns did not fit 1280 px)."""
     failover = ("window_ms", "reconnect_ms", "after_ready_ms", "lost", "unconfirmed", "dup_after_reconnect")
@@ -66,6 +70,12 @@ def cluster_section(index: int, title: str | None, document: dict[str, Any]) -> 
                         for run in cell.get("runs", []))  # fmt: skip
     header = ["configuration", "broker", *(f"{name} msg/s" for name in SCHEMES.values()), f"{NOISE} noise"]
     configurations = table(header, rows, "cluster")
+    if paced := [r for r in document.get("rows", []) if (r.get("latency") or {}).get("p50_ms") is not None]:
+        at = number(document.get("latency_rate") or 0)
+        configurations += f"<h3>Latency, paced at {at} msg/s (hop: against the first configuration)</h3>" + table(
+            ["configuration", "consumers at", "p50 ms", "p99 ms", "hop p50 ms", "hop p99 ms"],
+            ([r["config"], r.get("consumers") or None, *(r["latency"].get(k) for k in LATENCY)] for r in paced),
+            "cluster-latency")  # fmt: skip
     if failovers:
         configurations += "<h3>Failover</h3>" + table(
             ["configuration", "failover window ms", "reconnect ms", "after ready ms", "lost", "unconfirmed",

@@ -33,7 +33,7 @@ from mqusers.measure.outages import Outages, describe, window_start
 from mqusers.measure.perdestination import Spread
 from mqusers.measure.recorder import Recorder
 from mqusers.measure.series import Series
-from mqusers.options.settings import Settings, class_brokers, read_settings
+from mqusers.options.settings import Settings, class_networks, read_settings
 from mqusers.run.backlog import Phases
 from mqusers.run.ending import Drain
 from mqusers.run.faults import FaultSchedule
@@ -96,6 +96,8 @@ class RunContext:
     settings: Settings
     #: The STOMP User classes' own broker URLs, read before Locust overwrites ``host`` with ``--host``.
     brokers: tuple[str, ...] = ()
+    #: The consumer classes' own ``host`` when they name other brokers than the producer classes.
+    consumer_hosts: tuple[str, ...] = ()
     run_id: str = ""
     #: Random per process, so producer ids stay unique across workers and hosts.
     process_tag: str = field(default_factory=lambda: secrets.token_hex(4))
@@ -227,9 +229,9 @@ def context(environment: Environment) -> RunContext:
     """The environment's run context, created (and its book attached) on first use."""
     ctx = _contexts.get(environment)
     if ctx is None:
-        brokers = class_brokers(environment.user_classes)
-        settings = read_settings(environment.parsed_options, environment.host, brokers)
-        ctx = _contexts[environment] = RunContext(settings, brokers)
+        brokers, consumer_hosts = class_networks(environment.user_classes)
+        settings = read_settings(environment.parsed_options, environment.host, brokers, consumer_hosts)
+        ctx = _contexts[environment] = RunContext(settings, brokers, consumer_hosts)
         ctx.run_id = ctx.settings.run_id or secrets.token_hex(6)
         ctx.sent.process = ctx.received.process = ctx.outages.process = ctx.process_tag
         environment.events.request.add_listener(ctx.book.on_request)

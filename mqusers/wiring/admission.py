@@ -62,7 +62,8 @@ def nack_problem(environment: Environment, settings: Settings) -> str | None:
 
 def test_settings(environment: Environment, options: Any, host: str | None) -> Settings:
     """The settings a test starts with; raises :class:`OptionError` or :class:`MqError` when it may not start."""
-    settings = read_settings(options, host, context(environment).brokers)
+    ctx = context(environment)
+    settings = read_settings(options, host, ctx.brokers, ctx.consumer_hosts)
     if options is not None and not options.headless and not isinstance(environment.runner, WorkerRunner):
         # A web UI run was not checked at start-up: refuse it now rather than spawn a mix that cannot run.
         users = getattr(options, "num_users", None)

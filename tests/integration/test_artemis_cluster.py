@@ -9,6 +9,9 @@ node too) say the same.
 from __future__ import annotations
 
 import contextlib
+import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +20,10 @@ import pytest
 
 import services
 from services.artemis_cluster import NAMES
+from tests.doccommands import shown_words
 from tests.integration import artemis_jolokia as jolokia
 from tests.integration import broker_stats as bs
-from tests.integration.locust_runs import LocustRun, run_locust
+from tests.integration.locust_runs import ROOT, LocustRun, run_locust
 from tests.integration.reference_client import Inbox, connect
 
 A, B, C = NAMES
@@ -130,3 +134,23 @@ def test_fan_out_a_topics_subscribers_on_three_nodes_each_get_every_message_once
         (url(name), 1, FAN_OUT) for name in (A, B, C)]  # fmt: skip
     demand = done.operation(f"demand {topic}")
     assert (demand["count"], demand["errors"]) == (2, 0), demand  # B's and C's subscribers waited; A's did not
+
+
+def test_cluster_compare_takes_a_cluster_as_a_row_and_says_what_its_hop_adds(cluster: None, tmp_path: Path) -> None:
+    """docs/matrix.md's Artemis grid, shortened: node a alone, then a and b (the subscriber on b)."""
+    words = shown_words("mqusers cluster-compare --latency-rate 1000 --config artemis=",
+                        {"stomp://127.0.0.1:61763": url(A), "stomp://127.0.0.1:61773": url(B)})  # fmt: skip
+    command = [sys.executable, "-m", "mqusers.commands.cli", *words[1:], "--latency-rate", "500", "--schemes",
+               "nonpersistent", "--repeats", "1", "--warmup-seconds", "1", "--seconds", "2", "--steady-after", "0.5",
+               "--messages", "100", "--out", str(tmp_path), "--json", str(tmp_path / "cc.json"),
+               "--mq-drain-idle", "1"]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    alone, pair = json.loads((tmp_path / "cc.json").read_text())["rows"]
+    for row in (alone, pair):
+        [run] = row["latency"]["runs"]
+        [figures] = json.loads(Path(run["report"]).read_text())["destinations"]
+        assert (figures["lost"], figures["unreceived"]) == (0, 0) and figures["sent"] >= 500
+        at = {b["broker"]: b["received"] for b in figures["by_broker"]}
+        assert at == ({} if row is alone else {url(B): figures["distinct"]}), at  # the warm-up's too
+    assert pair["latency"]["hop_p50_ms"] == pytest.approx(pair["latency"]["p50_ms"] - alone["latency"]["p50_ms"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import services
-from tests.doccommands import shown
+from tests.doccommands import shown, shown_words
 from tests.integration import broker_stats as bs
 from tests.integration.locust_runs import ROOT, assert_refused_before_load, run_locust
 from tests.integration.reference_client import Inbox, connect
@@ -197,3 +198,84 @@ def test_a_consumer_host_that_does_not_answer_stops_the_run_before_any_load(netw
     )  # fmt: skip
     assert_refused_before_load(run, "cannot reach the broker at stomp://127.0.0.1:1")
     assert bs.activemq_destination_stats(services.ports(A)["stomp"], queue)["enqueueCount"] == 0
+
+
+def test_cluster_compare_takes_a_network_as_a_row_and_says_what_its_hop_adds(network: None, tmp_path: Path) -> None:
+    """docs/matrix.md's network grid, shortened: a single broker (A alone) and a network of two (subscribers on B).
+    Every run of the network's row had its subscriber on B; each row's paced p50 and p99 are its latency run's
+    own, read from that run's report, and the hop their difference."""
+    words = shown_words("mqusers cluster-compare --latency-rate 1000 --config single=",
+                        {"stomp://127.0.0.1:61640": url(A), "stomp://127.0.0.1:61642": url(B)})  # fmt: skip
+    assert words[:2] == ["mqusers", "cluster-compare"]
+    command = [sys.executable, "-m", "mqusers.commands.cli", *words[1:], "--latency-rate", "500", "--schemes",
+               "nonpersistent", "--repeats", "1", "--warmup-seconds", "1", "--seconds", "2", "--steady-after", "0.5",
+               "--messages", "100", "--out", str(tmp_path), "--json", str(tmp_path / "cc.json"),
+               "--mq-drain-idle", "1"]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    single, net2 = json.loads((tmp_path / "cc.json").read_text())["rows"]
+    assert (single["consumers"], net2["consumers"]) == ("", url(B))
+    for row in (single, net2):
+        [run] = row["latency"]["runs"]
+        report = json.loads(Path(run["report"]).read_text())
+        [figures] = report["destinations"]
+        assert (figures["lost"], figures["unreceived"]) == (0, 0) and figures["sent"] >= 500
+        assert (row["latency"]["p50_ms"], row["latency"]["p99_ms"]) == (
+            figures["latency_ms"]["p50"], figures["latency_ms"]["p99"])  # fmt: skip
+        at = {b["broker"]: b["received"] for b in figures["by_broker"]}
+        assert at == ({} if row is single else {url(B): figures["distinct"]}), at  # the warm-up's too
+    assert net2["latency"]["hop_p50_ms"] == pytest.approx(net2["latency"]["p50_ms"] - single["latency"]["p50_ms"])
+    assert "p50 ms at 500 msg/s" in done.stdout and "| net2 |" in done.stdout
+
+
+def test_a_consumers_broker_killed_mid_run_costs_exactly_what_it_held_and_the_rest_arrives_after(
+    network: None, tmp_path: Path
+) -> None:
+    """Producers on A, consumers on B; B is killed (SIGKILL) 2 s in and started again 2 s later (``--mq-fault``).
+
+    What A passed on and B had not delivered when it died is gone (these brokers keep no store); what A held
+    meanwhile is passed on once its bridge is back. The brokers' truth: A enqueued every message, kept none,
+    and dequeued (passed on) exactly what mqusers' consumers received plus what mqusers counts as lost or
+    unreceived. Runs last: B comes back, but with counters started again."""
+    queue = f"/queue/net.kill.{uuid.uuid4().hex[:6]}"
+    restart = f"{sys.executable} -c \"import services; services.start('{B}')\""
+    run = run_locust(
+        "put_get.py", url(A), "--mq-consumer-host", url(B), "--mq-destination", queue, "--mq-consumers", "2",
+        "--mq-total-messages", str(MESSAGES), "--mq-total-rate", "500", "--mq-drain-idle", "15",
+        "--mq-fault", f"2s:kill -KILL {services.pid(B)}", "--mq-fault", f"4s:{restart}",
+        users=4, seconds=40, tmp_path=tmp_path,
+    )  # fmt: skip
+    row = run.row(queue)
+    gone = row["lost"] + row["unreceived"]
+    # Lost messages fail the run (3); else B's refused connects while it was down are the run's failures (1).
+    assert run.code == (3 if row["lost"] else 1), run.output[-3000:]
+    assert row["sent"] == MESSAGES and row["duplicated"] == 0, run.output[-3000:]
+    assert bs.wait_for(lambda: stats(A, queue)["size"] == 0, 20), stats(A, queue)
+    on_a = stats(A, queue)
+    assert on_a["enqueueCount"] == MESSAGES
+    assert on_a["dequeueCount"] == row["distinct"] + gone, (on_a, row)
+    assert row["distinct"] + gone == MESSAGES
+    outages = (run.report.get("failover") or {}).get("destinations") or []
+    assert any(o["outages"] >= 1 for o in outages), run.report.get("failover")  # the consumers' window, said
+    print(f"B killed: {gone:,} of {MESSAGES:,} gone with it, {row['distinct']:,} received")
+
+
+def test_a_locustfile_whose_classes_name_their_own_brokers_runs_across_the_network(
+    network: None, tmp_path: Path
+) -> None:
+    """Each side names its own ``host``: producers A, consumers B (no --mq-consumer-host); B delivered them all."""
+    queue = f"/queue/net.hosts.{uuid.uuid4().hex[:6]}"
+    locustfile = tmp_path / "own_hosts.py"
+    locustfile.write_text(
+        "from mqusers import StompConsumerUser, StompProducerUser\n\n\n"
+        f"class Getter(StompConsumerUser):\n    host = {url(B)!r}\n    destination = {queue!r}\n"
+        "    fixed_count = 1\n\n\n"
+        f"class Putter(StompProducerUser):\n    host = {url(A)!r}\n    destination = {queue!r}\n"
+    )  # fmt: skip
+    run = run_locust(str(locustfile), "stomp://127.0.0.1:1", "--mq-total-messages", "500", users=2, seconds=30,
+                     tmp_path=tmp_path)  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    row = run.row(queue)
+    assert (row["sent"], row["distinct"], row["lost"]) == (500, 500, 0)
+    assert [(b["broker"], b["received"]) for b in row["by_broker"]] == [(url(B), 500)]
+    assert bs.wait_for(lambda: stats(B, queue)["dequeueCount"] == 500, 20), stats(B, queue)

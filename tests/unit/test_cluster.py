@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mqusers.commands import cluster
+from mqusers.commands import cluster, hops
 from mqusers.commands.cluster import Config, Plan, failover_figures, markdown, scheme_figures
 from mqusers.commands.grids import Steady
+from mqusers.options.parsing import OptionError
 
 
 def _plan(tmp_path: Path) -> Plan:
@@ -90,3 +91,31 @@ def test_bad_input_gets_one_line_and_exit_2(args: list[str], says: str, capsys: 
     assert cluster.main(args) == 2
     error = capsys.readouterr().err
     assert error.startswith("mqusers cluster-compare: ") and says in error and error.count("\n") == 1
+
+
+def test_a_network_configuration_puts_its_subscribers_elsewhere_and_its_rows_say_what_the_hop_adds(
+    tmp_path: Path,
+) -> None:
+    consumers = cluster._consumers(["net2=stomp://127.0.0.1:61642  stomp://127.0.0.1:61644"])
+    assert consumers == {"net2": "stomp://127.0.0.1:61642 stomp://127.0.0.1:61644"}
+    config = cluster._config("net2=stomp://127.0.0.1:61640", {}, consumers)
+    plan = Plan(tmp_path, "646", Steady(4.0, 1.0, 2.0, 100, 3), 200.0, 20.0, 5.0, tmp_path, (), 1_000.0)
+    paced = plan.latency(config, tmp_path / "l.json")
+    assert _value(paced, "--mq-consumer-host") == "stomp://127.0.0.1:61642 stomp://127.0.0.1:61644"
+    assert (_value(paced, "--mq-total-rate"), _value(paced, "-t"), _value(paced, "--mq-persistent")) == (
+        "1000", "3s", "false")  # fmt: skip
+    single = cluster._config("single=stomp://127.0.0.1:61613", {}, {})
+    assert "--mq-consumer-host" not in plan.latency(single, tmp_path / "s.json")
+    with pytest.raises(OptionError, match="--consumers-at net2: 'http://b:1' has scheme 'http'"):
+        cluster._consumers(["net2=http://b:1"])
+    report = {"destinations": [{"received": 10_000, "lost": 0, "latency_ms": {"p50": 0.3, "p99": 1.2}}]}
+    runs = [hops.run_figures(report), {**hops.run_figures(report), "p50_ms": 0.5}, hops.run_figures(report)]
+    rows = [{"config": "single", "schemes": {}, "latency": hops.measured(runs[:1], 1_000.0)},
+            {"config": "net2", "schemes": {}, "latency": hops.measured(runs, 1_000.0)},
+            {"config": "none", "schemes": {}, "latency": hops.measured([], 1_000.0)}]  # fmt: skip
+    hops.with_hops(rows)
+    table = markdown(rows, 1_000.0).splitlines()
+    assert table[0].split(" | ")[5:7] == ["p50 ms at 1,000 msg/s", "p99 ms at 1,000 msg/s"]
+    assert table[3].split(" | ")[5:7] == ["0.300 (+0.000)", "1.200 (+0.000)"]  # the median of 0.3, 0.5, 0.3
+    assert table[2].split(" | ")[5:7] == ["0.300", "1.200"] and table[4].split(" | ")[5:7] == ["-", "-"]
+    assert hops.run_figures({"destinations": [{"received": 0, "latency_ms": {}}]}) is None

@@ -16,7 +16,7 @@ from mqusers.options.parsing import (
     parse_frame_size,
     parse_size,
 )
-from mqusers.options.settings import Settings, class_brokers, read_settings
+from mqusers.options.settings import Settings, class_brokers, class_networks, read_settings
 from mqusers.run.context import client_config
 from mqusers.sinks.sinkoptions import read_influx_settings
 from mqusers.stomp.wire import make_body
@@ -379,3 +379,25 @@ def test_mqusers_options_lists_every_option_with_its_env_var_and_never_a_secret_
         assert env_var(option.name) in text.replace(" ", "")
     assert "s3cret-passcode" not in text
     assert main(["options"]) == 0
+
+
+def test_consumer_classes_naming_their_own_broker_put_the_consumers_there() -> None:
+    class Producer:
+        role, host = "producer", "stomp://a:61640"
+
+    class Consumer:
+        role, host = "consumer", "stomp://b:61642"
+
+    class Web:
+        host = "https://shop.example"
+
+    assert class_networks([Producer, Consumer, Web]) == (("stomp://a:61640",), ("stomp://b:61642",))
+    brokers, consumer_hosts = class_networks([Producer, Consumer])
+    settings = read_settings(parse(), None, brokers, consumer_hosts)
+    assert (str(settings.broker), [str(b) for b in settings.consumer_brokers]) == (
+        "stomp://a:61640", ["stomp://b:61642"])  # fmt: skip
+    # --mq-consumer-host wins over the classes'; classes naming one broker name the run's broker, as before.
+    given = read_settings(parse("--mq-consumer-host", "stomp://c:1"), None, brokers, consumer_hosts)
+    assert [str(b) for b in given.consumer_brokers] == ["stomp://c:1"]
+    Consumer.host = Producer.host
+    assert class_networks([Producer, Consumer]) == (("stomp://a:61640",), ())
