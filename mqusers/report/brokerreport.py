@@ -202,7 +202,7 @@ def broker_notes(broker: dict[str, Any], rows: list[dict[str, Any]], lost_worker
                 and figures.get("comparable") and figures.get("enqueued") is not None]  # fmt: skip
     if compared and not disagreements:
         expired = ", expired against expired" if any(figures_of[name].get("expired") for name in compared) else ""
-        whose, passed = ("the producers' broker's", " (passed on to the consumers' broker)") if broker.get(
+        whose, passed = ("the producers' broker's", " (delivered there or passed on over the network)") if broker.get(
             "consumers_at") else ("the broker's", "")  # fmt: skip
         lines.append(f"broker figures: {whose} counts agree with mqusers' ({', '.join(compared)}: enqueued "
                      f"against sent, dequeued{passed} against received{expired})")  # fmt: skip

@@ -7,6 +7,7 @@ sections on the page and the page's script draws the charts.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import asdict
 from html import escape
 from typing import Any
@@ -20,8 +21,10 @@ from mqusers.options.table import OPTIONS, SECRET_FIELDS
 from mqusers.report.backlogreport import backlog_sentence, phase_table, priority_sentence, priority_table
 from mqusers.report.htmltables import Html, facts, number, table, when
 from mqusers.report.manydest import QUANTILES, WORST_FIGURES
-from mqusers.report.networkbrokers import network_table
-from mqusers.report.perbroker import spread_table
+from mqusers.report.networkbrokers import HEADER as NETWORK_HEADER
+from mqusers.report.networkbrokers import network_rows
+from mqusers.report.perbroker import HEADER as SPREAD_HEADER
+from mqusers.report.perbroker import spread_rows
 from mqusers.run.verdicts import sentence
 
 #: The audit's columns in the HTML table, as the JSON names them.
@@ -83,7 +86,7 @@ def what_ran(document: dict[str, Any]) -> str:
         ("consumers at", " and ".join(options.get("consumer_brokers") or []) or None),
         ("load", load or None),
         ("destinations", ", ".join(r["destination"] for r in rows) or "none"),
-        ("options", " ".join(f"{_FLAGS.get(k, k)} {_option_text(v)}" for k, v in options_given(document).items())
+        ("options", " ".join(f"{_FLAGS.get(k, k)} {_option_text(v, k)}" for k, v in options_given(document).items())
                     or "none given"),
         ("run", f"{document.get('run_id', '?')}, {when(document.get('started', 0.0))}, {number(duration, 's')} s, "
                 f"ended by {document.get('ended_by', '?')}"),
@@ -92,9 +95,11 @@ def what_ran(document: dict[str, Any]) -> str:
     ])  # fmt: skip
 
 
-def _option_text(value: Any) -> str:
+def _option_text(value: Any, key: str = "") -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list) and key == "consumer_brokers":  # several brokers: one quoted word, space-separated
+        return shlex.quote(" ".join(str(v) for v in value))
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     if isinstance(value, int | float):
@@ -169,8 +174,9 @@ def run_section(index: int, title: str | None, document: dict[str, Any]) -> str:
 
 def _spread_table(document: dict[str, Any]) -> str:
     """Consumers per broker of a network (``--mq-consumer-host``); nothing when they were at the producers'."""
-    rows = spread_table(document.get("destinations", []))
-    return f"<h3>Consumers per broker</h3>{table(rows[0], rows[1:], 'per-broker')}" if rows else ""
+    rows = spread_rows(document.get("destinations", []))
+    header = [*SPREAD_HEADER[:-1], "share %"]
+    return f"<h3>Consumers per broker</h3>{table(header, rows, 'per-broker')}" if rows else ""
 
 
 def _pattern_tables(document: dict[str, Any]) -> str:
@@ -278,11 +284,12 @@ def _broker_tables(document: dict[str, Any]) -> str:
     html = heading + table(
         ["destination", "enqueued", "dequeued", "mqusers sent", "mqusers received", "depth", "unacked",
          "consumers", "expired", "killed", "paging", "pages", "memory bytes"], rows, "broker")  # fmt: skip
-    if network := network_table(broker, document.get("destinations", [])):
-        html += "<h3>Consumers' brokers (their own figures)</h3>" + table(network[0], network[1:], "broker-network")
     jvm = broker.get("jvm") or {}
     wide = {**broker.get("broker", {}), **{f"jvm {k}": v for k, v in jvm.items()}}
-    return html + table(["figure", "value"], sorted(wide.items()), "broker-wide") if wide else html
+    html += table(["figure", "value"], sorted(wide.items()), "broker-wide") if wide else ""
+    if network := network_rows(broker, document.get("destinations", [])):
+        html += "<h3>Consumers' brokers (their own figures)</h3>" + table(NETWORK_HEADER, network, "broker-network")
+    return html
 
 
 def marks(document: dict[str, Any]) -> dict[str, list[Any]]:

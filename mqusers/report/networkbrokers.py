@@ -27,16 +27,24 @@ def _shown(value: Any) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def network_table(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[list[str]]:
-    """Per consumers' broker and destination: enqueued, dequeued, mqusers' received there, depth, unacked and
-    consumers; empty when no other broker was read."""
-    received = _received(rows)
-    table = [["consumers' broker", *COLUMNS]]
+HEADER = ["consumers' broker", *COLUMNS]
+
+
+def network_rows(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[list[Any]]:
+    """Per consumers' broker and destination: the two named, then enqueued, dequeued, mqusers' received there,
+    depth, unacked and consumers (None where not known)."""
+    received, out = _received(rows), []
     for doc in broker.get("network") or []:
         for name, figures in (doc.get("destinations") or {}).items():
             at = {**figures, "received": received.get((name, doc["address"]))}
-            table.append([f"{name} {doc['address']}", *(_shown(at.get(key)) for key in COLUMNS)])
-    return table if len(table) > 1 else []
+            out.append([f"{name} {doc['address']}", *(at.get(key) for key in COLUMNS)])
+    return out
+
+
+def network_table(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[list[str]]:
+    """The console's table of :func:`network_rows`; empty when no other broker was read."""
+    found = network_rows(broker, rows)
+    return [HEADER, *([name, *map(_shown, values)] for name, *values in found)] if found else []
 
 
 def network_notes(broker: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:

@@ -30,14 +30,25 @@ def by_broker(subscriptions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [totals[broker] for broker in sorted(totals)]
 
 
-def spread_table(rows: list[dict[str, Any]]) -> list[list[str]]:
-    """The console's table, one line per destination and broker with its share of the destination's
-    deliveries; empty when no subscription named its broker."""
-    table = [["consumers at", *COLUMNS, "share"]]
+HEADER = ["consumers at", *COLUMNS, "share"]
+
+
+def spread_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    """One row per destination and broker: the two named, its figures, and its share (%) of the destination's
+    deliveries (None when there were none)."""
+    out = []
     for row in rows:
         brokers = row.get("by_broker") or []
         whole = sum(b["received"] for b in brokers)
         for b in brokers:
-            share = f"{100.0 * b['received'] / whole:.1f} %" if whole else "-"
-            table.append([f"{row['destination']} {b['broker']}", *(count(b[key]) for key in COLUMNS), share])
-    return table if len(table) > 1 else []
+            share = 100.0 * b["received"] / whole if whole else None
+            out.append([f"{row['destination']} {b['broker']}", *(b[key] for key in COLUMNS), share])
+    return out
+
+
+def spread_table(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """The console's table of :func:`spread_rows`; empty when no subscription named its broker."""
+    found = spread_rows(rows)
+    shown = [[name, *(count(v) for v in values), "-" if share is None else f"{share:.1f} %"]
+             for name, *values, share in found]  # fmt: skip
+    return [HEADER, *shown] if found else []

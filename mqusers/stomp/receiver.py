@@ -151,7 +151,7 @@ class Receiver:
         #: ``--mq-nack-ratio`` (client-individual acks): which deliveries to NACK, shared by the process's
         #: consumers of a queue, so a redelivery to any of them is known as one.
         self.nacks = nacks
-        #: While a consumer waits for the network's demand (mqusers.users.demand): its probes coming back.
+        #: While a consumer waits for the network's demand (mqusers.stomp.probe): its probes coming back.
         self.probe: Probe | None = None
 
     def ack_in_transactions(self, size: int) -> None:

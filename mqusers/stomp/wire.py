@@ -24,7 +24,7 @@ SIZE = b"mq-size"
 CRC = b"mq-crc32"
 DUE_NS = b"mq-due-ns"
 CORRELATION = b"correlation-id"
-#: A network-demand probe (mqusers/users/demand.py): no stamp; every receiver sets it apart, never audits it.
+#: A network-demand probe (mqusers/stomp/probe.py): no stamp; every receiver sets it apart, never audits it.
 PROBE = b"mq-probe"
 
 #: A frame's headers, values as on the wire (STOMP-escaped); the first of a repeated header wins.

@@ -101,15 +101,15 @@ def open_source(metrics: BrokerMetricsSettings, ctx: RunContext, config: ClientC
     mode, settings = metrics.mode, ctx.settings
     if mode == "off":
         return None
-    server = ""
+    producers = config is None
+    config, server = config or client_config(settings), ""
     try:
-        server = _server(config or client_config(settings))  # e.g. ActiveMQ/5.17.2: the summary names the broker
+        server = _server(config)  # e.g. ActiveMQ/5.17.2: the summary names the broker
     except (MetricsError, MqError):
         if mode == "auto":
             raise
-    if config is None:
+    if producers:
         ctx.broker_server = server
-    config = config or client_config(settings)
     if mode == "auto":
         server = server.lower()
         # Artemis says "ActiveMQ-Artemis/2.40.0 ...": asked before Classic's "ActiveMQ/5.17.2".

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -56,9 +57,12 @@ def bridged(queue: str, timeout: float, to: str = B) -> bool:
 def network() -> Iterator[None]:
     started: list[str] = []
     try:
-        for name in (A, B, C):
-            if services.start(name):
-                started.append(name)
+        # Side by side: their JVMs start in parallel (each start waits for its own readiness).
+        with ThreadPoolExecutor(3) as pool:
+            starts = {name: pool.submit(services.start, name) for name in (A, B, C)}
+        started += [name for name, start in starts.items() if start.exception() is None and start.result()]
+        for start in starts.values():
+            start.result()  # a start that failed fails the module, once every started one is known
         for to in (B, C):
             assert bridged(f"/queue/net.probe.{uuid.uuid4().hex[:6]}", 60, to), f"no bridge from A to {to} in 60 s"
         yield

@@ -185,7 +185,7 @@ def test_with_consumers_on_another_broker_the_figures_say_they_are_the_producers
     assert broker_table(broker, rows)[0][0] == "producers' broker"
     assert broker_notes(broker, rows) == [
         "broker figures: the producers' broker's counts agree with mqusers' (/queue/a: enqueued against sent, "
-        "dequeued (passed on to the consumers' broker) against received)"
+        "dequeued (delivered there or passed on over the network) against received)"
     ]
 
 
