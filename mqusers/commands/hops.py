@@ -3,9 +3,8 @@
 Unpaced runs measure throughput, and their latency is queueing; what a network hop costs is the latency of a
 message that finds no queue. So each configuration also runs ``--repeats`` paced runs of the non-persistent
 scheme at ``--latency-rate`` msg/s, each as long as the grid's (``--steady-after`` left out, then
-``--seconds``); its row holds the medians
-of their p50 and p99 and, from the second row on, each against the first row's (listed first: the single
-broker), which is what the hop adds.
+``--seconds``); its row holds the medians of their p50 and p99 and, from the second row on, each against the
+first row's (listed first: the single broker), which is what the hop adds.
 """
 
 from __future__ import annotations
