@@ -25,6 +25,10 @@ from tests.integration import broker_stats as bs
 from tests.integration.locust_runs import ROOT, assert_refused_before_load, run_locust
 from tests.integration.reference_client import Inbox, connect
 
+# alone: it starts three brokers of its own and loads them; beside the parallel phase's tests their JVMs and
+# bursts pushed another test's latencies past its bound (test_scenarios' pub/sub, max over 1 s)
+pytestmark = pytest.mark.alone
+
 A, B, C = "activemq-net-a", "activemq-net-b", "activemq-net-c"
 MESSAGES = 3_000  # docs/topologies.md's --mq-total-messages
 FAN_OUT = 1_500  # its pub/sub command's
