@@ -66,8 +66,8 @@ def test_cluster_compare_measures_the_schemes_and_a_failover_of_a_pair(kind: str
     takeover = Takeover(pair, first)
     command = [sys.executable, "-m", "mqusers.commands.cli", "cluster-compare", "--config", f"{kind}={url}",
                "--failover", f"{kind}={failover}", "--messages", str(MESSAGES), "--repeats", "1", "--seconds", "1",
-               "--steady-after", "1", "--warmup-seconds", "1", "--failover-seconds", "22",
-               "--fault-at", "5", "--failover-rate", "200", "--out", str(tmp_path), "--json", str(tmp_path / "cc.json"),
+               "--steady-after", "1", "--warmup-seconds", "1", "--failover-seconds", "14",
+               "--fault-at", "3", "--failover-rate", "200", "--out", str(tmp_path), "--json", str(tmp_path / "cc.json"),
                "--mq-drain-idle", "3", "--mq-rate", str(RATE)]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

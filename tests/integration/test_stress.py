@@ -275,7 +275,7 @@ def test_a_broker_killed_mid_run_loses_no_acknowledged_message(destination, tmp_
     running = start_locust(
         "queue_balance.py", broker.url, "--mq-destination", queue, "--mq-consumers", "1", "--mq-rate", "200",
         "--mq-persistent", "true", "--mq-receipts", "true", "--mq-ack", ack, "--mq-timeout", "2",
-        "--mq-drain-idle", "3", users=3, seconds=12, tmp_path=tmp_path,
+        "--mq-drain-idle", "3", users=3, seconds=9, tmp_path=tmp_path,
     )  # fmt: skip
     try:
         assert wait_for(lambda: activemq_destination_stats(broker.port, queue)["dequeueCount"] > 200, timeout=15)
