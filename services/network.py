@@ -1,19 +1,25 @@
 """ActiveMQ Classic networks of brokers: store-and-forward between brokers over network connectors.
 
-- ``activemq-net-a`` / ``-b`` / ``-c``: non-persistent brokers joined in a full mesh. Start ``a`` and
+- ``activemq-net-a`` / ``-b`` / ``-c``: non-persistent brokers joined in a full mesh (or a line, below). Start ``a`` and
   ``b`` for a network of 2; ``c`` as well for a network of 3 (a connector to a member that is not
   running retries in the background, as in production).
 
 Each link forwards on demand: a consumer on one broker makes the others' bridges subscribe to the
-destination for it (advisory messages, on for these brokers only), and ``networkTTL`` is 1, so a
-message crosses one link at most. Two settings, read at each start from the environment, pick what
-the brokers document as the choices that change delivery:
+destination for it (advisory messages, on for these brokers only). Settings read at each start from
+the environment pick the shape and what the brokers document as the choices that change delivery:
 
+- ``MQUSERS_NETWORK_SHAPE`` (``mesh``, default): every pair linked; ``line``: a-b and b-c only, so a
+  message from a to c crosses two links (b stores and forwards it): the cost of a second hop.
+- ``MQUSERS_NETWORK_TTL`` (default 1; 2 for a line): how many links a message (and a consumer's
+  demand) may cross. In a mesh, 1 keeps every message on the direct link; 2 lets demand also travel
+  round through the third broker.
 - ``MQUSERS_NETWORK_DUPLEX`` (``true``, default): one connector a pair, carrying both ways (the
   broker earlier in a-b-c dials the later); ``false``: each broker dials every other, one way each.
 - ``MQUSERS_NETWORK_CONDUIT`` (``true``, default): a broker's topic subscribers share one
-  subscription across a link; ``false``: one each, and a topic message can arrive twice across a
-  network where a broker relays another's subscription (what conduit subscriptions prevent).
+  subscription across a link, so a message crosses it once per broker; ``false``: one each, and it
+  crosses once per remote subscriber. The brokers document duplicates for the latter; 5.17 delivers
+  none (measured in a mesh and a line, TTL 1 and 2: each subscription's duplicate audit drops the
+  extra copies), and the cost shows in the brokers' own counts, which mqusers' cross-check reads.
 """
 
 from __future__ import annotations
@@ -32,32 +38,40 @@ HEAP = "1g"
 
 CONNECTOR = """\
       <networkConnector name={name} uri={uri} duplex="{duplex}" conduitSubscriptions="{conduit}"
-          networkTTL="1" decreaseNetworkConsumerPriority="false" suppressDuplicateQueueSubscriptions="true"/>
+          networkTTL="{ttl}" decreaseNetworkConsumerPriority="false" suppressDuplicateQueueSubscriptions="true"/>
 """
 
 
+def _setting(variable: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = os.environ.get(variable, default).strip().lower()
+    if value not in allowed:
+        raise ServiceError(f"{variable} is {' or '.join(allowed)}, not {value!r}")
+    return value
+
+
 def _flag(variable: str) -> bool:
-    value = os.environ.get(variable, "true").strip().lower()
-    if value not in ("true", "false"):
-        raise ServiceError(f"{variable} is true or false, not {value!r}")
-    return value == "true"
+    return _setting(variable, "true", ("true", "false")) == "true"
 
 
-def dialed(name: str, duplex: bool) -> list[str]:
-    """The network members ``name`` opens a connector to: the later ones when links are duplex, else all others."""
+def dialed(name: str, duplex: bool, line: bool = False) -> list[str]:
+    """The network members ``name`` opens a connector to: of its neighbours (every other member in a mesh, the
+    adjacent ones in a line), the later ones when links are duplex, else all of them."""
     index = NAMES.index(name)
-    return [peer for i, peer in enumerate(NAMES) if (i > index if duplex else i != index)]
+    linked = [i for i in range(len(NAMES)) if i != index and (not line or abs(i - index) == 1)]
+    return [NAMES[i] for i in linked if (i > index or not duplex)]
 
 
 def connectors(ctx: Ctx) -> str:
     """The ``<networkConnectors>`` element of ``ctx``'s broker, as the environment picks it."""
     duplex, conduit = _flag("MQUSERS_NETWORK_DUPLEX"), _flag("MQUSERS_NETWORK_CONDUIT")
+    line = _setting("MQUSERS_NETWORK_SHAPE", "mesh", ("mesh", "line")) == "line"
+    ttl = _setting("MQUSERS_NETWORK_TTL", "2" if line else "1", ("1", "2", "3"))
     lines = []
-    for peer in dialed(ctx.name, duplex):
+    for peer in dialed(ctx.name, duplex, line):
         port = PORTS[peer]["openwire"] + (ctx.ports["openwire"] - PORTS[ctx.name]["openwire"])  # the same offset
         lines.append(CONNECTOR.format(name=quoteattr(f"{ctx.name}-to-{peer}"),
                                       uri=quoteattr(f"static:(tcp://{ctx.host}:{port})"),
-                                      duplex=str(duplex).lower(), conduit=str(conduit).lower()))  # fmt: skip
+                                      duplex=str(duplex).lower(), conduit=str(conduit).lower(), ttl=ttl))  # fmt: skip
     if not lines:
         return ""
     return "    <networkConnectors>\n" + "".join(lines) + "    </networkConnectors>\n"

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,10 +133,12 @@ def test_a_topic_across_the_network_waits_for_its_demand_and_loses_nothing(netwo
     on_b = lambda: bs.activemq_destination_stats(services.ports(B)["stomp"], topic)  # noqa: E731
     assert bs.wait_for(lambda: on_b()["dequeueCount"] == 2 * on_b()["enqueueCount"], 20), on_b()
     assert on_b()["enqueueCount"] >= FAN_OUT + 2, on_b()  # every message, and each subscriber's own probe
-    # mqusers' own reading of both brokers agrees with its audit, the probes counted as the brokers' messages.
+    # mqusers' own reading of B agrees with its audit, the probes counted as the brokers' messages; on A it finds
+    # the witness: A dequeued what it passed on to B (B's own count) and, beyond it, exactly what the witness took.
     said = " ".join(output.split())  # the summary's lines wrap
-    assert "broker figures: the producers' broker's counts agree with mqusers'" in said, output[-3000:]
     assert f"broker figures at {url(B)}: its counts agree with mqusers' ({topic}" in said, output[-3000:]
+    taken = len(published.frames)  # the probes too: they were sent to A
+    assert f"{taken:,} unexplained (another consumer on this destination?)" in said, output[-3000:]
 
 
 def stats(name: str, destination: str) -> dict[str, int]:
@@ -287,3 +290,61 @@ def test_a_locustfile_whose_classes_name_their_own_brokers_runs_across_the_netwo
     assert (row["sent"], row["distinct"], row["lost"]) == (500, 500, 0)
     assert [(b["broker"], b["received"]) for b in row["by_broker"]] == [(url(B), 500)]
     assert bs.wait_for(lambda: stats(B, queue)["dequeueCount"] == 500, 20), stats(B, queue)
+
+
+def restart_network(monkeypatch: pytest.MonkeyPatch, **settings: str) -> None:
+    """A, B and C stopped and started again with ``settings`` (MQUSERS_NETWORK_*), bridged before it returns."""
+    for name in (A, B, C):
+        services.stop(name)
+    for variable, value in settings.items():
+        monkeypatch.setenv(variable, value)
+    with ThreadPoolExecutor(3) as pool:
+        for start in [pool.submit(services.start, name) for name in (A, B, C)]:
+            start.result()
+    for to in (B, C):
+        assert bridged(f"/queue/net.probe.{uuid.uuid4().hex[:6]}", 60, to), f"no bridge from A to {to} in 60 s"
+
+
+def two_on_each(topic: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """The publisher on A, two subscribers on each of B and C: the run's row and its console."""
+    tmp_path.mkdir()
+    run = run_locust(
+        "pubsub.py", url(A), "--mq-consumer-host", f"{url(B)} {url(C)}", "--mq-consumers", "4",
+        "--mq-destination", topic, "--mq-total-messages", str(FAN_OUT), users=5, seconds=30, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code == 0, run.output[-3000:]
+    return run.row(topic), " ".join(run.output.split())
+
+
+def test_conduit_subscriptions_pass_a_topic_on_once_per_broker_and_without_them_once_per_subscriber(
+    network: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two subscribers on each of B and C. With conduit subscriptions (the default) A passes each message on once
+    to each broker; without, once per remote subscriber. Either way each subscriber gets every message once (5.17's
+    subscriptions drop the extra copies the brokers document as duplicates), and mqusers' cross-check holds A's
+    dequeued count against what B and C enqueued: its line agrees in both, where received alone would not.
+
+    Last in the module: it restarts the network without conduit subscriptions, then as the fixture had it."""
+    passed = {}
+    try:
+        for conduit in ("true", "false"):
+            if conduit == "false":
+                restart_network(monkeypatch, MQUSERS_NETWORK_CONDUIT="false")
+            topic = f"/topic/net.conduit.{conduit}.{uuid.uuid4().hex[:6]}"
+            row, said = two_on_each(topic, tmp_path / conduit)
+            assert (row["received"], row["distinct"], row["lost"], row["duplicated"]) == (
+                4 * FAN_OUT, 4 * FAN_OUT, 0, 0), said[-3000:]  # fmt: skip
+            assert [(b["broker"], b["received"]) for b in row["by_broker"]] == [(url(B), 2 * FAN_OUT),
+                                                                                (url(C), 2 * FAN_OUT)]  # fmt: skip
+            assert bs.wait_for(lambda t=topic: stats(A, t)["dequeueCount"] == sum(
+                stats(n, t)["enqueueCount"] for n in (B, C)), 20), [stats(n, topic) for n in (A, B, C)]  # fmt: skip
+            # What A passed on, less the probes (each counted at most once per remote subscription).
+            copies = stats(A, topic)["dequeueCount"]
+            passed[conduit] = next(k for k in (2, 4) if k * FAN_OUT <= copies <= k * FAN_OUT + 4 * row["probes_sent"])
+            assert ("broker figures: the producers' broker's counts agree with mqusers' "
+                    f"({topic}: enqueued against sent, dequeued against what was received there and what the other "
+                    "brokers enqueued)") in said, said[-3000:]  # fmt: skip
+    finally:
+        monkeypatch.delenv("MQUSERS_NETWORK_CONDUIT", raising=False)
+        restart_network(monkeypatch)
+    assert passed == {"true": 2, "false": 4}, passed  # copies of each message: one per broker, one per subscriber

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import locust  # noqa: F401  (gevent first)
 
+from typing import Any
+
 import gevent
 from gevent.event import Event
 
 from mqusers.brokers.model import BrokerFigures, BrokerSample, DestinationFigures, JvmFigures, MetricsError
 from mqusers.brokers.sampler import MAX_KEPT, SETTLE_READS, BrokerSampler
-from mqusers.report.brokerreport import broker_document, broker_notes, broker_table, cross_check
+from mqusers.report.brokerreport import broker_document, broker_notes, broker_table, cross_check, passed_on
 from tests.unit.fake_clock import Clock
 
 
@@ -185,8 +187,42 @@ def test_with_consumers_on_another_broker_the_figures_say_they_are_the_producers
     assert broker_table(broker, rows)[0][0] == "producers' broker"
     assert broker_notes(broker, rows) == [
         "broker figures: the producers' broker's counts agree with mqusers' (/queue/a: enqueued against sent, "
-        "dequeued (delivered there or passed on over the network) against received)"
+        "dequeued against received (delivered there or passed on over the network))"
     ]
+
+
+def _network(b: int, c: int, comparable: bool = True) -> list[dict[str, Any]]:
+    """Two consumers' brokers' documents: what each enqueued of /topic/t."""
+    return [{"address": address, "source": "activemq",
+             "destinations": {"/topic/t": {"enqueued": n, "dequeued": 0, "comparable": comparable}}}
+            for address, n in (("stomp://b", b), ("stomp://c", c))]  # fmt: skip
+
+
+def test_a_topic_passed_on_to_other_brokers_is_held_against_what_they_enqueued_conduit_or_not() -> None:
+    """Two subscribers on each of B and C, 1,500 messages, 2 probes each side: with conduit subscriptions the
+    producers' broker passes each message once per broker (3,004 dequeued), without once per subscriber (6,008).
+    Both agree: the other brokers' enqueued counts say which. Received alone (6,004) would call 3,000 unexplained."""
+    rows = [{"destination": "/topic/t", "sent": 1500, "received": 6000, "distinct": 6000, "unconfirmed": 0,
+             "probes": 4, "probes_sent": 4, "by_subscription": [{}] * 4,
+             "by_broker": [{"broker": "stomp://b", "received": 3000, "probes": 2},
+                           {"broker": "stomp://c", "received": 3000, "probes": 2}]}]  # fmt: skip
+    for passed, each in ((3004, 1502), (6008, 3004)):
+        figures = {"enqueued": 1504, "dequeued": passed, "unacked": 0, "comparable": True}
+        broker = {"source": "activemq", "consumers_at": "stomp://b stomp://c", "destinations": {"/topic/t": figures},
+                  "network": _network(each, each)}  # fmt: skip
+        assert passed_on(broker, rows[0]) == passed - 6004
+        assert broker_notes(broker, rows) == [
+            "broker figures: the producers' broker's counts agree with mqusers' (/topic/t: enqueued against sent, "
+            "dequeued against what was received there and what the other brokers enqueued)"
+        ]
+    broker["network"] = _network(3004, 4004)  # a thousand copies C counts that A never passed on
+    assert cross_check(broker, rows) == [
+        "/topic/t: the broker dequeued 6,008, mqusers received 6,004 distinct, the other brokers enqueued 1,004 "
+        "more than their consumers took (0 unacknowledged at the end): 1,000 unexplained"
+    ]
+    # A consumers' broker restarted (its counters again from zero): held against received alone, as without one.
+    broker["network"] = _network(3004, 3004, comparable=False)
+    assert passed_on(broker, rows[0]) is None
 
 
 def test_a_destination_first_read_after_the_load_began_has_no_baseline_and_no_cross_check() -> None:

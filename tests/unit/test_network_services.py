@@ -10,6 +10,8 @@ import services
 from services import activemq, artemis_cluster, network
 from services.base import Ctx, ServiceError
 
+A, B, C = network.NAMES
+
 
 def ctx(name: str, folder: Path, offset: int = 0) -> Ctx:
     base = network.PORTS.get(name, {"stomp": 61613, "openwire": 61616})
@@ -32,9 +34,29 @@ def test_duplex_links_are_dialled_once_a_pair_one_way_links_by_each_broker(
     assert 'advisorySupport="false"' in activemq.write_config(ctx("activemq", tmp_path), False).read_text()
 
 
+@pytest.mark.parametrize(("duplex", "dials"), [("true", ((B,), (C,), ())), ("false", ((B,), (A, C), (B,)))])
+def test_a_line_links_neighbours_only_and_lets_messages_cross_two_links(
+    duplex: str, dials: tuple[tuple[str, ...], ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MQUSERS_NETWORK_SHAPE", "line")
+    monkeypatch.setenv("MQUSERS_NETWORK_DUPLEX", duplex)
+    for name, peers in zip(network.NAMES, dials, strict=True):
+        assert tuple(network.dialed(name, duplex == "true", line=True)) == peers
+        text = network.connectors(ctx(name, tmp_path))
+        assert text.count("<networkConnector ") == len(peers) and text.count('networkTTL="2"') == len(peers)
+    monkeypatch.setenv("MQUSERS_NETWORK_SHAPE", "mesh")
+    assert 'networkTTL="1"' in network.connectors(ctx(A, tmp_path))  # the direct link: one crossing
+    monkeypatch.setenv("MQUSERS_NETWORK_TTL", "2")
+    assert 'networkTTL="2"' in network.connectors(ctx(A, tmp_path))
+
+
 def test_a_setting_that_is_neither_true_nor_false_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MQUSERS_NETWORK_CONDUIT", "yes")
     with pytest.raises(ServiceError, match="MQUSERS_NETWORK_CONDUIT is true or false, not 'yes'"):
+        network.connectors(ctx(network.NAMES[0], tmp_path))
+    monkeypatch.setenv("MQUSERS_NETWORK_CONDUIT", "true")
+    monkeypatch.setenv("MQUSERS_NETWORK_SHAPE", "ring")
+    with pytest.raises(ServiceError, match="MQUSERS_NETWORK_SHAPE is mesh or line, not 'ring'"):
         network.connectors(ctx(network.NAMES[0], tmp_path))
 
 
