@@ -153,3 +153,43 @@ def assert_refused_before_load(run: LocustRun, fragment: str) -> None:
     assert "Traceback" not in run.output
     assert "Ramping to" not in run.output  # no User was started
     assert run.report == {}
+
+
+def run_skewed(
+    locustfile: str, url: str, tmp_path: Path, *args: str, users: int, skews: tuple[str, str] = ("", "")
+) -> dict:  # type: ignore[type-arg]
+    """A headless master and two workers on loopback, producers' broker ``url``; the master's JSON report.
+
+    ``skews`` shifts a worker's wall clock with libfaketime (e.g. "+0.25s"): a real skewed clock.
+    """
+    port, report = free_port(), tmp_path / "master.json"
+    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile)]
+    master = subprocess.Popen(
+        [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--expect-workers", "2", "-u", str(users), "-r", str(users), "-t", "4s", "--host", url,
+         "--only-summary", "--mq-report-json", str(report), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+    )  # fmt: skip
+    workers = [
+        subprocess.Popen(
+            [
+                *(["faketime", "-f", skew] if skew else []),
+                *locust,
+                "--worker",
+                "--master-host",
+                "127.0.0.1",
+                "--master-port",
+                str(port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            env={**os.environ, "FAKETIME_DONT_FAKE_MONOTONIC": "1"},
+        )
+        for skew in skews
+    ]
+    output, _ = master.communicate(timeout=90)
+    for worker in workers:
+        worker.wait(timeout=30)
+    assert master.returncode == 0 and report.exists(), output[-3000:]
+    return json.loads(report.read_text())  # type: ignore[no-any-return]

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +10,7 @@ import pytest
 import services
 from tests.integration.broker_stats import wait_for
 from tests.integration.brokers import Broker, broker_params, on_four, started
-from tests.integration.locust_runs import LOCUSTFILES, ROOT, free_port, run_locust
+from tests.integration.locust_runs import run_locust, run_skewed
 
 
 @pytest.mark.parametrize("broker", on_four("heart-beats"), indirect=True)
@@ -40,46 +36,6 @@ def test_heartbeats_keep_quiet_connections_alive(broker: Broker, destination, tm
     assert broker.counters(queue)["held"] == 0
 
 
-def run_distributed(
-    locustfile: str, broker: Broker, tmp_path: Path, *args: str, users: int, skews: tuple[str, str] = ("", "")
-) -> dict:  # type: ignore[type-arg]
-    """A headless master and two workers on loopback; the master's JSON report.
-
-    ``skews`` shifts a worker's wall clock with libfaketime (e.g. "+0.25s"): a real skewed clock.
-    """
-    port, report = free_port(), tmp_path / "master.json"
-    locust = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILES / locustfile)]
-    master = subprocess.Popen(
-        [*locust, "--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
-         "--expect-workers", "2", "-u", str(users), "-r", str(users), "-t", "4s", "--host", broker.url,
-         "--only-summary", "--mq-report-json", str(report), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-    )  # fmt: skip
-    workers = [
-        subprocess.Popen(
-            [
-                *(["faketime", "-f", skew] if skew else []),
-                *locust,
-                "--worker",
-                "--master-host",
-                "127.0.0.1",
-                "--master-port",
-                str(port),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=ROOT,
-            env={**os.environ, "FAKETIME_DONT_FAKE_MONOTONIC": "1"},
-        )
-        for skew in skews
-    ]
-    output, _ = master.communicate(timeout=90)
-    for worker in workers:
-        worker.wait(timeout=30)
-    assert master.returncode == 0 and report.exists(), output[-3000:]
-    return json.loads(report.read_text())  # type: ignore[no-any-return]
-
-
 #: The master's merging, the shared schedule and the clock offsets are the generator's work, not the broker's: on
 #: ActiveMQ only (what a broker can break runs on the four: tests/integration/brokers.py's BEHAVIOURS).
 GENERATOR_ONLY = broker_params("activemq")
@@ -89,7 +45,7 @@ GENERATOR_ONLY = broker_params("activemq")
 def test_master_merges_every_workers_tallies(broker: Broker, destination, tmp_path: Path) -> None:
     queue = destination("queue")
     args = ("--mq-destination", queue, "--mq-messages", "150", "--mq-rate", "150")
-    document = run_distributed("queue_balance.py", broker, tmp_path, *args, users=5)
+    document = run_skewed("queue_balance.py", broker.url, tmp_path, *args, users=5)
     [row] = [r for r in document["destinations"] if r["destination"] == queue]
     # 3 fixed consumers + 2 producers spread over two workers; every count reaches the master.
     assert (row["sent"], row["received"], row["errors"]) == (300, 300, 0)
@@ -104,7 +60,7 @@ def test_shared_schedule_and_start_barrier_across_workers(
     """A constant run-wide rate, or a rate profile, shared by the producers of two workers."""
     topic = destination("topic")
     args = ("--mq-destination", topic, "--mq-total-messages", "333", pacing)
-    document = run_distributed("pubsub.py", broker, tmp_path, *args, users=5)
+    document = run_skewed("pubsub.py", broker.url, tmp_path, *args, users=5)
     [row] = [r for r in document["destinations"] if r["destination"] == topic]
     # Exactly N in total from 3 producers on 2 workers, and no subscriber missed the start.
     assert (row["sent"], row["received"], row["errors"]) == (333, 666, 0)
@@ -144,7 +100,7 @@ def test_tls_connection_verified_against_the_brokers_certificate(destination, tm
 def test_a_skewed_workers_clock_is_estimated_and_corrected(broker: Broker, destination, tmp_path: Path) -> None:
     topic = destination("topic")
     args = ("--mq-destination", topic, "--mq-total-messages", "400", "--mq-total-rate", "200")
-    document = run_distributed("pubsub.py", broker, tmp_path, *args, users=5, skews=("", "+0.25s"))
+    document = run_skewed("pubsub.py", broker.url, tmp_path, *args, users=5, skews=("", "+0.25s"))
     offsets = sorted(document["clock_offsets"].values(), key=lambda c: c["offset_ms"])
     assert len(offsets) == 2
     # The skewed worker is estimated within its error bound (plus faketime's own granularity).
