@@ -1,10 +1,12 @@
 """CLI: python -m services start [--started FILE] NAME... | stop NAME... | stop all | install NAME... | status
-| running NAME | port NAME KEY | pid NAME | fail-over NAME [NAME] | hdr-jar
+| running NAME | port NAME KEY | pid NAME | fail-over [--kill] NAME [NAME] | hdr-jar
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 from typing import TextIO
@@ -43,16 +45,31 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     pid.add_argument("name", metavar="NAME")
     fail = sub.add_parser("fail-over", help="stop the broker of NAME... that serves STOMP, then start it again")
     fail.add_argument("names", nargs="+", metavar="NAME", help="a master/slave pair's brokers, or one broker")
+    fail.add_argument("--kill", action="store_true", help="SIGKILL the broker (a crash) instead of stopping it")
     sub.add_parser("hdr-jar", help="print the path of HdrHistogram's jar (its log tools), downloaded once")
     return parser.parse_args(argv)
 
 
+#: How long a killed process may take to be gone (the kernel closes its files and sockets).
+KILL_WAIT_S = 10.0
 #: How long a pair's slave may take to serve once its master stopped.
 TAKEOVER_S = 60.0
 
 
-def _fail_over(names: list[str]) -> int:
-    """Stop the master, wait until the pair's slave serves, then start the old master: it waits as the slave.
+def _killed(name: str) -> None:
+    """SIGKILL ``name``'s process, as a crash or the OOM killer would, and wait until it is gone."""
+    victim = pid(name)
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while os.path.exists(f"/proc/{victim}"):
+        if time.monotonic() > deadline:
+            raise ServiceError(f"{name} (pid {victim}) still there {KILL_WAIT_S:g} s after SIGKILL")
+        time.sleep(0.05)
+
+
+def _fail_over(names: list[str], kill: bool = False) -> int:
+    """Stop the master (``kill``: SIGKILL it), wait until the pair's slave serves, then start the old master: it
+    waits as the slave. One broker: stopped or killed, then started again.
 
     Started again at once, the old master could win the lock back before the slave's next try
     (the JDBC pair's lease is retried every 3 s): that would be a restart, not a failover.
@@ -63,7 +80,10 @@ def _fail_over(names: list[str]) -> int:
             print(f"error: none of {', '.join(names)} serves STOMP", file=sys.stderr)
             return 1
         began = time.monotonic()
-        stop(master)
+        if kill:
+            _killed(master)
+        else:
+            stop(master)
         stopped = time.monotonic()
         others = [name for name in names if name != master]
         while others and master_of(others) is None:
@@ -77,9 +97,8 @@ def _fail_over(names: list[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     handover = f"{master_of(others)} took over in {took_over - stopped:.1f} s, " if others else ""
-    print(
-        f"{master}: stopped ({stopped - began:.1f} s), {handover}started again ({time.monotonic() - took_over:.1f} s)"
-    )
+    verb = "killed" if kill else "stopped"
+    print(f"{master}: {verb} ({stopped - began:.1f} s), {handover}started again ({time.monotonic() - took_over:.1f} s)")
     return 0
 
 
@@ -158,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "pid":
         return _pid(args.name)
     if args.command == "fail-over":
-        return _fail_over(args.names)
+        return _fail_over(args.names, args.kill)
     if args.command == "hdr-jar":
         return _hdr_jar()
     if args.command == "install":

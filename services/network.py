@@ -6,7 +6,9 @@
 
 Each link forwards on demand: a consumer on one broker makes the others' bridges subscribe to the
 destination for it (advisory messages, on for these brokers only). Settings read at each start from
-the environment pick the shape and what the brokers document as the choices that change delivery:
+the environment pick the shape and what the brokers document as the choices that change delivery; a
+member started while others run takes theirs unless the environment sets one (a restart keeps its
+network as it was):
 
 - ``MQUSERS_NETWORK_SHAPE`` (``mesh``, default): every pair linked; ``line``: a-b and b-c only, so a
   message from a to c crosses two links (b stores and forwards it): the cost of a second hop.
@@ -24,11 +26,13 @@ the environment pick the shape and what the brokers document as the choices that
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import replace
 from xml.sax.saxutils import quoteattr
 
 from . import activemq
-from .base import Ctx, ServiceError
+from .base import Ctx, ServiceError, live_pid
 from .control import Service
 
 NAMES = ("activemq-net-a", "activemq-net-b", "activemq-net-c")
@@ -42,15 +46,28 @@ CONNECTOR = """\
 """
 
 
-def _setting(variable: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = os.environ.get(variable, default).strip().lower()
+#: What each member records of its settings at start, for a member started later while it runs.
+RECORD = "network.json"
+
+
+def _peers_settings(ctx: Ctx) -> dict[str, str]:
+    """The settings a running member of ``ctx``'s network was started with (none running: empty). A member
+    started again on its own (a restart, ``python -m services fail-over``) joins its network as it is, not as
+    the caller's environment would have it."""
+    for peer in NAMES:
+        peer_ctx = replace(ctx, name=peer, dir=ctx.dir.parent / peer)
+        record = peer_ctx.dir / RECORD
+        if peer != ctx.name and record.is_file() and live_pid(peer_ctx) is not None:
+            return dict(json.loads(record.read_text()))
+    return {}
+
+
+def _setting(variable: str, default: str, allowed: tuple[str, ...], peers: dict[str, str]) -> str:
+    """The environment's value, else the running members', else ``default``."""
+    value = os.environ.get(variable, peers.get(variable, default)).strip().lower()
     if value not in allowed:
         raise ServiceError(f"{variable} is {' or '.join(allowed)}, not {value!r}")
     return value
-
-
-def _flag(variable: str) -> bool:
-    return _setting(variable, "true", ("true", "false")) == "true"
 
 
 def dialed(name: str, duplex: bool, line: bool = False) -> list[str]:
@@ -62,10 +79,18 @@ def dialed(name: str, duplex: bool, line: bool = False) -> list[str]:
 
 
 def connectors(ctx: Ctx) -> str:
-    """The ``<networkConnectors>`` element of ``ctx``'s broker, as the environment picks it."""
-    duplex, conduit = _flag("MQUSERS_NETWORK_DUPLEX"), _flag("MQUSERS_NETWORK_CONDUIT")
-    line = _setting("MQUSERS_NETWORK_SHAPE", "mesh", ("mesh", "line")) == "line"
-    ttl = _setting("MQUSERS_NETWORK_TTL", "2" if line else "1", ("1", "2", "3"))
+    """The ``<networkConnectors>`` element of ``ctx``'s broker, as the environment (or the running members) pick it;
+    the settings recorded in its folder."""
+    peers, flags = _peers_settings(ctx), ("true", "false")
+    chosen = {"MQUSERS_NETWORK_DUPLEX": _setting("MQUSERS_NETWORK_DUPLEX", "true", flags, peers),
+              "MQUSERS_NETWORK_CONDUIT": _setting("MQUSERS_NETWORK_CONDUIT", "true", flags, peers),
+              "MQUSERS_NETWORK_SHAPE": _setting("MQUSERS_NETWORK_SHAPE", "mesh", ("mesh", "line"), peers)}  # fmt: skip
+    line = chosen["MQUSERS_NETWORK_SHAPE"] == "line"
+    chosen["MQUSERS_NETWORK_TTL"] = _setting("MQUSERS_NETWORK_TTL", "2" if line else "1", ("1", "2", "3"), peers)
+    ctx.dir.mkdir(parents=True, exist_ok=True)
+    (ctx.dir / RECORD).write_text(json.dumps(chosen) + "\n")
+    duplex, conduit = chosen["MQUSERS_NETWORK_DUPLEX"] == "true", chosen["MQUSERS_NETWORK_CONDUIT"] == "true"
+    ttl = chosen["MQUSERS_NETWORK_TTL"]
     lines = []
     for peer in dialed(ctx.name, duplex, line):
         port = PORTS[peer]["openwire"] + (ctx.ports["openwire"] - PORTS[ctx.name]["openwire"])  # the same offset

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,24 @@ def test_each_artemis_cluster_node_names_the_other_two_and_redistributes_at_once
     monkeypatch.setenv("MQUSERS_CLUSTER_BALANCING", "round-robin")
     with pytest.raises(ServiceError, match="MQUSERS_CLUSTER_BALANCING is one of ON_DEMAND, STRICT"):
         artemis_cluster.balancing()
+
+
+def test_a_member_started_while_another_runs_joins_the_network_as_that_one_was_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B started as a line runs (a process whose environment names B's folder, as the launcher's does); A started
+    again with nothing in its environment is a line too; with B gone, the default mesh; the environment wins."""
+    monkeypatch.setenv("MQUSERS_NETWORK_SHAPE", "line")
+    network.connectors(ctx(B, tmp_path))  # records B's settings in its folder
+    monkeypatch.delenv("MQUSERS_NETWORK_SHAPE")
+    b = subprocess.Popen(["sleep", "30"], env={"HOLDS": f"{tmp_path / B}/"})
+    try:
+        (tmp_path / B / "pid").write_text(f"{b.pid}\n")
+        assert network.connectors(ctx(A, tmp_path)).count('networkTTL="2"') == 1  # A-B only: a line's
+        monkeypatch.setenv("MQUSERS_NETWORK_TTL", "3")
+        assert 'networkTTL="3"' in network.connectors(ctx(A, tmp_path))
+        monkeypatch.delenv("MQUSERS_NETWORK_TTL")
+    finally:
+        b.kill()
+        b.wait()
+    assert network.connectors(ctx(A, tmp_path)).count('networkTTL="1"') == 2  # a mesh: A dials B and C
