@@ -13,6 +13,8 @@ import math
 import time
 from typing import Any, ClassVar
 
+from gevent import GreenletExit
+
 from mqusers.measure.names import DEMAND, REQUEST_TYPE, destination_kind, event_name
 from mqusers.options import selectors
 from mqusers.run.context import client_config, coordinator_for
@@ -199,11 +201,20 @@ class StompConsumerUser(StompUser):
         start = time.perf_counter()
         try:
             why = await_demand(client_config(self.mq.settings, None, "producer"), probe)
+        except GreenletExit:
+            # The run ended first: its messages were published with this subscriber not yet reached.
+            self._demand_event(start, f"the run ended {time.perf_counter() - start:.1f} s into the wait for "
+                                       "the network's demand, which had not arrived")  # fmt: skip
+            raise
         finally:
             for receiver in self.receivers:
                 receiver.probe = None
                 if receiver.audit is not None:
                     receiver.audit.probes_sent += probe.sent.get(receiver.destination, 0)
+        self._demand_event(start, why)
+
+    def _demand_event(self, start: float, why: str | None) -> None:
+        """The ``demand`` event: how long the wait took, and why it failed (None: it did not)."""
         self.client.fire(request_type=REQUEST_TYPE, name=event_name(DEMAND, self.destination),
                          response_time=(time.perf_counter() - start) * 1000.0, response_length=0,
                          exception=None if why is None else MqError(why), context={})  # fmt: skip

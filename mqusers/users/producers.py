@@ -25,6 +25,7 @@ from mqusers.options.payloadspec import PayloadSpec
 from mqusers.options.selectors import HEADER, label_of
 from mqusers.run.context import coordinator_for
 from mqusers.stomp.client import MqError, Publisher, Sent
+from mqusers.stomp.probe import DEMAND_WAIT_S
 from mqusers.stomp.wire import due_line
 from mqusers.users import payloads
 from mqusers.users.base import StompUser
@@ -148,7 +149,9 @@ class StompProducerUser(StompUser):
         return 0.0 if self.shared else self.pacer.delay()
 
     def on_start(self) -> None:
-        timeout = self.mq.settings.timeout
+        settings = self.mq.settings
+        # A subscriber on another broker counts at the barrier once the network's demand reached this one.
+        timeout = settings.timeout + (DEMAND_WAIT_S if settings.consumer_brokers else 0.0)
         plan = self.coordinator.wait_for_plan(timeout)
         if plan is None:
             logger.warning("mqusers: producers start before all subscribers subscribed (waited %gs)", timeout)
