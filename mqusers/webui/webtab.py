@@ -14,6 +14,8 @@ from typing import Any
 
 from mqusers.measure.series import Series
 from mqusers.measure.totals import DestinationRow, destination_rows
+from mqusers.options.parsing import brokers_text
+from mqusers.options.settings import Settings
 from mqusers.report.build import RunReport
 from mqusers.report.gates import gate_failures
 from mqusers.run.context import RunContext
@@ -116,13 +118,21 @@ def master_facts(generator: Generator) -> list[tuple[str, str]]:
     return [("master", master_sentence(master).removeprefix("master: "))] if master else []
 
 
+def broker_facts(settings: Settings) -> list[tuple[str, str]]:
+    """The broker, or with consumers on other brokers (``--mq-consumer-host``) the producers' and theirs."""
+    if not settings.consumer_brokers:
+        return [("broker", str(settings.broker or "-"))]
+    return [("producers' broker", str(settings.broker or "-")),
+            ("consumers at", brokers_text(settings.consumer_brokers))]  # fmt: skip
+
+
 def live_facts(ctx: RunContext, generator: Generator, lag_s: float) -> list[dict[str, str]]:
     started = time.strftime("%H:%M:%S", time.localtime(ctx.started)) if ctx.started else "-"
     return _facts(
         ("figures", f"live since {started}: counts and latency (send to receive) from the exact µs histograms"),
         ("rates", f"the last {RATE_WINDOW} complete seconds, about {lag_s:g} s behind"),
         ("run id", ctx.run_id),
-        ("broker", str(ctx.settings.broker or "-")),
+        *broker_facts(ctx.settings),
         ("generator", generator_text(generator)),
         *master_facts(generator),
     )
@@ -135,7 +145,7 @@ def final_facts(report: RunReport, html_link: str | None, json_path: str | None)
     rows = [
         ("figures", f"final, the report's: {duration:.1f} s; sends over their span, receives over theirs"),
         ("run id", facts.run_id),
-        ("broker", str(report.settings.broker or "-")),
+        *broker_facts(report.settings),
         ("generator", generator_text(facts.generator)),
         *master_facts(facts.generator),
         *(("note", note) for note in report.notes),

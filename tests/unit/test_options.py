@@ -20,6 +20,7 @@ from mqusers.options.settings import Settings, class_brokers, class_networks, re
 from mqusers.run.context import client_config
 from mqusers.sinks.sinkoptions import read_influx_settings
 from mqusers.stomp.wire import make_body
+from mqusers.webui.webtab import broker_facts
 
 
 @pytest.mark.parametrize(
@@ -342,6 +343,14 @@ def test_mq_host_is_read_and_masked_like_host() -> None:
         read_settings(parse("--mq-host", "http://h:1"), None)
     with pytest.raises(OptionError, match="name 2 brokers; give one with --mq-host"):
         read_settings(parse(), None, ("stomp://a:1", "stomp://b:2"))
+
+
+def test_the_web_uis_run_table_names_the_producers_broker_and_the_consumers_brokers_apart() -> None:
+    alone = read_settings(parse(), "stomp://a:61640")
+    assert broker_facts(alone) == [("broker", "stomp://a:61640")]
+    spread = read_settings(parse("--mq-consumer-host", "stomp://b:61642 stomp://c:61644"), "stomp://a:61640")
+    assert broker_facts(spread) == [("producers' broker", "stomp://a:61640"),
+                                    ("consumers at", "stomp://b:61642 and stomp://c:61644")]  # fmt: skip
 
 
 def test_consumers_connect_to_mq_consumer_host_and_producers_to_the_broker() -> None:
