@@ -153,24 +153,26 @@ def _config(text: str, failovers: dict[str, str], consumers: dict[str, str]) -> 
     return Config(name, url, failovers.pop(name, ""), consumers.pop(name, ""))
 
 
-def _consumers(texts: Sequence[str]) -> dict[str, str]:
+def _named(texts: Sequence[str], option: str, form: str) -> dict[str, str]:
+    """``NAME=VALUE`` options by name; one line naming the option and its ``form`` when one has no value."""
     found = {}
     for text in texts:
-        name, sep, urls = text.partition("=")
-        if not sep or not urls.strip():
-            raise OptionError(f"--consumers-at {text!r}: use NAME=URL, several space-separated")
-        found[name] = " ".join(str(address) for address in parse_broker_urls(urls, f"--consumers-at {name}"))
+        name, sep, value = text.partition("=")
+        if not sep or not value.strip():
+            raise OptionError(f"{option} {text!r}: use {form}")
+        found[name] = value
     return found
 
 
+def _consumers(texts: Sequence[str]) -> dict[str, str]:
+    return {name: " ".join(str(address) for address in parse_broker_urls(urls, f"--consumers-at {name}"))
+            for name, urls in _named(texts, "--consumers-at", "NAME=URL, several space-separated").items()}  # fmt: skip
+
+
 def _failovers(texts: Sequence[str]) -> dict[str, str]:
-    found = {}
-    for text in texts:
-        name, sep, command = text.partition("=")
-        if not sep or not command.strip():
-            raise OptionError(f"--failover {text!r}: use NAME=COMMAND")
+    found = _named(texts, "--failover", "NAME=COMMAND")
+    for name, command in found.items():
         parse_fault(f"0:{command}", f"--failover {name}")  # the same checks as --mq-fault: it must exist here
-        found[name] = command
     return found
 
 

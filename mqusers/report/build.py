@@ -185,8 +185,9 @@ def notes(
     ]
     lines += [lost_worker_line(worker) for worker in facts.lost_workers]
     lines += failover_notes(facts.failover, facts.faults)
-    lines += broker_notes(facts.broker, [row.document() for row in rows], bool(facts.lost_workers))
-    lines += network_notes(facts.broker, [row.document() for row in rows])
+    documents = [row.document() for row in rows]
+    lines += broker_notes(facts.broker, documents, bool(facts.lost_workers))
+    lines += network_notes(facts.broker, documents)
     lines += aborted_delivered({row.destination: row.audit for row in rows})
     for row in rows:
         audit = row.audit

@@ -49,8 +49,10 @@ def check(options: Any) -> None:
 
 
 def start(environment: Environment, ctx: RunContext) -> None:
+    """Sample the producers' broker, and each consumers' broker that is another (``--mq-consumer-host``)."""
     ctx.broker_metrics, ctx.broker_note, ctx.broker_server = None, "", ""
     metrics = read_broker_metrics_settings(environment.parsed_options)
+    _start_network(environment, ctx, metrics)
     try:
         source = open_source(metrics, ctx)
     except (MetricsError, MqError) as error:
@@ -72,10 +74,9 @@ def start(environment: Environment, ctx: RunContext) -> None:
     ctx.broker_metrics = sampler
 
 
-def start_network(environment: Environment, ctx: RunContext) -> None:
+def _start_network(environment: Environment, ctx: RunContext, metrics: BrokerMetricsSettings) -> None:
     """Sample each consumers' broker that is not the producers' (``--mq-consumer-host``)."""
     ctx.network_metrics = {}
-    metrics = read_broker_metrics_settings(environment.parsed_options)
     if metrics.mode == "off":
         return
     elsewhere = replace(metrics, url=None, pid=None)

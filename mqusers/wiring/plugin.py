@@ -235,7 +235,6 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
         secret = [ctx.settings.password, *influx.secrets(environment)]
         ctx.faults = start_faults(ctx.settings.faults, secret, ctx.annotate)
         brokerwatch.start(environment, ctx)
-        brokerwatch.start_network(environment, ctx)
     start_warmup(environment, ctx)
 
 
