@@ -40,7 +40,7 @@ RUN_HERE = {
     "locust -f locustfiles/pubsub.py --mq-consumer-host": "test_networks.py::test_a_topic_across_the_network_waits_for_its_demand_and_loses_nothing",  # noqa: E501
     "locust -f locustfiles/queue_balance.py --mq-consumer-host": "test_networks.py::test_spread_competing_consumers_on_two_brokers_each_brokers_share_as_the_brokers_count_it",  # noqa: E501
     "locust -f locustfiles/pubsub.py --mq-consumers 3": "test_networks.py::test_fan_out_a_topics_subscribers_on_three_brokers_each_get_every_message_once",  # noqa: E501
-    "mqusers cluster-compare --latency-rate 1000 --config single=": "test_networks.py::test_cluster_compare_takes_a_network_as_a_row_and_says_what_its_hop_adds",  # noqa: E501
+    "mqusers cluster-compare --latency-rate 1000 --config single=": "test_networks.py::test_cluster_compare_takes_networks_as_rows_says_what_each_hop_adds_and_what_a_kill_costs",  # noqa: E501
     "mqusers cluster-compare --latency-rate 1000 --config artemis=": "test_artemis_cluster.py::test_cluster_compare_takes_a_cluster_as_a_row_and_says_what_its_hop_adds",  # noqa: E501
     "locust -f locustfiles/backlog.py --host": "test_the_backlog_example_runs",
     "locust -f locustfiles/churn.py --host": "test_the_churn_example_runs",
@@ -71,6 +71,7 @@ NOT_RUN = {
     "make unit": "make test's unit phase, the same command (tools/testrun.py); tests/unit/test_testrun.py checks both",
     "mqusers matrix --locustfiles my-scenarios/": "a placeholder folder and '...'; --locustfiles: test_matrix.py",
     "python -m services start activemq-net-a": "test_networks.py starts the same two through services.start",
+    "MQUSERS_NETWORK_SHAPE=line python -m services start": "test_networks.py starts the line (services.start)",
     "python -m services start artemis-cluster-a": "test_artemis_cluster.py starts the same nodes (services.start)",
     "python -m services start activemq-persistent postgresql": "eleven services; test_cluster_*.py start them",
     "mqusers cluster-compare": "eleven services and six failovers: test_cluster_failover.py runs each pair",

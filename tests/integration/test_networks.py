@@ -8,13 +8,12 @@ from their side.
 
 from __future__ import annotations
 
-import contextlib
 import json
+import shutil
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,9 @@ import pytest
 import services
 from tests.doccommands import shown, shown_words
 from tests.integration import broker_stats as bs
-from tests.integration.locust_runs import ROOT, assert_refused_before_load, run_locust
+from tests.integration.brokers import started
+from tests.integration.locust_runs import ROOT, assert_refused_before_load, run_locust, run_skewed
+from tests.integration.networks import running, start_joined, stop_all, url
 from tests.integration.reference_client import Inbox, connect
 
 # alone: it starts three brokers of its own and loads them; beside the parallel phase's tests their JVMs and
@@ -35,46 +36,10 @@ MESSAGES = 3_000  # docs/topologies.md's --mq-total-messages
 FAN_OUT = 1_500  # its pub/sub command's
 
 
-def url(name: str) -> str:
-    return f"stomp://127.0.0.1:{services.ports(name)['stomp']}"
-
-
-def bridged(queue: str, timeout: float, to: str = B) -> bool:
-    """Probes sent to A, one each half second, until one reaches a consumer on ``to``: the network connector is
-    up and forwards on demand."""
-    inbox = Inbox()
-    consumer = connect(services.ports(to)["stomp"], inbox)
-    producer = connect(services.ports(A)["stomp"], Inbox())
-    consumer.subscribe(queue, id="1", ack="auto")
-
-    def arrived() -> bool:
-        producer.send(queue, "probe")
-        return len(inbox) > 0
-
-    try:
-        return bs.wait_for(arrived, timeout, interval=0.5)
-    finally:
-        producer.disconnect()
-        consumer.disconnect()
-
-
 @pytest.fixture(scope="module")
 def network() -> Iterator[None]:
-    started: list[str] = []
-    try:
-        # Side by side: their JVMs start in parallel (each start waits for its own readiness).
-        with ThreadPoolExecutor(3) as pool:
-            starts = {name: pool.submit(services.start, name) for name in (A, B, C)}
-        started += [name for name, start in starts.items() if start.exception() is None and start.result()]
-        for start in starts.values():
-            start.result()  # a start that failed fails the module, once every started one is known
-        for to in (B, C):
-            assert bridged(f"/queue/net.probe.{uuid.uuid4().hex[:6]}", 60, to), f"no bridge from A to {to} in 60 s"
+    with running((A, B, C), 60):
         yield
-    finally:
-        for name in reversed(started):
-            with contextlib.suppress(services.ServiceError):
-                services.stop(name)
 
 
 def test_forward_produce_on_one_broker_consume_on_the_other_every_message_once(network: None, tmp_path: Path) -> None:
@@ -211,34 +176,6 @@ def test_a_consumer_host_that_does_not_answer_stops_the_run_before_any_load(netw
     assert bs.activemq_destination_stats(services.ports(A)["stomp"], queue)["enqueueCount"] == 0
 
 
-def test_cluster_compare_takes_a_network_as_a_row_and_says_what_its_hop_adds(network: None, tmp_path: Path) -> None:
-    """docs/matrix.md's network grid, shortened: a single broker (A alone) and a network of two (subscribers on B).
-    Every run of the network's row had its subscriber on B; each row's paced p50 and p99 are its latency run's
-    own, read from that run's report, and the hop their difference."""
-    words = shown_words("mqusers cluster-compare --latency-rate 1000 --config single=",
-                        {"stomp://127.0.0.1:61640": url(A), "stomp://127.0.0.1:61642": url(B)})  # fmt: skip
-    assert words[:2] == ["mqusers", "cluster-compare"]
-    command = [sys.executable, "-m", "mqusers.commands.cli", *words[1:], "--latency-rate", "500", "--schemes",
-               "nonpersistent", "--repeats", "1", "--warmup-seconds", "1", "--seconds", "2", "--steady-after", "0.5",
-               "--messages", "100", "--out", str(tmp_path), "--json", str(tmp_path / "cc.json"),
-               "--mq-drain-idle", "1"]  # fmt: skip
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    single, net2 = json.loads((tmp_path / "cc.json").read_text())["rows"]
-    assert (single["consumers"], net2["consumers"]) == ("", url(B))
-    for row in (single, net2):
-        [run] = row["latency"]["runs"]
-        report = json.loads(Path(run["report"]).read_text())
-        [figures] = report["destinations"]
-        assert (figures["lost"], figures["unreceived"]) == (0, 0) and figures["sent"] >= 500
-        assert (row["latency"]["p50_ms"], row["latency"]["p99_ms"]) == (
-            figures["latency_ms"]["p50"], figures["latency_ms"]["p99"])  # fmt: skip
-        at = {b["broker"]: b["received"] for b in figures["by_broker"]}
-        assert at == ({} if row is single else {url(B): figures["distinct"]}), at  # the warm-up's too
-    assert net2["latency"]["hop_p50_ms"] == pytest.approx(net2["latency"]["p50_ms"] - single["latency"]["p50_ms"])
-    assert "p50 ms at 500 msg/s" in done.stdout and "| net2 |" in done.stdout
-
-
 def test_a_consumers_broker_killed_mid_run_costs_exactly_what_it_held_and_the_rest_arrives_after(
     network: None, tmp_path: Path
 ) -> None:
@@ -292,17 +229,52 @@ def test_a_locustfile_whose_classes_name_their_own_brokers_runs_across_the_netwo
     assert bs.wait_for(lambda: stats(B, queue)["dequeueCount"] == 500, 20), stats(B, queue)
 
 
+def test_a_subscriber_on_a_broker_outside_the_network_fails_the_run_and_nothing_is_sent_past_it(
+    network: None, tmp_path: Path
+) -> None:
+    """The publisher on A, the subscriber on the suite's own ActiveMQ, which no connector joins to A: the network's
+    demand never arrives, so the producers wait at the start barrier (as long as a demand may take) and the run's
+    end cuts the wait: the demand row's failure says so, nothing was published to be dropped, the run fails."""
+    topic, outside = f"/topic/net.outside.{uuid.uuid4().hex[:6]}", started("activemq").url
+    run = run_locust(
+        "pubsub.py", url(A), "--mq-consumer-host", outside, "--mq-destination", topic, "--mq-consumers", "1",
+        "--mq-total-messages", "100", users=2, seconds=4, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert run.code != 0, run.output[-3000:]
+    demand = run.operation(f"demand {topic}")
+    assert (demand["count"], demand["errors"]) == (1, 1), demand
+    said = " ".join(run.output.split())
+    assert "into the wait for the network's demand, which had not arrived" in said, said[-3000:]
+    assert run.row(topic)["sent"] == 0 and stats(A, topic)["enqueueCount"] <= demand["count"] * 40  # probes only
+
+
+@pytest.mark.skipif(shutil.which("faketime") is None, reason="needs Debian's faketime (make test installs it)")
+def test_latency_across_the_network_between_workers_with_skewed_clocks_is_corrected(
+    network: None, tmp_path: Path
+) -> None:
+    """A master and two workers, one clock 250 ms ahead (libfaketime); the publishers on A, two subscribers on B.
+    Every message crosses the network and, for those between the workers, their clocks: the master estimates the
+    skewed worker's offset and corrects the latencies by it, so the hop reads as milliseconds, not 250 ms late
+    or negative."""
+    topic = f"/topic/net.skew.{uuid.uuid4().hex[:6]}"
+    args = ("--mq-destination", topic, "--mq-consumer-host", url(B), "--mq-total-messages", "400",
+            "--mq-total-rate", "200")  # fmt: skip
+    document = run_skewed("pubsub.py", url(A), tmp_path, *args, users=5, skews=("", "+0.25s"))
+    skewed = max(document["clock_offsets"].values(), key=lambda c: c["offset_ms"])
+    assert abs(skewed["offset_ms"] - 250) <= skewed["error_ms"] + 1 and skewed["applied_ms"] == skewed["offset_ms"]
+    [row] = [r for r in document["destinations"] if r["destination"] == topic]
+    assert (row["sent"], row["received"], row["lost"], row["duplicated"]) == (400, 800, 0, 0), row
+    assert [(b["broker"], b["received"]) for b in row["by_broker"]] == [(url(B), 800)]
+    assert row["negative_latencies"] <= row["received"] // 50, row["negative_latencies"]
+    assert row["latency_ms"]["max"] < 100, row["latency_ms"]
+
+
 def restart_network(monkeypatch: pytest.MonkeyPatch, **settings: str) -> None:
-    """A, B and C stopped and started again with ``settings`` (MQUSERS_NETWORK_*), bridged before it returns."""
-    for name in (A, B, C):
-        services.stop(name)
+    """A, B and C stopped and started again with ``settings`` (MQUSERS_NETWORK_*), joined before it returns."""
+    stop_all((A, B, C))
     for variable, value in settings.items():
         monkeypatch.setenv(variable, value)
-    with ThreadPoolExecutor(3) as pool:
-        for start in [pool.submit(services.start, name) for name in (A, B, C)]:
-            start.result()
-    for to in (B, C):
-        assert bridged(f"/queue/net.probe.{uuid.uuid4().hex[:6]}", 60, to), f"no bridge from A to {to} in 60 s"
+    start_joined((A, B, C), 60)
 
 
 def two_on_each(topic: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
@@ -324,27 +296,79 @@ def test_conduit_subscriptions_pass_a_topic_on_once_per_broker_and_without_them_
     subscriptions drop the extra copies the brokers document as duplicates), and mqusers' cross-check holds A's
     dequeued count against what B and C enqueued: its line agrees in both, where received alone would not.
 
-    Last in the module: it restarts the network without conduit subscriptions, then as the fixture had it."""
+    It starts the network again without conduit subscriptions: only the test after it, which starts it again as
+    it needs it, follows."""
     passed = {}
-    try:
-        for conduit in ("true", "false"):
-            if conduit == "false":
-                restart_network(monkeypatch, MQUSERS_NETWORK_CONDUIT="false")
-            topic = f"/topic/net.conduit.{conduit}.{uuid.uuid4().hex[:6]}"
-            row, said = two_on_each(topic, tmp_path / conduit)
-            assert (row["received"], row["distinct"], row["lost"], row["duplicated"]) == (
-                4 * FAN_OUT, 4 * FAN_OUT, 0, 0), said[-3000:]  # fmt: skip
-            assert [(b["broker"], b["received"]) for b in row["by_broker"]] == [(url(B), 2 * FAN_OUT),
-                                                                                (url(C), 2 * FAN_OUT)]  # fmt: skip
-            assert bs.wait_for(lambda t=topic: stats(A, t)["dequeueCount"] == sum(
-                stats(n, t)["enqueueCount"] for n in (B, C)), 20), [stats(n, topic) for n in (A, B, C)]  # fmt: skip
-            # What A passed on, less the probes (each counted at most once per remote subscription).
-            copies = stats(A, topic)["dequeueCount"]
-            passed[conduit] = next(k for k in (2, 4) if k * FAN_OUT <= copies <= k * FAN_OUT + 4 * row["probes_sent"])
-            assert ("broker figures: the producers' broker's counts agree with mqusers' "
-                    f"({topic}: enqueued against sent, dequeued against what was received there and what the other "
-                    "brokers enqueued)") in said, said[-3000:]  # fmt: skip
-    finally:
-        monkeypatch.delenv("MQUSERS_NETWORK_CONDUIT", raising=False)
-        restart_network(monkeypatch)
+    for conduit in ("true", "false"):
+        if conduit == "false":
+            restart_network(monkeypatch, MQUSERS_NETWORK_CONDUIT="false")
+        topic = f"/topic/net.conduit.{conduit}.{uuid.uuid4().hex[:6]}"
+        row, said = two_on_each(topic, tmp_path / conduit)
+        assert (row["received"], row["distinct"], row["lost"], row["duplicated"]) == (
+            4 * FAN_OUT, 4 * FAN_OUT, 0, 0), said[-3000:]  # fmt: skip
+        assert [(b["broker"], b["received"]) for b in row["by_broker"]] == [(url(B), 2 * FAN_OUT),
+                                                                            (url(C), 2 * FAN_OUT)]  # fmt: skip
+        assert bs.wait_for(lambda t=topic: stats(A, t)["dequeueCount"] == sum(
+            stats(n, t)["enqueueCount"] for n in (B, C)), 20), [stats(n, topic) for n in (A, B, C)]  # fmt: skip
+        # What A passed on, less the probes (each counted at most once per remote subscription).
+        copies = stats(A, topic)["dequeueCount"]
+        passed[conduit] = next(k for k in (2, 4) if k * FAN_OUT <= copies <= k * FAN_OUT + 4 * row["probes_sent"])
+        assert ("broker figures: the producers' broker's counts agree with mqusers' "
+                f"({topic}: enqueued against sent, dequeued against what was received there and what the other "
+                "brokers enqueued)") in said, said[-3000:]  # fmt: skip
     assert passed == {"true": 2, "false": 4}, passed  # copies of each message: one per broker, one per subscriber
+
+
+def test_cluster_compare_takes_networks_as_rows_says_what_each_hop_adds_and_what_a_kill_costs(
+    network: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/matrix.md's network grid, shortened, on the network in a line (A-B-C): a single broker (A alone), a
+    network of two (subscriber on B, one hop) and of three (subscriber on C: B stores and forwards every message),
+    B killed and restarted in net2's failover run. Every run of a network's row had its subscriber where
+    the row says; each row's paced p50 and p99 are its latency run's own, the hop their difference from the
+    single broker's; B's own counts say every message of net3's runs crossed it; the kill is net2's failover
+    figures (the subscriber's window), every message sent in that run received, lost or unreceived.
+
+    Last in the module: it starts the network again in a line, which no test after it would expect."""
+    restart_network(monkeypatch, MQUSERS_NETWORK_SHAPE="line")
+    # As docs/matrix.md's commands: the line set for the start only; B killed and restarted joins it as it is.
+    monkeypatch.delenv("MQUSERS_NETWORK_SHAPE")
+    words = shown_words("mqusers cluster-compare --latency-rate 1000 --config single=",
+                        {"stomp://127.0.0.1:61640": url(A), "stomp://127.0.0.1:61642": url(B),
+                         "stomp://127.0.0.1:61644": url(C),
+                         "=python -m services": f"={sys.executable} -m services"})  # fmt: skip
+    assert words[:2] == ["mqusers", "cluster-compare"]
+    # B killed in net2's failover only: killed again after net3's runs, it would forget what they passed through.
+    kill = words.index(next(word for word in words if word.startswith("net3=") and "fail-over" in word))
+    assert words[kill - 1] == "--failover"
+    del words[kill - 1 : kill + 1]
+    command = [sys.executable, "-m", "mqusers.commands.cli", *words[1:], "--schemes", "nonpersistent",
+               "--repeats", "1", "--warmup-seconds", "1", "--seconds", "1", "--steady-after", "0",
+               "--messages", "100", "--failover-seconds", "7", "--fault-at", "2", "--failover-rate", "200",
+               "--out", str(tmp_path), "--json", str(tmp_path / "cc.json"), "--mq-drain-idle", "2"]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    single, net2, net3 = rows = json.loads((tmp_path / "cc.json").read_text())["rows"]
+    assert [row["consumers"] for row in rows] == ["", url(B), url(C)]
+    for row, at in zip(rows, (None, B, C), strict=True):
+        [run] = row["latency"]["runs"]
+        report = json.loads(Path(run["report"]).read_text())
+        [figures] = report["destinations"]
+        assert (figures["lost"], figures["unreceived"]) == (0, 0) and figures["sent"] >= 500
+        assert (row["latency"]["p50_ms"], row["latency"]["p99_ms"]) == (
+            figures["latency_ms"]["p50"], figures["latency_ms"]["p99"])  # fmt: skip
+        received = {b["broker"]: b["received"] for b in figures["by_broker"]}
+        assert received == ({} if at is None else {url(at): figures["distinct"]}), received  # the warm-up's too
+        if at == C:  # two hops: B took every message (and probe) from A and passed every one on to C
+            middle = stats(B, figures["destination"])
+            assert middle["enqueueCount"] == middle["dequeueCount"] >= figures["distinct"], middle
+    for row in (net2, net3):
+        assert row["latency"]["hop_p50_ms"] == pytest.approx(row["latency"]["p50_ms"] - single["latency"]["p50_ms"])
+    failover = json.loads((tmp_path / "net2-failover.json").read_text())
+    [fault] = failover["faults"]
+    assert fault["exit_code"] == 0 and "activemq-net-b: killed" in fault["output"], fault
+    [figures] = failover["destinations"]
+    assert figures["distinct"] + figures["lost"] + figures["unreceived"] == figures["sent"] > 0, figures
+    assert net2["failover"]["lost"] == figures["lost"] and net2["failover"]["window_ms"] > 0, net2["failover"]
+    assert net3["failover"] is None
+    assert "p50 ms at 1,000 msg/s" in done.stdout and "| net3 |" in done.stdout
