@@ -115,14 +115,19 @@ def failover_figures(report: dict[str, Any]) -> dict[str, Any]:
     fault = (report.get("faults") or [{}])[0]
     return {
         "window_ms": failover.get("worst_window_ms"),
-        "reconnect_ms": max((r.get("reconnect_max_ms") or 0.0 for r in rows), default=None),
-        "after_ready_ms": max((r.get("after_ready_max_ms") or 0.0 for r in rows), default=None),
+        # None when no client lost its broker (a network's subscriber whose broker lived): no reconnect to time.
+        "reconnect_ms": _worst(rows, "reconnect_max_ms"),
+        "after_ready_ms": _worst(rows, "after_ready_max_ms"),
         "unrecovered": sum(r.get("unrecovered", 0) for r in rows),
         "lost": row.get("lost", 0),
         "unconfirmed": row.get("unconfirmed", 0),
         "dup_after_reconnect": row.get("after_reconnect", 0),
         "fault_exit": fault.get("exit_code"),
     }
+
+
+def _worst(rows: list[dict[str, Any]], key: str) -> float | None:
+    return max((row[key] for row in rows if row.get(key) is not None), default=None)
 
 
 def markdown(rows: list[dict[str, Any]], latency_rate: float = 0.0) -> str:

@@ -70,6 +70,13 @@ def test_the_table_reads_the_run_reports() -> None:
     noise = "non-persistent, non-durable ≈ persistent, non-durable"
     assert table[2] == f"| single | {cells} | {noise} | 2,346 | 2,000 | 0 | 2 | 7 |"
     assert table[3] == "| pair | - | - | - | - | - | - | - | - | - |"
+    # A kill no client felt (a network's broker between the producers' and the subscriber's): no window, no
+    # reconnect to time, not a reconnect of 0 ms.
+    unfelt = failover_figures({**failover, "failover": {"worst_window_ms": None, "destinations": [
+        {"reconnect_max_ms": None, "after_ready_max_ms": None, "unrecovered": 0}]}})  # fmt: skip
+    assert (unfelt["window_ms"], unfelt["reconnect_ms"], unfelt["after_ready_ms"]) == (None, None, None)
+    assert markdown([{"config": "net3", "schemes": {}, "failover": unfelt}]).splitlines()[2].endswith(
+        "| - | - | 0 | 2 | 7 |")  # fmt: skip
 
 
 @pytest.mark.parametrize(
