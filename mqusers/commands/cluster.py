@@ -244,7 +244,8 @@ def main(argv: Sequence[str]) -> int:
                 report = out / f"{config.name}-failover.json"
                 document = grids.attempt(f"{config.name} failover", plan.failover_run(config, report), report,
                                          plan.failover_seconds, stop)  # fmt: skip
-                row["failover"] = failover_figures(document) if document is not None else None
+                row["failover"] = {**failover_figures(document), "report": str(report)} if document is not None \
+                    else None  # fmt: skip
                 failed += document is None and not stop.requested
             rows.append(row)
     hops.with_hops(rows)

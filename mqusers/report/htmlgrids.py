@@ -56,7 +56,8 @@ LATENCY = ("p50_ms", "p99_ms", "hop_p50_ms", "hop_p99_ms")
 def cluster_section(index: int, title: str | None, document: dict[str, Any]) -> str:
     """The schemes' table, then the failover runs' (two tables: in one, 12 columns did not fit 1280 px)."""
     failover = ("window_ms", "reconnect_ms", "after_ready_ms", "lost", "unconfirmed", "dup_after_reconnect")
-    rows, failovers, runs, titles = [], [], [], document.get("titles") or {}
+    rows, failovers, titles = [], [], document.get("titles") or {}
+    runs: list[tuple[str, Any, Mapping[str, Any]]] = []
     for r in document.get("rows", []):
         noise = "; ".join(f"{SCHEMES.get(a, a)} {NOISE} {SCHEMES.get(b, b)}" for a, b in r.get("noise", [])) or None
         # A failover URL wraps at its commas: six configurations' URLs unwrapped pushed the table past 1280 px.
@@ -68,6 +69,12 @@ def cluster_section(index: int, title: str | None, document: dict[str, Any]) -> 
         for scheme, cell in r["schemes"].items():
             runs.extend((f"{r['config']} {titles.get(scheme, scheme)}", run.get("repeat"), run)
                         for run in cell.get("runs", []))  # fmt: skip
+        # The paced runs and the failover run have no throughput of their own: their reports, by file name.
+        paced_at = f"latency at {number((r.get('latency') or {}).get('rate') or 0)} msg/s"
+        runs.extend((f"{r['config']} {paced_at}", run.get("repeat"), {**run, "msgs": None})
+                    for run in (r.get("latency") or {}).get("runs", []))  # fmt: skip
+        if (r.get("failover") or {}).get("report"):
+            runs.append((f"{r['config']} failover", "-", {**r["failover"], "msgs": None}))
     header = ["configuration", "broker", *(f"{name} msg/s" for name in SCHEMES.values()), f"{NOISE} noise"]
     configurations = table(header, rows, "cluster")
     if paced := [r for r in document.get("rows", []) if (r.get("latency") or {}).get("p50_ms") is not None]:

@@ -133,7 +133,10 @@ def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
         {"config": "pair", "url": "stomp://a:1,stomp://b:2", "noise": [["persistent", "durable"]],
          "warmup": {"durable": {"report": "pair-durable-warmup.json", "msgs": 700.0}},
          "schemes": {"durable": {"msgs": 950.0, "msgs_interval": [900.0, 990.0], "runs": runs}},
-         "failover": {"window_ms": 2363.0, "lost": 0, "unconfirmed": 1, "dup_after_reconnect": 15}}],
+         "latency": {"rate": 1000.0, "p50_ms": 0.3, "p99_ms": 1.2, "runs": [
+             {"repeat": 1, "report": "pair-latency-1.json", "p50_ms": 0.3, "p99_ms": 1.2, "received": 9, "lost": 0}]},
+         "failover": {"window_ms": 2363.0, "lost": 0, "unconfirmed": 1, "dup_after_reconnect": 15,
+                      "report": "pair-failover.json"}}],
         "titles": {"persistent": "persistent, non-durable", "durable": "persistent, durable"}}  # fmt: skip
     run = run_document()
     run["faults"] = [{"at_s": 5.0, "command": "kill -KILL 42", "ran": True, "started_ns": 1_700_000_005_000_000_000,
@@ -149,14 +152,18 @@ def test_a_cluster_comparison_and_a_runs_failover_render_their_tables() -> None:
     assert row[5] == "persistent ≈ persistent durable"  # the columns' own names
     _, row = page.tables["cluster-failover"]
     assert row == ["pair", "2,363.000", "-", "-", "0", "1", "15"]
-    # Every run is listed, the warm-up's as left out, each linking its report.
+    # Every run is listed, the warm-up's as left out, the paced and failover runs by their reports' names (no
+    # throughput of their own), each linking its report.
     listed = [r[:3] for r in page.tables["grid-runs"][1:]]
     assert listed == [
         ["pair persistent, durable", "warm-up (left out)", "700.0"],
         ["pair persistent, durable", "1", "941.0"],
         ["pair persistent, durable", "2", "942.0"],
+        ["pair latency at 1,000 msg/s", "1", "pair-latency-1.json"],
+        ["pair failover", "-", "pair-failover.json"],
     ]
-    assert page.links == ["pair-durable-warmup.json", "pair-durable-1.json", "pair-durable-2.json"]
+    assert page.links == ["pair-durable-warmup.json", "pair-durable-1.json", "pair-durable-2.json",
+                          "pair-latency-1.json", "pair-failover.json"]  # fmt: skip
     _, failover = page.tables["failover"]
     assert failover[0] == DESTINATION and failover[4:6] == ["-", "3,000.000"] and failover[8:] == ["900.000", "1.500"]
     _, fault = page.tables["faults"]
