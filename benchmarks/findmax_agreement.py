@@ -1,6 +1,7 @@
 """Does find-max agree with plain runs? Its answer against the highest rate a plain run of the same locustfile keeps up.
 
     python -m benchmarks.findmax_agreement --host stomp://127.0.0.1:61613 [--rounds 1] [--tolerance 10] [--slo S]
+        [--max-rate R]
 
 Each round runs ``mqusers find-max`` (defaults: 5 s warm-up, 10 s window, ``--slo p99<=20x``) on
 ``locustfiles/put_get.py`` (``-u 4 --consumers 2``, 1 KB), takes its answer A (the highest rate also
@@ -224,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=10.0, help="percent (default 10)")
     parser.add_argument("--quick", action="store_true", help="find-max with 1 s warm-up, 3 s windows, 6 steps: a check")
     parser.add_argument("--slo", default="", help="find-max's --slo (default: find-max's own default)")
+    parser.add_argument("--max-rate", type=float, default=0.0,
+                        help="find-max's --max-rate: no step above it (default: none), e.g. to ask whether its "
+                             "overload steps above the latency bound's bracket move the bracket")  # fmt: skip
     options = parser.parse_args(argv)
     try:
         check_broker(options.host)
@@ -233,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="bench-agree.") as folder:
                 extra = ["--warmup", "1", "--window", "3", "--steps", "6"] if options.quick else []
                 extra += ["--slo", options.slo] if options.slo else []
+                extra += ["--max-rate", f"{options.max_rate:g}"] if options.max_rate else []
                 agreed.append(round_once(options.host, options.tolerance / 100.0, Path(folder), extra))
     except (BenchError, subprocess.TimeoutExpired) as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
